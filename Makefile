@@ -1,0 +1,39 @@
+# treino: `make demo` and `make test` are the two commands a new machine needs.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# The CPU build of torch lies on these machines' disk; an unpinned torch downloads a multi-GB CUDA build.
+TORCH_PIN := torch==2.13.0
+TRANSFORMERS_PIN := transformers==5.24.0
+
+.PHONY: venv demo test lint bench clean
+
+$(BIN)/treino: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TORCH_PIN) $(TRANSFORMERS_PIN)
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(BIN)/treino
+
+venv: $(BIN)/treino
+
+demo: venv
+	@echo "== Llama-3-8B full fine-tune on one NVIDIA L4 (24 GB) =="
+	-$(BIN)/treino plan train --model llama-3-8b --gpu l4 --micro-batch 1 --seq-len 4096 --precision bf16-mixed
+	@echo
+	@echo "== the same job on one NVIDIA H200 SXM (141 GB) =="
+	$(BIN)/treino plan train --model llama-3-8b --gpu h200-sxm --micro-batch 1 --seq-len 4096 --precision bf16-mixed
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+lint: venv
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+
+bench: venv
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

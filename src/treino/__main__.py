@@ -1,0 +1,3 @@
+from treino.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""The `treino` command line: parse, call one library function, render with Rich."""

@@ -1,0 +1,144 @@
+"""`treino` commands. Each parses its options, calls one library function and renders the result."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+
+from treino import catalog
+from treino.errors import TreinoError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="Plan, benchmark, run and govern ML training on dedicated GPU servers.")
+plan_app = typer.Typer(no_args_is_help=True, help="Will it fit, and with which settings?")
+app.add_typer(plan_app, name="plan")
+
+_state = {"debug": False}
+
+
+@app.callback()
+def _root(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False) -> None:
+    _state["debug"] = debug
+
+
+def _print_json(data: object) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@plan_app.command("train")
+def plan_train(
+    model: Annotated[str, typer.Option("--model", "-m", help="Preset name, config.json path, or module:function (trace).")],
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU name from 'treino gpus'.")],
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the job.")] = 1,
+    micro_batch: Annotated[int, typer.Option("--micro-batch", "-b", help="Sequences per GPU per step.")] = 1,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-s", help="Tokens per sequence.")] = 2048,
+    grad_accum: Annotated[int, typer.Option("--grad-accum", help="Micro-batches per optimizer step.")] = 1,
+    precision: Annotated[str, typer.Option(help="fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true.")] = "bf16-mixed",
+    optimizer: Annotated[str, typer.Option(help="adamw, adamw-8bit, sgd, sgd-momentum, adafactor, lion.")] = "adamw",
+    attention: Annotated[str, typer.Option(help="sdpa (flash-style) or eager.")] = "sdpa",
+    checkpointing: Annotated[str, typer.Option(help="Activation checkpointing: none, selective, full.")] = "none",
+    zero: Annotated[int, typer.Option("--zero", help="ZeRO stage 0-3 (FSDP full shard = 3).")] = 0,
+    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel size.")] = 1,
+    offload: Annotated[str, typer.Option(help="none, optimizer, optimizer+params.")] = "none",
+    lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA rank; 0 = full fine-tune.")] = 0,
+    lora_targets: Annotated[str, typer.Option("--lora-targets", help="Comma-separated module names.")] = "q_proj,k_proj,v_proj,o_proj",
+    quant: Annotated[str, typer.Option(help="Base weights for LoRA: none or nf4 (QLoRA).")] = "none",
+    method: Annotated[str, typer.Option(help="analytic (formulas) or trace (real model on fake tensors).")] = "analytic",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Training memory per GPU, the fit verdict, and what to change when it does not fit."""
+    from treino.plan import TrainSetup, plan_training
+
+    setup = TrainSetup(
+        micro_batch=micro_batch, seq_len=seq_len, grad_accum=grad_accum, precision=precision, optimizer=optimizer,
+        attention=attention, checkpointing=checkpointing, gpus=gpus, zero=zero, tp=tp, offload=offload,
+        lora_rank=lora_rank, lora_targets=tuple(t.strip() for t in lora_targets.split(",") if t.strip()), quant=quant,
+    )
+    gpu_spec = catalog.gpu(gpu)
+    if method == "trace":
+        from treino.trace.plan import plan_by_trace
+
+        result = plan_by_trace(model, gpu_spec, setup)
+    elif method == "analytic":
+        result = plan_training(catalog.model(model), gpu_spec, setup)
+    else:
+        raise TreinoError(f"Unknown --method {method!r}. To fix: use analytic or trace.")
+    if as_json:
+        _print_json(result.to_json())
+        return
+    from treino.cli.render import console, train_plan
+
+    console().print(train_plan(result))
+    if not result.fits:
+        raise typer.Exit(1)
+
+
+@plan_app.command("infer")
+def plan_infer(
+    model: Annotated[str, typer.Option("--model", "-m", help="Preset name or config.json path.")],
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU name from 'treino gpus'.")],
+    batch: Annotated[int, typer.Option("--batch", help="Concurrent sequences.")] = 1,
+    context: Annotated[int, typer.Option("--context", help="Tokens per sequence (prompt + output).")] = 4096,
+    weights: Annotated[str, typer.Option(help="bf16, fp16, fp32, int8, int4.")] = "bf16",
+    gpus: Annotated[int, typer.Option("--gpus", help="Tensor-parallel GPUs.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Inference memory (weights, KV cache, activations) and a bound on decode speed."""
+    from treino.plan import estimate_inference
+
+    spec = catalog.model(model)
+    gpu_spec = catalog.gpu(gpu)
+    est = estimate_inference(spec, gpu_spec, batch=batch, context=context, weights=weights, gpus=gpus)
+    fits = est.peak_bytes <= gpu_spec.memory_bytes
+    if as_json:
+        _print_json({"model": spec.name, "gpu": gpu_spec.name, "params": spec.params, **asdict(est),
+                     "fits": fits, "headroom_bytes": gpu_spec.memory_bytes - est.peak_bytes})
+        return
+    from treino.cli.render import console, infer_plan
+
+    console().print(infer_plan(spec, gpu_spec, est, batch, context, weights))
+    if not fits:
+        raise typer.Exit(1)
+
+
+@app.command("gpus")
+def gpus_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The GPU catalog."""
+    table = list(catalog.gpus().values())
+    if as_json:
+        _print_json([asdict(g) for g in table])
+        return
+    from treino.cli.render import console, gpus_table
+
+    console().print(gpus_table(table))
+
+
+@app.command("models")
+def models_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The model presets."""
+    specs = [catalog.model(name) for name in catalog.model_names()]
+    if as_json:
+        _print_json([{"name": m.name, "family": m.family, "params": m.params, "layers": m.num_layers,
+                      "hidden_size": m.hidden_size, "vocab_size": m.vocab_size,
+                      "source": catalog.model_config(m.name).get("treino_source", "")} for m in specs])
+        return
+    from treino.cli.render import console, models_table
+
+    console().print(models_table(specs))
+
+
+def main() -> None:
+    """Entry point: TreinoError -> one red line and exit code 2; traceback only with --debug."""
+    try:
+        app()
+    except TreinoError as exc:
+        if _state["debug"] or "--debug" in sys.argv:
+            raise
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(2)

@@ -1,0 +1,140 @@
+"""Rich rendering of plans. No logic: every number comes from treino.plan."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from treino.plan import InferenceEstimate, TrainPlan
+from treino.plan.hardware import GpuSpec
+from treino.plan.model import ModelSpec
+
+GIB = 2**30
+BAR_WIDTH = 60
+_PARTS = (  # label, MemoryEstimate field, colour
+    ("weights", "weights_bytes", "blue"),
+    ("gradients", "gradients_bytes", "magenta"),
+    ("optimizer", "optimizer_bytes", "yellow"),
+    ("activations", "activations_bytes", "green"),
+    ("logits+loss", "logits_bytes", "cyan"),
+    ("temporaries", "temporary_bytes", "white"),
+    ("overhead", "overhead_bytes", "red"),
+)
+
+
+def gib(nbytes: float) -> str:
+    return f"{nbytes / GIB:,.2f} GiB"
+
+
+def count(n: int) -> str:
+    return f"{n / 1e9:,.2f} B" if n >= 1e9 else f"{n / 1e6:,.1f} M"
+
+
+def _bar(segments: list[tuple[str, float, str]], capacity: float) -> Text:
+    """One line of blocks: each part's share of the GPU's memory; '!' marks what does not fit."""
+    total = sum(v for _, v, _ in segments)
+    scale = BAR_WIDTH / max(capacity, total)
+    text = Text("│")
+    used = 0
+    for label, value, colour in segments:
+        cells = round(value * scale)
+        text.append("█" * cells, style=colour)
+        used += cells
+    cap_cell = round(capacity * scale)
+    if used < cap_cell:
+        text.append("░" * (cap_cell - used), style="dim")
+    text.append("│")
+    if total > capacity:
+        text.append(f" {gib(total - capacity)} over", style="bold red")
+    return text
+
+
+def train_plan(plan: TrainPlan) -> Group:
+    m, s, gpu = plan.memory, plan.setup, plan.gpu
+    title = (f"{plan.model.name}: {count(m.params)} params ({count(m.trainable_params)} trainable) · "
+             f"{s.precision} · {s.optimizer} · micro-batch {s.micro_batch} × {s.seq_len} tokens · "
+             f"{s.gpus}× {gpu.display_name}" + (f" · ZeRO-{s.zero}" if s.zero else "")
+             + (f" · TP {s.tp}" if s.tp > 1 else "") + f" · {plan.method}")
+    table = Table(title=title, title_justify="left", show_edge=False)
+    table.add_column("per GPU")
+    table.add_column("memory", justify="right")
+    table.add_column("share", justify="right")
+    for label, attr, colour in _PARTS:
+        value = getattr(m, attr)
+        table.add_row(Text("■ ", style=colour) + label, gib(value), f"{100 * value / m.peak_bytes:.0f} %")
+    table.add_row("peak of live tensors", gib(m.peak_tensor_bytes), f"at {m.peak_phase}", style="bold")
+    table.add_row("peak", gib(m.peak_bytes), "", style="bold")
+    table.add_row(f"{gpu.display_name} memory", gib(gpu.memory_bytes), "", style="dim")
+    if m.cpu_offload_bytes:
+        table.add_row("offloaded to CPU RAM", gib(m.cpu_offload_bytes), "")
+    segments = [(label, float(getattr(m, attr)), colour) for label, attr, colour in _PARTS]
+    bar = _bar(segments, gpu.memory_bytes)
+    if plan.fits:
+        verdict = Text(f"FITS: {gib(plan.headroom_bytes)} headroom on each {gpu.display_name}.", style="bold green")
+    else:
+        verdict = Text(f"DOES NOT FIT: needs {gib(m.peak_bytes)} per GPU, the {gpu.display_name} has "
+                       f"{gib(gpu.memory_bytes)}.", style="bold red")
+    parts: list[object] = [table, Text(""), bar, verdict]
+    advice = plan.advice()
+    if advice:
+        tips = Table(title="What makes it fit, cheapest first", title_justify="left", show_edge=False)
+        tips.add_column("change")
+        tips.add_column("flags")
+        tips.add_column("peak", justify="right")
+        tips.add_column("fits")
+        tips.add_column("speed", justify="right")
+        for a in advice:
+            speed = f"{(a.slowdown - 1) * 100:+.0f} %" if a.slowdown != 1 else "same"
+            change = a.change + (f" ({a.caveat})" if a.caveat else "")
+            tips.add_row(change, a.flags, gib(a.peak_bytes), "yes" if a.fits else "no", speed)
+        parts += [Text(""), tips]
+    for note in m.notes:
+        parts.append(Text(note, style="dim"))
+    return Group(*parts)  # type: ignore[arg-type]
+
+
+def infer_plan(model: ModelSpec, gpu: GpuSpec, est: InferenceEstimate, batch: int, context: int, weights: str) -> Panel:
+    table = Table(show_edge=False)
+    table.add_column("per GPU")
+    table.add_column("memory", justify="right")
+    table.add_row("weights", gib(est.weights_bytes))
+    table.add_row(f"KV cache ({batch} × {context:,} tokens, {est.kv_cache_bytes_per_token / 1024:,.0f} KiB/token)",
+                  gib(est.kv_cache_bytes))
+    table.add_row("activations", gib(est.activations_bytes))
+    table.add_row("overhead", gib(est.overhead_bytes))
+    table.add_row("peak", gib(est.peak_bytes), style="bold")
+    table.add_row(f"{gpu.display_name} memory", gib(gpu.memory_bytes), style="dim")
+    fits = est.peak_bytes <= gpu.memory_bytes
+    verdict = Text("FITS" if fits else "DOES NOT FIT", style="bold green" if fits else "bold red")
+    speed = Text(f"Decode ≤ {est.decode_tokens_per_s_bound:,.0f} tokens/s for the batch "
+                 f"(≥ {est.decode_ms_per_token_bound:.1f} ms per step at {gpu.hbm_bandwidth_gb_s:,.0f} GB/s)")
+    return Panel(Group(table, verdict, speed), title=f"{model.name} inference, {weights} weights on {gpu.display_name}")
+
+
+def gpus_table(gpus: list[GpuSpec]) -> Table:
+    table = Table(title="GPU catalog (dense TFLOP/s; source and date per row: treino gpus --json)",
+                  title_justify="left")
+    for col in ("name", "GPU", "memory", "HBM GB/s", "bf16 TF", "fp8 TF", "GPU link", "PCIe", "TDP W"):
+        table.add_column(col, justify="left" if col in ("name", "GPU", "GPU link") else "right")
+    for g in gpus:
+        table.add_row(g.name, g.display_name, f"{g.memory_gb:g} GB", f"{g.hbm_bandwidth_gb_s:,.0f}",
+                      f"{g.bf16_tflops:g}", f"{g.fp8_tflops:g}" if g.fp8_tflops else "-",
+                      f"{g.gpu_link} {g.gpu_link_gb_s_bidir:g} GB/s" if g.gpu_link != "none" else "none",
+                      f"Gen{g.pcie_generation}", f"{g.tdp_w:g}")
+    return table
+
+
+def models_table(models: list[ModelSpec]) -> Table:
+    table = Table(title="Model presets (Hugging Face config.json files; source per file)", title_justify="left")
+    for col in ("name", "family", "params", "layers", "hidden", "heads/kv", "vocab", "tied"):
+        table.add_column(col, justify="left" if col in ("name", "family") else "right")
+    for m in models:
+        table.add_row(m.name, m.family, count(m.params), str(m.num_layers), f"{m.hidden_size:,}",
+                      f"{m.num_heads}/{m.num_kv_heads}", f"{m.vocab_size:,}", "yes" if m.tied_embeddings else "no")
+    return table
+
+
+def console() -> Console:
+    return Console()

@@ -1,0 +1,150 @@
+"""When a training run does not fit: the changes that make it fit, cheapest in speed first.
+
+Each change is applied to the setup and re-planned, so the memory it frees is the planner's own number.
+Slowdowns are priors with sources:
+- smaller micro-batch with gradient accumulation: same tokens per step, smaller matmuls (~5 % for b>=2);
+- selective checkpointing recomputes the attention core only: 2-4 % (Korthikanti et al. 2022, Table 4:
+  selective recompute costs 4 % for the 22B model, full recompute 36 %);
+- full checkpointing repeats the forward: model FLOPs 6N -> 8N per token (+33 %; §B3 HFU factor);
+- ZeRO-1/2 move as many bytes as plain data parallel; ZeRO-3 moves 1.5x (Rajbhandari et al. 2020, §7);
+- CPU offload of optimizer state runs the step on the CPU and moves gradients over PCIe: the seed article
+  puts the cost of checkpointing or offload at 50-80 % of speed; ZeRO-Offload reports 40 TFLOP/s/V100
+  vs ~30 % more with GPU-only ZeRO-2 at the same model size (Ren et al. 2021, §6);
+- LoRA trains adapters only: fewer FLOPs (~4N instead of 6N per token, §B5), but it changes what is trained;
+- QLoRA dequantizes NF4 weights in every matmul: torchtune measured 1.15 it/s eager vs LoRA's faster step
+  on Llama-2-7B (qlora_finetune.rst); we count +30 % over LoRA.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from treino.errors import PlanError
+from treino.plan.hardware import GpuSpec
+from treino.plan.memory import MemoryEstimate, TrainSetup, estimate_training_memory
+from treino.plan.model import ModelSpec
+
+
+@dataclass(frozen=True)
+class Advice:
+    change: str  # what to do, in words
+    flags: str  # the CLI flags that plan it
+    peak_bytes: int  # per GPU after the change
+    frees_bytes: int
+    fits: bool
+    slowdown: float  # expected step-time factor, 1.0 = no change (per token, same GPUs)
+    caveat: str = ""
+
+
+@dataclass(frozen=True)
+class _Change:
+    change: str
+    flags: Callable[[TrainSetup], str]
+    apply: Callable[[TrainSetup], TrainSetup | None]  # None when it does not apply to this setup
+    slowdown: float
+    caveat: str = ""
+    changes_result: bool = False  # trains something else or with other numerics: offered after the others
+
+
+def _smaller_micro_batch(s: TrainSetup) -> TrainSetup | None:
+    if s.micro_batch == 1:
+        return None
+    return replace(s, micro_batch=1, grad_accum=s.grad_accum * s.micro_batch)
+
+
+def _more_zero(stage: int) -> Callable[[TrainSetup], TrainSetup | None]:
+    def apply(s: TrainSetup) -> TrainSetup | None:
+        return replace(s, zero=stage) if s.dp > 1 and s.zero < stage else None
+
+    return apply
+
+
+def _more_gpus(s: TrainSetup) -> TrainSetup | None:
+    return replace(s, gpus=s.gpus * 2, zero=3) if s.gpus < 64 else None
+
+
+CHANGES: tuple[_Change, ...] = (
+    _Change("Use micro-batch 1 with gradient accumulation (same tokens per step)",
+            lambda s: f"--micro-batch 1 --grad-accum {s.grad_accum * s.micro_batch}", _smaller_micro_batch, 1.05),
+    _Change("Recompute the attention core (selective checkpointing)", lambda s: "--checkpointing selective",
+            lambda s: replace(s, checkpointing="selective") if s.checkpointing == "none" else None, 1.03),
+    _Change("Shard optimizer state and gradients over the data-parallel GPUs (ZeRO-2)", lambda s: "--zero 2",
+            _more_zero(2), 1.0),
+    _Change("Recompute every block in backward (full activation checkpointing)", lambda s: "--checkpointing full",
+            lambda s: replace(s, checkpointing="full") if s.checkpointing != "full" else None, 1.33),
+    _Change("Shard weights too (ZeRO-3 / FSDP full shard)", lambda s: "--zero 3", _more_zero(3), 1.10,
+            "1.5x the communication of data parallel: slower over PCIe than over NVLink"),
+    _Change("Use twice the GPUs with ZeRO-3", lambda s: f"--gpus {s.gpus * 2} --zero 3", _more_gpus, 1.10,
+            "costs GPUs, not speed per token"),
+    _Change("Keep the 8-bit AdamW state (bitsandbytes)", lambda s: "--optimizer adamw-8bit",
+            lambda s: replace(s, optimizer="adamw-8bit") if s.optimizer == "adamw" else None, 1.02,
+            "changes the optimizer's numerics slightly", True),
+    _Change("Keep 16-bit weights and gradients, fp32 master weights in the optimizer", lambda s: "--precision bf16-master",
+            lambda s: replace(s, precision="bf16-master") if s.precision in ("fp32", "bf16-mixed") else None, 1.0,
+            "Megatron/DeepSpeed style; not PyTorch autocast"),
+    _Change("Offload optimizer state and weights to CPU RAM (ZeRO-3 Infinity)",
+            lambda s: "--zero 3 --offload optimizer+params",
+            lambda s: replace(s, zero=3, offload="optimizer+params") if s.offload != "optimizer+params" else None,
+            2.5, "weights cross PCIe every step; needs CPU RAM for the whole model state"),
+    _Change("Train LoRA adapters (rank 16) on a frozen 16-bit base", lambda s: "--lora-rank 16",
+            lambda s: replace(s, lora_rank=16) if not s.lora else None, 0.75,
+            "fine-tunes adapters, not the full model", True),
+    _Change("Offload optimizer state to CPU RAM (ZeRO-Offload)", lambda s: "--offload optimizer",
+            lambda s: replace(s, offload="optimizer") if s.offload == "none" else None, 1.6,
+            "needs CPU RAM for the optimizer state; the seed article puts the cost at 50-80 %"),
+    _Change("QLoRA: LoRA rank 16 on an NF4-quantized base", lambda s: "--lora-rank 16 --quant nf4",
+            lambda s: replace(s, lora_rank=16, quant="nf4") if s.quant == "none" else None, 0.75 * 1.3,
+            "fine-tunes adapters on a 4-bit base; some quality loss", True),
+)
+
+
+def _try(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate | None:
+    try:
+        return estimate_training_memory(model, setup)
+    except PlanError:
+        return None
+
+
+def advise(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup, current: MemoryEstimate) -> list[Advice]:
+    """Up to five ways to make the run fit on `gpu`, cheapest first. Every combination of the changes is
+    planned (2^10 cheap estimates); the ranking prefers, in order: keeping the training result (no LoRA,
+    8-bit state or other numerics), keeping the GPU count, then the smallest expected slowdown.
+    Empty when the run already fits."""
+    capacity = gpu.memory_bytes
+    if current.peak_bytes <= capacity:
+        return []
+    options: list[tuple[tuple[int, int, float, int], Advice]] = []
+    for mask in range(1, 2 ** len(CHANGES)):
+        combined: TrainSetup | None = setup
+        picked: list[_Change] = []
+        flags: list[str] = []
+        for i, change in enumerate(CHANGES):
+            if mask >> i & 1 and combined is not None:
+                flags.append(change.flags(combined))
+                combined = change.apply(combined)
+                picked.append(change)
+        if combined is None:
+            continue
+        estimate = _try(model, combined)
+        if estimate is None or estimate.peak_bytes > capacity:
+            continue
+        slowdown = 1.0
+        for change in picked:
+            slowdown *= change.slowdown
+        result_changes = sum(c.changes_result for c in picked)
+        words = "; ".join(c.change[0].lower() + c.change[1:] for c in picked)
+        caveats = "; ".join(c.caveat for c in picked if c.caveat)
+        advice = Advice(words[0].upper() + words[1:], " ".join(flags), estimate.peak_bytes,
+                        current.peak_bytes - estimate.peak_bytes, True, round(slowdown, 3), caveats)
+        options.append(((result_changes, combined.gpus, slowdown, len(picked)), advice))
+    options.sort(key=lambda o: o[0])
+    out: list[Advice] = []
+    for _, advice in options:
+        # Skip supersets of an option already offered with the same trade-off.
+        if any(set(a.flags.split()) <= set(advice.flags.split()) for a in out):
+            continue
+        out.append(advice)
+        if len(out) == 5:
+            break
+    return out

@@ -1,0 +1,355 @@
+"""Training memory per GPU: weights, gradients, optimizer state, activations, logits, temporaries, peak.
+
+The peak of live tensors is the largest of three moments of a training step (HF blog `train_memory.md`:
+`peak = params + optimizer + max(activations, grads + optimizer intermediates)`; planner-formulas §B3):
+
+    loss      weights + optimizer + gradients kept for accumulation + saved activations + logits and loss
+    backward  the same at the top of backward, when the logits' gradients exist too
+    step      weights + optimizer + all gradients + the optimizer's temporaries
+
+Sharding follows the ZeRO paper (Rajbhandari et al. 2020, §5 and Fig. 1): stage 1 shards optimizer state,
+2 also gradients, 3 also weights (FSDP FULL_SHARD = ZeRO-3), each over the data-parallel size.
+Tensor parallelism divides weights and most activations by its size (Korthikanti et al. 2022, §4.2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from treino.errors import PlanError
+from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
+from treino.plan.model import ModelSpec
+
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true")
+OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion")
+ATTENTIONS = ("sdpa", "eager")
+CHECKPOINTING = ("none", "selective", "full")
+OFFLOADS = ("none", "optimizer", "optimizer+params")
+QUANTS = ("none", "nf4")
+
+# CUDA context and kernels: 1,343 MB on a V100 (transformers docs, model_memory_anatomy.md), "300 MiB to
+# 2 GiB" (asmirnov.xyz/vram), 1,000 MiB in vram-calculator: planner-formulas-and-data.md §B9.
+DEFAULT_CUDA_CONTEXT_BYTES = 1000 * 2**20
+# The caching allocator holds more than the live tensors: reserved/allocated was 1.27 (full fine-tune) to
+# 1.7 (LoRA) in PEFT's MetaMathQA runs (§B9, §C A8-A9); Megatron adds 5 %. 10 % of the peak is our default.
+DEFAULT_ALLOCATOR_RESERVE_FRACTION = 0.10
+# bitsandbytes NF4 with double quantization: 4 bits + 0.127 bits of constants per weight (QLoRA §3).
+NF4_BYTES_PER_PARAM = 0.516
+# 8-bit optimizers keep fp32 absmax per block of 2048 values (Dettmers et al. 2022, §2).
+ADAM8BIT_BLOCK = 2048
+# Activations Korthikanti et al. keep whole under tensor parallelism: layer norms' inputs, the residual
+# stream, dropout masks (10 of 34 sbh per layer, Table 2); in HF Llama the fp32 norm inputs and the norm
+# outputs make about 12 of its 20 h-terms. 0.6 is that share.
+TP_REPLICATED_SHARE = 0.6
+LORA_DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+@dataclass(frozen=True)
+class TrainSetup:
+    """How the model is trained. Sizes are per GPU unless they say otherwise."""
+
+    micro_batch: int = 1
+    seq_len: int = 2048
+    grad_accum: int = 1
+    precision: str = "bf16-mixed"
+    optimizer: str = "adamw"
+    attention: str = "sdpa"
+    checkpointing: str = "none"
+    gpus: int = 1
+    zero: int = 0  # 0-3; FSDP full-shard = 3
+    tp: int = 1
+    offload: str = "none"
+    lora_rank: int = 0
+    lora_targets: tuple[str, ...] = LORA_DEFAULT_TARGETS
+    quant: str = "none"  # "nf4" = QLoRA base weights
+    cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES
+    allocator_reserve_fraction: float = DEFAULT_ALLOCATOR_RESERVE_FRACTION
+
+    @property
+    def dp(self) -> int:
+        return self.gpus // self.tp
+
+    @property
+    def lora(self) -> bool:
+        return self.lora_rank > 0
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes per GPU at the moment of the peak: weights + gradients + optimizer + activations + logits +
+    temporaries = `peak_tensor_bytes` (what MemTracker measures); `peak_bytes` adds the overhead."""
+
+    params: int
+    trainable_params: int
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    logits_bytes: int
+    temporary_bytes: int
+    peak_tensor_bytes: int
+    overhead_bytes: int
+    peak_bytes: int
+    peak_phase: str  # the moment of the peak: "loss", "backward", "optimizer step"
+    phase_peaks_bytes: tuple[tuple[str, int], ...] = ()  # live tensors at each moment
+    saved_activations_bytes: int = 0  # what the forward keeps for backward, whatever the peak's moment
+    cpu_offload_bytes: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class _Precision:
+    weight_bytes: int
+    grad_bytes: int
+    state_bytes: int  # bytes of one optimizer state element
+    master_bytes: int  # fp32 master copy held by the optimizer
+    compute: str  # "fp32", "mixed", "16bit"
+    act_bytes: int  # bytes of a 16/32-bit activation
+
+
+_PRECISION = {
+    "fp32": _Precision(4, 4, 4, 0, "fp32", 4),
+    "bf16-mixed": _Precision(4, 4, 4, 0, "mixed", 2),
+    "fp16-mixed": _Precision(4, 4, 4, 0, "mixed", 2),
+    "bf16-master": _Precision(2, 2, 4, 4, "16bit", 2),
+    "bf16-true": _Precision(2, 2, 2, 0, "16bit", 2),
+}
+
+
+def validate(model: ModelSpec, setup: TrainSetup) -> None:
+    """Refuse impossible setups with a message that says how to fix them."""
+    for label, value, allowed in (
+        ("precision", setup.precision, PRECISIONS), ("optimizer", setup.optimizer, OPTIMIZERS),
+        ("attention", setup.attention, ATTENTIONS), ("checkpointing", setup.checkpointing, CHECKPOINTING),
+        ("offload", setup.offload, OFFLOADS), ("quant", setup.quant, QUANTS),
+    ):
+        if value not in allowed:
+            raise PlanError(f"Unknown {label} {value!r}. To fix: use one of {', '.join(allowed)}.")
+    for label, number in (("micro-batch", setup.micro_batch), ("seq-len", setup.seq_len),
+                          ("grad-accum", setup.grad_accum), ("gpus", setup.gpus), ("tp", setup.tp)):
+        if number < 1:
+            raise PlanError(f"--{label} must be at least 1, got {number}.")
+    if setup.zero not in (0, 1, 2, 3):
+        raise PlanError(f"--zero must be 0, 1, 2 or 3, got {setup.zero}.")
+    if setup.gpus % setup.tp:
+        raise PlanError(f"--tp {setup.tp} does not divide --gpus {setup.gpus}. To fix: use a divisor of the GPU count.")
+    if model.num_heads % setup.tp or model.num_kv_heads % setup.tp:
+        raise PlanError(
+            f"--tp {setup.tp} does not divide the model's {model.num_heads} attention heads and "
+            f"{model.num_kv_heads} key/value heads. To fix: use a tensor-parallel size that divides both."
+        )
+    if setup.offload == "optimizer+params" and setup.zero != 3:
+        raise PlanError("Offloading parameters needs ZeRO-3 (FSDP full shard). To fix: add --zero 3.")
+    if setup.lora_rank < 0:
+        raise PlanError(f"--lora-rank must be positive, got {setup.lora_rank}.")
+    if setup.quant == "nf4" and not setup.lora:
+        raise PlanError("NF4 weights are frozen, so --quant nf4 needs LoRA. To fix: add --lora-rank 16 (QLoRA).")
+    if setup.lora:
+        targets = {t.lora_target for t in model.layer_tensors} | {t.lora_target for t in model.outer_tensors}
+        unknown = [t for t in setup.lora_targets if t not in targets]
+        if unknown:
+            raise PlanError(f"LoRA target(s) {', '.join(unknown)} are not modules of a {model.family} model. "
+                            f"Valid: {', '.join(sorted(t for t in targets if t))}.")
+    if setup.seq_len > model.max_positions and model.family in ("gpt2", "bert"):
+        raise PlanError(f"--seq-len {setup.seq_len} exceeds the model's {model.max_positions} learned positions.")
+
+
+def lora_params(model: ModelSpec, setup: TrainSetup) -> int:
+    """Adapter parameters: r·(d_in + d_out) per adapted Linear (Hu et al. 2021; PEFT LoraLayer)."""
+    total = 0
+    for tensor, copies in model.all_tensors():
+        if tensor.lora_target in setup.lora_targets and len(tensor.shape) >= 2:
+            if len(tensor.shape) == 3:  # fused experts (E, d_out, d_in): one adapter pair per expert
+                experts, d_out, d_in = tensor.shape
+                total += copies * experts * setup.lora_rank * (d_in + d_out)
+            else:
+                d_out, d_in = tensor.shape
+                total += copies * setup.lora_rank * (d_in + d_out)
+    return total
+
+
+def _optimizer_state_bytes(model: ModelSpec, setup: TrainSetup, trainable: int, p: _Precision) -> int:
+    """Optimizer state for the trainable parameters (EleutherAI Transformer Math 101; §B2)."""
+    s = 4 if setup.lora else p.state_bytes  # PEFT keeps adapters and their state in fp32
+    master = 0 if setup.lora else p.master_bytes * trainable
+    name = setup.optimizer
+    if name == "adamw":
+        return master + 2 * s * trainable
+    if name == "adamw-8bit":
+        return master + 2 * trainable + math.ceil(2 * 4 * trainable / ADAM8BIT_BLOCK)
+    if name in ("sgd-momentum", "lion"):
+        return master + s * trainable
+    if name == "sgd":
+        return master
+    # adafactor without momentum: row and column second moments per matrix, full for vectors
+    # (torch.optim.Adafactor / transformers Adafactor state init).
+    factored = 0
+    if setup.lora:
+        return master + 4 * trainable  # adapters are thin matrices; bound by one value per parameter
+    for tensor, copies in model.all_tensors():
+        if len(tensor.shape) >= 2:
+            lead = math.prod(tensor.shape[:-2])
+            factored += copies * lead * (tensor.shape[-2] + tensor.shape[-1])
+        else:
+            factored += copies * tensor.numel
+    return master + s * factored
+
+
+def _optimizer_temporary_bytes(setup: TrainSetup, trainable: int, largest: int, p: _Precision) -> int:
+    """Temporaries of one optimizer step. Multi-tensor (foreach) AdamW, PyTorch's CUDA default, builds
+    `exp_avg_sq.sqrt()` for all parameters at once (torch/optim/adamw.py `_multi_tensor_adamw`)."""
+    s = 4 if setup.lora else p.state_bytes
+    master_grads = 0 if setup.lora or not p.master_bytes else 4 * trainable  # fp32 grads for the master step
+    if setup.optimizer == "adamw":
+        return master_grads + s * trainable
+    if setup.optimizer == "adafactor":
+        return master_grads + s * trainable
+    if setup.optimizer in ("lion", "adamw-8bit"):
+        return master_grads + s * largest  # one parameter at a time
+    return master_grads
+
+
+def _coefficients(model: ModelSpec, compute: str, attention: str) -> BlockCoefficients:
+    group = FAMILY_GROUP[model.family]
+    coeffs = None
+    if attention == "eager" and model.dropout > 0:  # eager attention keeps dropout masks and outputs
+        coeffs = BLOCK_COEFFICIENTS.get((group, compute, "eager-dropout"))
+    coeffs = coeffs or BLOCK_COEFFICIENTS.get((group, compute, attention))
+    if coeffs is None:
+        # Families without an SDPA path in transformers (gemma2's soft-capping) are planned with eager numbers.
+        coeffs = BLOCK_COEFFICIENTS.get((group, compute, "eager"))
+    if coeffs is None:  # pragma: no cover - every family has eager coefficients
+        raise PlanError(f"No activation coefficients for {model.family} {compute} {attention}.")
+    return coeffs
+
+
+def block_activation_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, *, core: bool = True) -> float:
+    """Saved activations of one block for `tokens` tokens, per GPU (see activations.py)."""
+    p = _PRECISION[setup.precision]
+    c = _coefficients(model, p.compute, setup.attention)
+    experts = model.experts_per_token if model.num_experts else 1
+    t = setup.tp
+    h_part = c.c_h * model.hidden_size * (TP_REPLICATED_SHARE + (1 - TP_REPLICATED_SHARE) / t)
+    sharded = c.c_q * model.q_size + c.c_kv * model.kv_size + c.c_f * model.intermediate_size * experts
+    sharded += c.c_lse * model.num_heads
+    if core:  # selective checkpointing recomputes the attention core and drops its s x s tensors
+        sharded += c.c_s * model.num_heads * setup.seq_len
+    per_token = h_part + sharded / t
+    weight_copies = c.c_w * (0 if setup.lora else model.layer_linear_params) / t
+    return tokens * per_token + weight_copies
+
+
+def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
+    """Per-GPU training memory for `model` under `setup`."""
+    validate(model, setup)
+    p = _PRECISION[setup.precision]
+    t, dp = setup.tp, setup.dp
+    tokens = setup.micro_batch * setup.seq_len
+    notes: list[str] = []
+
+    # Weights, per GPU. LoRA: a frozen 16-bit (or NF4) base plus fp32 adapters.
+    adapters = lora_params(model, setup) if setup.lora else 0
+    trainable = adapters if setup.lora else model.params
+    if setup.lora:
+        base_bytes = 4 if setup.precision == "fp32" else 2
+        if setup.quant == "nf4":
+            linear = sum(t_.numel * c for t_, c in model.all_tensors()
+                         if len(t_.shape) >= 2 and not t_.name.endswith("embed") and t_.name != "lm_head")
+            base = NF4_BYTES_PER_PARAM * linear + base_bytes * (model.params - linear)
+        else:
+            base = base_bytes * model.params
+        weights_total = base + 4 * adapters
+    else:
+        weights_total = p.weight_bytes * model.params
+    grad_elem = 4 if setup.lora else p.grad_bytes
+    grads_total = grad_elem * trainable
+    optimizer_total = _optimizer_state_bytes(model, setup, trainable, p)
+
+    weights = weights_total / t
+    grads = grads_total / t
+    optimizer = optimizer_total / t
+    largest_layer_bytes = p.weight_bytes * model.layer_params / t
+    cpu = 0.0
+    if setup.zero >= 1:
+        optimizer /= dp
+    if setup.zero >= 2:
+        grads /= dp
+    if setup.zero >= 3:
+        # Sharded weights plus the unsharded layers FSDP gathers: the current one and one prefetched
+        # (llm-analysis charges fwd+bwd prefetch; torch FSDP prefetches one layer by default).
+        weights = weights / dp + 2 * largest_layer_bytes
+    if setup.offload != "none":
+        cpu += optimizer
+        optimizer = 0
+        if setup.optimizer != "sgd":
+            notes.append("The optimizer step runs on the CPU (DeepSpeed ZeRO-Offload).")
+    if setup.offload == "optimizer+params":
+        cpu += weights - 2 * largest_layer_bytes
+        weights = 2 * largest_layer_bytes
+
+    # Activations per micro-batch.
+    L = model.num_layers
+    block = block_activation_bytes(model, setup, tokens, core=setup.checkpointing == "none")
+    embed_out = tokens * model.hidden_size * (4 if p.compute == "mixed" else p.act_bytes)
+    if setup.checkpointing == "full":
+        # Each block keeps only its input; in backward one block at a time is recomputed
+        # (HF gradient_checkpointing, torch.utils.checkpoint, non-reentrant).
+        residual = 4 if p.compute != "16bit" else 2
+        stored = L * tokens * model.hidden_size * residual / t
+        live_block = block_activation_bytes(model, setup, tokens)
+        activations = stored + embed_out
+    else:
+        activations = L * block + embed_out
+        live_block = 0.0
+    outer = 2 * tokens * model.hidden_size * 4  # final norm's fp32 input and output feeding the head
+
+    # Logits and loss: HF upcasts the logits to fp32 for cross-entropy (transformers loss_utils
+    # ForCausalLMLoss), and log_softmax keeps its fp32 output (§B3: "2 x 4·b·s·V" at the loss boundary).
+    V = model.vocab_size / t
+    logits16 = 0 if p.compute == "fp32" else 2 * tokens * V
+    loss_time = tokens * V * 8 + logits16  # fp32 logits + log_softmax output (+ 16-bit logits)
+    backward_time = tokens * V * 12  # saved log_softmax + its gradient + the logits' gradient (fp32)
+
+    accum_grads = grads if setup.grad_accum > 1 else 0.0
+    head_grad = 0 if setup.lora else grad_elem * model.vocab_size * model.hidden_size / t
+    largest_tensor = max(t_.numel for t_ in (*model.layer_tensors, *model.outer_tensors))
+    opt_temp = 0.0 if setup.offload != "none" else _optimizer_temporary_bytes(setup, trainable, largest_tensor, p)
+    if setup.zero >= 1:
+        opt_temp /= dp
+    saved = activations + outer
+    # Live tensors at each moment: (gradients, activations, logits, temporaries) besides weights + optimizer.
+    phases: dict[str, tuple[float, float, float, float]] = {
+        "loss": (accum_grads, saved, loss_time, 0.0),
+        "backward": (accum_grads + head_grad, saved, backward_time, 0.0),
+        "optimizer step": (grads, 0.0, 0.0, opt_temp / t),
+    }
+    if setup.checkpointing == "full":  # the last block recomputed, with nearly all gradients present
+        phases["backward, recompute"] = (grads, activations, 0.0, live_block)
+    totals = {k: weights + optimizer + sum(v) for k, v in phases.items()}
+    phase = max(totals, key=lambda k: totals[k])
+    live_grads, live_act, live_logits, live_temp = phases[phase]
+    peak_tensor = totals[phase]
+    overhead = setup.cuda_context_bytes + setup.allocator_reserve_fraction * peak_tensor
+    return MemoryEstimate(
+        params=model.params,
+        trainable_params=trainable,
+        weights_bytes=round(weights),
+        gradients_bytes=round(live_grads),
+        optimizer_bytes=round(optimizer),
+        activations_bytes=round(live_act),
+        logits_bytes=round(live_logits),
+        temporary_bytes=round(live_temp),
+        peak_tensor_bytes=round(peak_tensor),
+        overhead_bytes=round(overhead),
+        peak_bytes=round(peak_tensor + overhead),
+        peak_phase=phase,
+        phase_peaks_bytes=tuple((k, round(v)) for k, v in totals.items()),
+        saved_activations_bytes=round(saved),
+        cpu_offload_bytes=round(cpu),
+        notes=tuple(notes),
+    )
+
+
+def with_changes(setup: TrainSetup, **changes: object) -> TrainSetup:
+    return replace(setup, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,298 @@
+"""Model architecture from a Hugging Face config.json, and its exact parameter count.
+
+The count is built from the tensors each family's transformers implementation creates, so it equals
+`sum(p.numel() for p in model.parameters())` of `AutoModelForCausalLM` (BERT: `BertForMaskedLM`)
+built from the same config. Formulas: planner-formulas-and-data.md §B1 (checked there against meta-device
+builds: Llama-2-7B 6,738,415,616; Llama-3-8B 8,030,261,248; GPT-2 124,439,808; BERT-base-MLM 109,514,298).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from treino.errors import PlanError, UnsupportedModelError
+
+LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3")
+SUPPORTED_FAMILIES = (*LLAMA_LIKE, "gpt2", "gpt_neox", "bert")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One parameter tensor of a transformer block (or of the embeddings/head)."""
+
+    name: str
+    shape: tuple[int, ...]
+    lora_target: str = ""  # the module name PEFT's target_modules matches ("q_proj"), "" if not a Linear
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for dim in self.shape:
+            n *= dim
+        return n
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A transformer's shape. Sizes are element counts; `layer_tensors` describe one block."""
+
+    name: str
+    family: str
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_positions: int
+    tied_embeddings: bool
+    num_experts: int  # 0 for dense models
+    experts_per_token: int
+    dropout: float  # largest dropout probability in the config; 0 for most modern LLMs
+    layer_tensors: tuple[Tensor, ...]
+    outer_tensors: tuple[Tensor, ...]  # embeddings, final norm, LM/MLM head
+
+    @property
+    def q_size(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def kv_size(self) -> int:
+        return self.num_kv_heads * self.head_dim
+
+    @property
+    def layer_params(self) -> int:
+        return sum(t.numel for t in self.layer_tensors)
+
+    @property
+    def layer_linear_params(self) -> int:
+        """Weights of one block's matrix multiplies (what autocast casts to 16 bits)."""
+        return sum(t.numel for t in self.layer_tensors if len(t.shape) >= 2 and "router" not in t.name)
+
+    @property
+    def embedding_params(self) -> int:
+        return sum(t.numel for t in self.outer_tensors if t.name.endswith("embed"))
+
+    @property
+    def head_params(self) -> int:
+        """The untied LM head's weight (0 when tied to the embedding)."""
+        return sum(t.numel for t in self.outer_tensors if t.name == "lm_head")
+
+    @property
+    def params(self) -> int:
+        return self.num_layers * self.layer_params + sum(t.numel for t in self.outer_tensors)
+
+    @property
+    def active_params(self) -> int:
+        """Parameters a token passes through (MoE: only `experts_per_token` experts)."""
+        if not self.num_experts:
+            return self.params
+        expert = sum(t.numel for t in self.layer_tensors if t.name.startswith("expert."))
+        idle = expert * (self.num_experts - self.experts_per_token) // self.num_experts
+        return self.params - self.num_layers * idle
+
+    def all_tensors(self) -> list[tuple[Tensor, int]]:
+        """Every tensor with how many copies of it the model holds."""
+        return [(t, self.num_layers) for t in self.layer_tensors] + [(t, 1) for t in self.outer_tensors]
+
+
+def _int(cfg: Mapping[str, Any], *keys: str, default: int | None = None) -> int:
+    for key in keys:
+        value = cfg.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise PlanError(f"config.json field '{key}' must be an integer, got {value!r}.")
+            if value <= 0:
+                raise PlanError(f"config.json field '{key}' must be positive, got {value}.")
+            return value
+    if default is None:
+        raise PlanError(f"config.json lacks '{keys[0]}'. To fix: add it (an integer) to the config.")
+    return default
+
+
+def _float(cfg: Mapping[str, Any], *keys: str) -> float:
+    values = [cfg.get(k) for k in keys]
+    return max((float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)), default=0.0)
+
+
+def _linear(name: str, d_in: int, d_out: int, bias: bool, target: str) -> list[Tensor]:
+    out = [Tensor(name, (d_out, d_in), target)]
+    if bias:
+        out.append(Tensor(name + ".bias", (d_out,)))
+    return out
+
+
+def _layernorm(name: str, h: int, bias: bool) -> list[Tensor]:
+    return [Tensor(name, (h,))] + ([Tensor(name + ".bias", (h,))] if bias else [])
+
+
+def model_from_config(cfg: Mapping[str, Any], name: str = "custom") -> ModelSpec:
+    """Read a Hugging Face config.json dict. Raises PlanError naming the bad field."""
+    if not isinstance(cfg, Mapping):
+        raise PlanError("config.json must hold a JSON object.")
+    family = cfg.get("model_type")
+    if not isinstance(family, str):
+        raise PlanError("config.json lacks 'model_type'. To fix: add the Hugging Face model_type (e.g. 'llama').")
+    if family not in SUPPORTED_FAMILIES:
+        raise UnsupportedModelError(
+            f"The analytic planner does not model model_type '{family}'. Supported: "
+            f"{', '.join(SUPPORTED_FAMILIES)}. To fix: use --method trace, which runs the real model on fake "
+            "tensors."
+        )
+    if family in LLAMA_LIKE:
+        spec = _llama_like(cfg, family, name)
+    elif family == "gpt2":
+        spec = _gpt2(cfg, name)
+    elif family == "gpt_neox":
+        spec = _gpt_neox(cfg, name)
+    else:
+        spec = _bert(cfg, name)
+    return spec
+
+
+def _check_heads(h: int, a: int, kv: int, head_dim_given: bool) -> None:
+    if not head_dim_given and h % a:
+        raise PlanError(f"num_attention_heads ({a}) does not divide hidden_size ({h}). To fix: correct the config.")
+    if a % kv:
+        raise PlanError(f"num_key_value_heads ({kv}) does not divide num_attention_heads ({a}).")
+
+
+def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
+    # transformers models/{llama,mistral,mixtral,qwen2,gemma,gemma2,phi3}/modeling_*.py
+    h = _int(cfg, "hidden_size")
+    L = _int(cfg, "num_hidden_layers")
+    a = _int(cfg, "num_attention_heads")
+    kv = _int(cfg, "num_key_value_heads", default=a)
+    head_dim_given = cfg.get("head_dim") is not None
+    _check_heads(h, a, kv, head_dim_given)
+    d = _int(cfg, "head_dim", default=h // a)
+    f = _int(cfg, "intermediate_size")
+    V = _int(cfg, "vocab_size")
+    tied = bool(cfg.get("tie_word_embeddings", family in ("gemma", "gemma2")))
+    qkv_bias = family == "qwen2" or bool(cfg.get("attention_bias", False))
+    o_bias = family != "qwen2" and bool(cfg.get("attention_bias", False))
+    mlp_bias = bool(cfg.get("mlp_bias", False)) and family == "llama"
+    layer: list[Tensor] = []
+    layer += _linear("q_proj", h, a * d, qkv_bias, "q_proj")
+    layer += _linear("k_proj", h, kv * d, qkv_bias, "k_proj")
+    layer += _linear("v_proj", h, kv * d, qkv_bias, "v_proj")
+    layer += _linear("o_proj", a * d, h, o_bias, "o_proj")
+    experts = 0
+    top_k = 0
+    if family == "mixtral":
+        experts = _int(cfg, "num_local_experts")
+        top_k = _int(cfg, "num_experts_per_tok", default=2)
+        if top_k > experts:
+            raise PlanError(f"num_experts_per_tok ({top_k}) exceeds num_local_experts ({experts}).")
+        layer.append(Tensor("router", (experts, h)))
+        layer.append(Tensor("expert.gate_up_proj", (experts, 2 * f, h), "experts"))
+        layer.append(Tensor("expert.down_proj", (experts, h, f), "experts"))
+    else:
+        layer += _linear("gate_proj", h, f, mlp_bias, "gate_proj")
+        layer += _linear("up_proj", h, f, mlp_bias, "up_proj")
+        layer += _linear("down_proj", f, h, mlp_bias, "down_proj")
+    norms = 4 if family == "gemma2" else 2  # gemma2 adds pre/post feed-forward norms
+    layer += [Tensor(f"norm{i}", (h,)) for i in range(norms)]
+    outer = [Tensor("token_embed", (V, h)), Tensor("final_norm", (h,))]
+    if not tied:
+        outer.append(Tensor("lm_head", (V, h), "lm_head"))
+    return ModelSpec(
+        name=name, family=family, hidden_size=h, num_layers=L, num_heads=a, num_kv_heads=kv, head_dim=d,
+        intermediate_size=f, vocab_size=V, max_positions=_int(cfg, "max_position_embeddings", default=4096),
+        tied_embeddings=tied, num_experts=experts, experts_per_token=top_k,
+        dropout=_float(cfg, "attention_dropout"), layer_tensors=tuple(layer), outer_tensors=tuple(outer),
+    )
+
+
+def _gpt2(cfg: Mapping[str, Any], name: str) -> ModelSpec:
+    # transformers models/gpt2/modeling_gpt2.py: Conv1D c_attn/c_proj/c_fc with biases, tied lm_head
+    h = _int(cfg, "n_embd", "hidden_size")
+    L = _int(cfg, "n_layer", "num_hidden_layers")
+    a = _int(cfg, "n_head", "num_attention_heads")
+    _check_heads(h, a, a, False)
+    f = _int(cfg, "n_inner", default=4 * h)
+    V = _int(cfg, "vocab_size")
+    P = _int(cfg, "n_positions", "max_position_embeddings", default=1024)
+    layer = [
+        *_layernorm("ln_1", h, True),
+        *_linear("c_attn", h, 3 * h, True, "c_attn"),
+        *_linear("attn.c_proj", h, h, True, "c_proj"),
+        *_layernorm("ln_2", h, True),
+        *_linear("c_fc", h, f, True, "c_fc"),
+        *_linear("mlp.c_proj", f, h, True, "c_proj"),
+    ]
+    outer = [Tensor("token_embed", (V, h)), Tensor("position_embed", (P, h)), *_layernorm("ln_f", h, True)]
+    return ModelSpec(
+        name=name, family="gpt2", hidden_size=h, num_layers=L, num_heads=a, num_kv_heads=a, head_dim=h // a,
+        intermediate_size=f, vocab_size=V, max_positions=P, tied_embeddings=True, num_experts=0,
+        experts_per_token=0, dropout=_float(cfg, "attn_pdrop", "resid_pdrop", "embd_pdrop"),
+        layer_tensors=tuple(layer), outer_tensors=tuple(outer),
+    )
+
+
+def _gpt_neox(cfg: Mapping[str, Any], name: str) -> ModelSpec:
+    # transformers models/gpt_neox/modeling_gpt_neox.py: fused query_key_value, LayerNorms with bias
+    h = _int(cfg, "hidden_size")
+    L = _int(cfg, "num_hidden_layers")
+    a = _int(cfg, "num_attention_heads")
+    _check_heads(h, a, a, False)
+    f = _int(cfg, "intermediate_size")
+    V = _int(cfg, "vocab_size")
+    bias = bool(cfg.get("attention_bias", True))
+    tied = bool(cfg.get("tie_word_embeddings", False))
+    layer = [
+        *_layernorm("input_layernorm", h, True),
+        *_layernorm("post_attention_layernorm", h, True),
+        *_linear("query_key_value", h, 3 * h, bias, "query_key_value"),
+        *_linear("dense", h, h, bias, "dense"),
+        *_linear("dense_h_to_4h", h, f, True, "dense_h_to_4h"),
+        *_linear("dense_4h_to_h", f, h, True, "dense_4h_to_h"),
+    ]
+    outer = [Tensor("token_embed", (V, h)), *_layernorm("final_layer_norm", h, True)]
+    if not tied:
+        outer.append(Tensor("lm_head", (V, h), "embed_out"))
+    return ModelSpec(
+        name=name, family="gpt_neox", hidden_size=h, num_layers=L, num_heads=a, num_kv_heads=a, head_dim=h // a,
+        intermediate_size=f, vocab_size=V, max_positions=_int(cfg, "max_position_embeddings", default=2048),
+        tied_embeddings=tied, num_experts=0, experts_per_token=0,
+        dropout=_float(cfg, "attention_dropout", "hidden_dropout"),
+        layer_tensors=tuple(layer), outer_tensors=tuple(outer),
+    )
+
+
+def _bert(cfg: Mapping[str, Any], name: str) -> ModelSpec:
+    # transformers models/bert/modeling_bert.py, BertForMaskedLM (no pooler; decoder tied, own bias)
+    h = _int(cfg, "hidden_size")
+    L = _int(cfg, "num_hidden_layers")
+    a = _int(cfg, "num_attention_heads")
+    _check_heads(h, a, a, False)
+    f = _int(cfg, "intermediate_size")
+    V = _int(cfg, "vocab_size")
+    P = _int(cfg, "max_position_embeddings", default=512)
+    types = _int(cfg, "type_vocab_size", default=2)
+    layer = [
+        *_linear("query", h, h, True, "query"),
+        *_linear("key", h, h, True, "key"),
+        *_linear("value", h, h, True, "value"),
+        *_linear("attention.output.dense", h, h, True, "dense"),
+        *_layernorm("attention.output.LayerNorm", h, True),
+        *_linear("intermediate.dense", h, f, True, "dense"),
+        *_linear("output.dense", f, h, True, "dense"),
+        *_layernorm("output.LayerNorm", h, True),
+    ]
+    outer = [
+        Tensor("token_embed", (V, h)), Tensor("position_embed", (P, h)), Tensor("token_type_embed", (types, h)),
+        *_layernorm("embeddings.LayerNorm", h, True),
+        *_linear("cls.transform.dense", h, h, True, "dense"),
+        *_layernorm("cls.transform.LayerNorm", h, True),
+        Tensor("cls.decoder.bias", (V,)),
+    ]
+    return ModelSpec(
+        name=name, family="bert", hidden_size=h, num_layers=L, num_heads=a, num_kv_heads=a, head_dim=h // a,
+        intermediate_size=f, vocab_size=V, max_positions=P, tied_embeddings=True, num_experts=0,
+        experts_per_token=0, dropout=_float(cfg, "hidden_dropout_prob", "attention_probs_dropout_prob"),
+        layer_tensors=tuple(layer), outer_tensors=tuple(outer),
+    )

@@ -1,0 +1,236 @@
+"""Run real training steps under `torch.distributed._tools.mem_tracker.MemTracker`.
+
+One step creates the optimizer state; the second step is measured, so the peak includes weights,
+gradients, optimizer state, saved activations, logits/loss and the optimizer's temporaries, exactly as
+PyTorch allocates them. Under `FakeTensorMode` nothing is allocated, so any model size can be traced on
+a laptop; on real tensors the same code is the planner's ground truth.
+
+MemTracker rounds every allocation to the 512-byte CUDA block; it does not see the CUDA context, the
+allocator's reserve or NCCL buffers (torch docs, `torch/distributed/_tools/mem_tracker.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from treino.errors import PlanError
+
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true")
+OPTIMIZERS = ("adamw", "sgd", "sgd-momentum", "adafactor", "lion")  # adamw-8bit needs bitsandbytes + CUDA
+
+
+@dataclass(frozen=True)
+class StepMeasurement:
+    """Bytes at the peak of live tensors during the measured step, by MemTracker category."""
+
+    peak_bytes: int
+    weights_bytes: int  # PARAM + BUFFER
+    gradients_bytes: int  # GRAD
+    optimizer_bytes: int  # OPT (+ fp32 master weights under bf16-master)
+    activations_bytes: int  # ACT: saved for backward, and forward outputs
+    temporary_bytes: int  # TEMP: backward temporaries and everything else
+    params: int
+    trainable_params: int
+
+
+def weights_dtype(precision: str) -> torch.dtype:
+    """Parameters' dtype: fp32 under autocast (its weights, grads and optimizer state stay fp32)."""
+    if precision in ("fp32", "bf16-mixed", "fp16-mixed"):
+        return torch.float32
+    if precision in ("bf16-master", "bf16-true"):
+        return torch.bfloat16
+    raise PlanError(f"Unknown precision {precision!r}. To fix: use one of {', '.join(PRECISIONS)}.")
+
+
+def autocast_dtype(precision: str) -> torch.dtype | None:
+    return {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}.get(precision)
+
+
+def make_optimizer(name: str, params: list[nn.Parameter]) -> torch.optim.Optimizer:
+    """The optimizers as PyTorch runs them on CUDA: AdamW with foreach (its CUDA default) so the
+    measured temporaries are the ones a GPU run has."""
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-4, foreach=True)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-3, foreach=True)
+    if name == "sgd-momentum":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=True)
+    if name == "lion":
+        # torch has no Lion; one fp32/bf16 momentum per parameter, like lucidrains/lion-pytorch.
+        return _Lion(params)
+    if name == "adafactor":
+        return torch.optim.Adafactor(params, lr=1e-2, foreach=True)
+    raise PlanError(
+        f"Optimizer {name!r} cannot be traced. To fix: use one of {', '.join(OPTIMIZERS)} "
+        "(adamw-8bit needs bitsandbytes on a GPU)."
+    )
+
+
+class _Lion(torch.optim.Optimizer):
+    """Lion (Chen et al. 2023, arXiv 2302.06675 Alg. 2): one momentum buffer per parameter."""
+
+    def __init__(self, params: list[nn.Parameter], lr: float = 1e-4, betas: tuple[float, float] = (0.9, 0.99)):
+        super().__init__(params, {"lr": lr, "betas": betas})
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> None:  # type: ignore[override]
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["exp_avg"] = torch.zeros_like(p)
+                m = state["exp_avg"]
+                update = m.mul(beta1).add_(p.grad, alpha=1 - beta1).sign_()
+                p.add_(update, alpha=-group["lr"])
+                m.mul_(beta2).add_(p.grad, alpha=1 - beta2)
+
+
+class _MasterWeights:
+    """bf16-master: 16-bit model parameters and gradients, fp32 master copies updated by the optimizer
+    (the Megatron / DeepSpeed BF16_Optimizer scheme)."""
+
+    def __init__(self, params: list[nn.Parameter], optimizer_name: str) -> None:
+        self.params = params
+        self.master = [nn.Parameter(p.detach().float()) for p in params]
+        self.optimizer = make_optimizer(optimizer_name, self.master)
+
+    def step(self) -> None:
+        for p, m in zip(self.params, self.master, strict=True):
+            m.grad = None if p.grad is None else p.grad.float()
+        self.optimizer.step()
+        with torch.no_grad():
+            for p, m in zip(self.params, self.master, strict=True):
+                p.copy_(m)
+                m.grad = None
+
+
+def _loss_of(output: Any) -> torch.Tensor:
+    loss = getattr(output, "loss", output)
+    if not isinstance(loss, torch.Tensor):
+        raise PlanError("The traced model's forward returned no loss. To fix: return a scalar tensor or an "
+                        "object with a .loss attribute.")
+    return loss if loss.dim() == 0 else loss.float().mean()
+
+
+def measure_training_step(
+    model: nn.Module,
+    batch: dict[str, torch.Tensor],
+    *,
+    precision: str = "bf16-mixed",
+    optimizer: str = "adamw",
+    checkpointing: str = "none",
+    device_type: str = "cpu",
+) -> StepMeasurement:
+    """Two training steps of `model` on `batch`; the second one measured with MemTracker.
+
+    `model` must already hold its weights in `weights_dtype(precision)`. With `checkpointing="full"` every
+    transformer block is recomputed in backward (HF `gradient_checkpointing_enable`, non-reentrant).
+    """
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    if checkpointing == "full":
+        if not hasattr(model, "gradient_checkpointing_enable"):
+            raise PlanError("Full checkpointing in trace mode needs a Hugging Face model.")
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    elif checkpointing != "none":
+        raise PlanError(f"Trace mode supports --checkpointing none or full, not {checkpointing!r}.")
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    master = _MasterWeights(params, optimizer) if precision == "bf16-master" else None
+    opt = master.optimizer if master else make_optimizer(optimizer, params)
+    cast = autocast_dtype(precision)
+
+    def step() -> None:
+        ctx = torch.autocast(device_type, dtype=cast) if cast else contextlib.nullcontext()
+        with ctx:
+            loss = _loss_of(model(**batch))
+        loss.backward()
+        if master:
+            master.step()
+        else:
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+        model.zero_grad(set_to_none=True)
+
+    step()  # creates the optimizer state
+    tracker = MemTracker()
+    tracker.track_external(model, opt, *batch.values(), *(master.master if master else []))
+    with tracker:
+        step()
+    snapshot = tracker.get_tracker_snapshot("peak")
+    by_kind: dict[str, int] = {}
+    for per_device in snapshot.values():
+        for kind, nbytes in per_device.items():
+            key = str(kind).rsplit(".", 1)[-1]
+            by_kind[key] = by_kind.get(key, 0) + int(nbytes)
+    other = by_kind.get("OTH", 0)
+    master_bytes = sum(m.numel() * m.element_size() for m in master.master) if master else 0
+    return StepMeasurement(
+        peak_bytes=by_kind.get("Total", 0),
+        weights_bytes=by_kind.get("PARAM", 0) + by_kind.get("BUFFER", 0),
+        gradients_bytes=by_kind.get("GRAD", 0),
+        optimizer_bytes=by_kind.get("OPT", 0) + min(other, master_bytes),
+        activations_bytes=by_kind.get("ACT", 0),
+        temporary_bytes=by_kind.get("TEMP", 0) + max(other - master_bytes, 0),
+        params=sum(p.numel() for p in model.parameters()),
+        trainable_params=sum(p.numel() for p in params),
+    )
+
+
+@contextlib.contextmanager
+def default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)
+
+
+def build_hf_model(config: dict[str, Any], *, precision: str, attention: str) -> nn.Module:
+    """A Hugging Face model for `config` (a config.json dict), its weights in the precision's dtype.
+
+    Decoders get their causal-LM head (`AutoModelForCausalLM`), BERT its masked-LM head: the models
+    people train. Under an active FakeTensorMode nothing is allocated.
+    """
+    import transformers
+
+    fields = {k: v for k, v in config.items() if not k.startswith("treino_")}
+    model_type = fields.pop("model_type", None)
+    if not model_type:
+        raise PlanError("The config has no 'model_type'. To fix: add the Hugging Face model_type field.")
+    cfg = transformers.AutoConfig.for_model(model_type, **fields)
+    cfg._attn_implementation = attention
+    auto = transformers.AutoModelForMaskedLM if model_type == "bert" else transformers.AutoModelForCausalLM
+    with default_dtype(weights_dtype(precision)):
+        model: nn.Module = auto.from_config(cfg, attn_implementation=attention)
+    return model
+
+
+def lm_batch(config: dict[str, Any], micro_batch: int, seq_len: int) -> dict[str, torch.Tensor]:
+    """Random token ids (and labels) for a language-model step."""
+    vocab = int(config.get("vocab_size", 0))
+    ids = torch.randint(0, vocab, (micro_batch, seq_len))
+    return {"input_ids": ids, "labels": ids.clone()}
+
+
+def load_callable(spec: str) -> Callable[[], tuple[nn.Module, dict[str, torch.Tensor]]]:
+    """`package.module:function` returning `(model, batch_kwargs)`."""
+    module_name, _, func_name = spec.partition(":")
+    if not module_name or not func_name:
+        raise PlanError(f"{spec!r} is not 'module:function'. To fix: e.g. --model mypkg.models:build.")
+    try:
+        func = getattr(importlib.import_module(module_name), func_name)
+    except (ImportError, AttributeError) as exc:
+        raise PlanError(f"Cannot load {spec!r}: {exc}.") from exc
+    return func  # type: ignore[no-any-return]
