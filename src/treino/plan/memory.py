@@ -94,6 +94,7 @@ class MemoryEstimate:
     peak_phase: str  # the moment of the peak: "loss", "backward", "optimizer step"
     phase_peaks_bytes: tuple[tuple[str, int], ...] = ()  # live tensors at each moment
     saved_activations_bytes: int = 0  # what the forward keeps for backward, whatever the peak's moment
+    model_state_bytes: int = 0  # weights + gradients + optimizer state, sharded, before offload
     cpu_offload_bytes: int = 0
     notes: tuple[str, ...] = field(default=())
 
@@ -279,6 +280,8 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         # Sharded weights plus the unsharded layers FSDP gathers: the current one and one prefetched
         # (llm-analysis charges fwd+bwd prefetch; torch FSDP prefetches one layer by default).
         weights = weights / dp + 2 * largest_layer_bytes
+    # Model states as the ZeRO paper counts them (Fig. 1): no gathered buffers, nothing offloaded.
+    model_states = weights_total / t / (dp if setup.zero >= 3 else 1) + grads + optimizer
     if setup.offload != "none":
         cpu += optimizer
         optimizer = 0
@@ -346,6 +349,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         peak_phase=phase,
         phase_peaks_bytes=tuple((k, round(v)) for k, v in totals.items()),
         saved_activations_bytes=round(saved),
+        model_state_bytes=round(model_states),
         cpu_offload_bytes=round(cpu),
         notes=tuple(notes),
     )

@@ -1,0 +1,97 @@
+"""The `treino` command as users run it: a real subprocess, exit codes, stderr, JSON schema."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DEMO = ["--model", "llama-3-8b", "--micro-batch", "1", "--seq-len", "4096", "--precision", "bf16-true"]
+
+
+def treino(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "treino", *args], capture_output=True, text=True, timeout=120,
+                          env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"})
+
+
+def test_demo_l4_does_not_fit_and_advises() -> None:
+    out = treino("plan", "train", *DEMO, "--gpu", "l4", "--json")
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert plan["fits"] is False
+    assert plan["headroom_bytes"] < 0
+    assert plan["advice"], "a plan that does not fit must say what makes it fit"
+    assert all(a["fits"] and a["peak_bytes"] <= 24e9 for a in plan["advice"])
+
+
+def test_demo_h200_fits() -> None:
+    out = treino("plan", "train", *DEMO, "--gpu", "h200-sxm", "--json")
+    plan = json.loads(out.stdout)
+    assert plan["fits"] is True and plan["headroom_bytes"] > 0 and plan["advice"] == []
+
+
+def test_json_schema_keys_and_consistency() -> None:
+    plan = json.loads(treino("plan", "train", *DEMO, "--gpu", "h200-sxm", "--json").stdout)
+    assert plan["params"] == 8_030_261_248 and plan["trainable_params"] == plan["params"]
+    memory = plan["memory"]
+    parts = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "logits_bytes",
+             "temporary_bytes")
+    assert abs(sum(memory[p] for p in parts) - memory["peak_tensor_bytes"]) <= len(parts)
+    assert memory["peak_bytes"] == memory["peak_tensor_bytes"] + memory["overhead_bytes"]
+    assert plan["gpu"]["name"] == "h200-sxm" and plan["gpu"]["source"] and plan["gpu"]["as_of"]
+    assert plan["headroom_bytes"] == plan["gpu"]["memory_bytes"] - memory["peak_bytes"]
+
+
+def test_rich_output_shows_verdict_and_bar() -> None:
+    out = treino("plan", "train", *DEMO, "--gpu", "l4")
+    assert out.returncode == 1  # does not fit
+    assert "DOES NOT FIT" in out.stdout and "What makes it fit" in out.stdout and "█" in out.stdout
+    ok = treino("plan", "train", *DEMO, "--gpu", "h200-sxm")
+    assert ok.returncode == 0 and "FITS" in ok.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (("plan", "train", "--model", "llama-3-8b", "--gpu", "h100"), "Unknown GPU 'h100'. Did you mean 'h100-sxm'"),
+    (("plan", "train", "--model", "lama-3-8b", "--gpu", "l4"), "Unknown model 'lama-3-8b'. Did you mean 'llama-3-8b'"),
+    (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--micro-batch", "0"), "--micro-batch must be at least 1"),
+    (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--gpus", "2", "--tp", "3"), "--tp 3 does not divide"),
+    (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--gpus", "3", "--tp", "3"),
+     "does not divide the model's 32 attention heads"),
+    (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--precision", "fp8"), "Unknown precision 'fp8'"),
+    (("plan", "infer", "--model", "llama-3-8b", "--gpu", "l4", "--weights", "int3"), "Unknown --weights 'int3'"),
+])
+def test_bad_input_exit_2_with_a_clear_line_and_no_traceback(args: tuple[str, ...], message: str) -> None:
+    out = treino(*args)
+    assert out.returncode == 2
+    assert message in " ".join(out.stderr.split())
+    assert "Traceback" not in out.stderr
+
+
+def test_malformed_config_names_the_problem(tmp_path: Path) -> None:
+    broken = tmp_path / "config.json"
+    broken.write_text('{"model_type": "llama", "hidden_size": 64,')
+    out = treino("plan", "train", "--model", str(broken), "--gpu", "l4")
+    assert out.returncode == 2 and "is not valid JSON" in out.stderr and "Traceback" not in out.stderr
+    broken.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+                                  "num_hidden_layers": 2, "vocab_size": 100}))
+    out = treino("plan", "train", "--model", str(broken), "--gpu", "l4")
+    assert out.returncode == 2 and "lacks 'intermediate_size'" in out.stderr
+
+
+def test_debug_shows_the_traceback() -> None:
+    out = treino("--debug", "plan", "train", "--model", "llama-3-8b", "--gpu", "h100")
+    assert out.returncode != 0 and "Traceback" in out.stderr
+
+
+def test_catalog_commands() -> None:
+    gpus = json.loads(treino("gpus", "--json").stdout)
+    names = {g["name"] for g in gpus}
+    assert {"l4", "l40s", "a10", "a100-40gb-pcie", "a100-80gb-sxm", "h100-pcie", "h100-sxm", "h100-nvl", "h200-sxm",
+            "h200-nvl", "b200", "rtx-4090", "rtx-6000-ada", "mi300x"} <= names
+    assert all(g["source"] and g["as_of"] for g in gpus)
+    models = json.loads(treino("models", "--json").stdout)
+    assert len(models) >= 30 and all(m["source"] for m in models)
+    assert "llama-3.1-405b" in treino("models").stdout
