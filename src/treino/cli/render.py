@@ -57,7 +57,7 @@ def train_plan(plan: TrainPlan) -> Group:
              f"{s.precision} · {s.optimizer} · micro-batch {s.micro_batch} × {s.seq_len} tokens · "
              f"{s.gpus}× {gpu.display_name}" + (f" · ZeRO-{s.zero}" if s.zero else "")
              + (f" · TP {s.tp}" if s.tp > 1 else "") + f" · {plan.method}")
-    table = Table(title=title, title_justify="left", show_edge=False)
+    table = Table(show_edge=False)
     table.add_column("per GPU")
     table.add_column("memory", justify="right")
     table.add_column("share", justify="right")
@@ -76,7 +76,7 @@ def train_plan(plan: TrainPlan) -> Group:
     else:
         verdict = Text(f"DOES NOT FIT: needs {gib(m.peak_bytes)} per GPU, the {gpu.display_name} has "
                        f"{gib(gpu.memory_bytes)}.", style="bold red")
-    parts: list[object] = [table, Text(""), bar, verdict]
+    parts: list[object] = [Text(title, style="bold"), table, Text(""), bar, verdict]
     advice = plan.advice()
     if advice:
         tips = Table(title="What makes it fit, cheapest first", title_justify="left", show_edge=False)
@@ -87,9 +87,10 @@ def train_plan(plan: TrainPlan) -> Group:
         tips.add_column("speed", justify="right")
         for a in advice:
             speed = f"{(a.slowdown - 1) * 100:+.0f} %" if a.slowdown != 1 else "same"
-            change = a.change + (f" ({a.caveat})" if a.caveat else "")
-            tips.add_row(change, a.flags, gib(a.peak_bytes), "yes" if a.fits else "no", speed)
+            tips.add_row(a.change, a.flags, gib(a.peak_bytes), "yes" if a.fits else "no", speed)
         parts += [Text(""), tips]
+        caveats = sorted({c for a in advice for c in a.caveat.split("; ") if c})
+        parts += [Text(f"  note: {c}", style="dim") for c in caveats]
     for note in m.notes:
         parts.append(Text(note, style="dim"))
     return Group(*parts)  # type: ignore[arg-type]
