@@ -13,8 +13,13 @@ DEMO = ["--model", "llama-3-8b", "--micro-batch", "1", "--seq-len", "4096", "--p
 
 
 def treino(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "treino", *args], capture_output=True, text=True, timeout=120,
-                          env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "treino", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_demo_l4_does_not_fit_and_advises() -> None:
@@ -37,8 +42,14 @@ def test_json_schema_keys_and_consistency() -> None:
     plan = json.loads(treino("plan", "train", *DEMO, "--gpu", "h200-sxm", "--json").stdout)
     assert plan["params"] == 8_030_261_248 and plan["trainable_params"] == plan["params"]
     memory = plan["memory"]
-    parts = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "logits_bytes",
-             "temporary_bytes")
+    parts = (
+        "weights_bytes",
+        "gradients_bytes",
+        "optimizer_bytes",
+        "activations_bytes",
+        "logits_bytes",
+        "temporary_bytes",
+    )
     assert abs(sum(memory[p] for p in parts) - memory["peak_tensor_bytes"]) <= len(parts)
     assert memory["peak_bytes"] == memory["peak_tensor_bytes"] + memory["overhead_bytes"]
     assert plan["gpu"]["name"] == "h200-sxm" and plan["gpu"]["source"] and plan["gpu"]["as_of"]
@@ -53,16 +64,30 @@ def test_rich_output_shows_verdict_and_bar() -> None:
     assert ok.returncode == 0 and "FITS" in ok.stdout
 
 
-@pytest.mark.parametrize("args,message", [
-    (("plan", "train", "--model", "llama-3-8b", "--gpu", "h100"), "Unknown GPU 'h100'. Did you mean 'h100-sxm'"),
-    (("plan", "train", "--model", "lama-3-8b", "--gpu", "l4"), "Unknown model 'lama-3-8b'. Did you mean 'llama-3-8b'"),
-    (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--micro-batch", "0"), "--micro-batch must be at least 1"),
-    (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--gpus", "2", "--tp", "3"), "--tp 3 does not divide"),
-    (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--gpus", "3", "--tp", "3"),
-     "does not divide the model's 32 attention heads"),
-    (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--precision", "fp8"), "Unknown precision 'fp8'"),
-    (("plan", "infer", "--model", "llama-3-8b", "--gpu", "l4", "--weights", "int3"), "Unknown --weights 'int3'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("plan", "train", "--model", "llama-3-8b", "--gpu", "h100"), "Unknown GPU 'h100'. Did you mean 'h100-sxm'"),
+        (
+            ("plan", "train", "--model", "lama-3-8b", "--gpu", "l4"),
+            "Unknown model 'lama-3-8b'. Did you mean 'llama-3-8b'",
+        ),
+        (
+            ("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--micro-batch", "0"),
+            "--micro-batch must be at least 1",
+        ),
+        (
+            ("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--gpus", "2", "--tp", "3"),
+            "--tp 3 does not divide",
+        ),
+        (
+            ("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--gpus", "3", "--tp", "3"),
+            "does not divide the model's 32 attention heads",
+        ),
+        (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--precision", "fp8"), "Unknown precision 'fp8'"),
+        (("plan", "infer", "--model", "llama-3-8b", "--gpu", "l4", "--weights", "int3"), "Unknown --weights 'int3'"),
+    ],
+)
 def test_bad_input_exit_2_with_a_clear_line_and_no_traceback(args: tuple[str, ...], message: str) -> None:
     out = treino(*args)
     assert out.returncode == 2
@@ -75,8 +100,17 @@ def test_malformed_config_names_the_problem(tmp_path: Path) -> None:
     broken.write_text('{"model_type": "llama", "hidden_size": 64,')
     out = treino("plan", "train", "--model", str(broken), "--gpu", "l4")
     assert out.returncode == 2 and "is not valid JSON" in out.stderr and "Traceback" not in out.stderr
-    broken.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
-                                  "num_hidden_layers": 2, "vocab_size": 100}))
+    broken.write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": 64,
+                "num_attention_heads": 4,
+                "num_hidden_layers": 2,
+                "vocab_size": 100,
+            }
+        )
+    )
     out = treino("plan", "train", "--model", str(broken), "--gpu", "l4")
     assert out.returncode == 2 and "lacks 'intermediate_size'" in out.stderr
 
@@ -89,8 +123,22 @@ def test_debug_shows_the_traceback() -> None:
 def test_catalog_commands() -> None:
     gpus = json.loads(treino("gpus", "--json").stdout)
     names = {g["name"] for g in gpus}
-    assert {"l4", "l40s", "a10", "a100-40gb-pcie", "a100-80gb-sxm", "h100-pcie", "h100-sxm", "h100-nvl", "h200-sxm",
-            "h200-nvl", "b200", "rtx-4090", "rtx-6000-ada", "mi300x"} <= names
+    assert {
+        "l4",
+        "l40s",
+        "a10",
+        "a100-40gb-pcie",
+        "a100-80gb-sxm",
+        "h100-pcie",
+        "h100-sxm",
+        "h100-nvl",
+        "h200-sxm",
+        "h200-nvl",
+        "b200",
+        "rtx-4090",
+        "rtx-6000-ada",
+        "mi300x",
+    } <= names
     assert all(g["source"] and g["as_of"] for g in gpus)
     models = json.loads(treino("models", "--json").stdout)
     assert len(models) >= 30 and all(m["source"] for m in models)

@@ -39,15 +39,18 @@ def test_peak_within_10_percent_of_memtracker(family: str, precision: str, atten
     cfg = _config(family, attention)
     torch.manual_seed(0)
     model = engine.build_hf_model(cfg, precision=precision, attention=attention)
-    measured = engine.measure_training_step(model, engine.lm_batch(cfg, MICRO_BATCH, SEQ_LEN),
-                                            precision=precision, checkpointing=checkpointing)
-    setup = TrainSetup(micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision=precision, attention=attention,
-                       checkpointing=checkpointing)
+    measured = engine.measure_training_step(
+        model, engine.lm_batch(cfg, MICRO_BATCH, SEQ_LEN), precision=precision, checkpointing=checkpointing
+    )
+    setup = TrainSetup(
+        micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision=precision, attention=attention, checkpointing=checkpointing
+    )
     predicted = estimate_training_memory(model_from_config(cfg), setup)
     error = predicted.peak_tensor_bytes / measured.peak_bytes - 1
     assert abs(error) <= 0.10, (
         f"{family} {precision} {attention} {checkpointing}: predicted {predicted.peak_tensor_bytes:,} B "
-        f"({predicted.peak_phase}), measured {measured.peak_bytes:,} B: {error:+.1%}")
+        f"({predicted.peak_phase}), measured {measured.peak_bytes:,} B: {error:+.1%}"
+    )
 
 
 @pytest.mark.parametrize("family", sorted(SMALL))
@@ -65,7 +68,9 @@ def test_weights_gradients_optimizer_state_exact(family: str, precision: str) ->
     opt.step()
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
     state = sum(v.numel() * v.element_size() for s in opt.state.values() for k, v in s.items() if k != "step")
-    predicted = estimate_training_memory(model_from_config(cfg), TrainSetup(precision=precision, seq_len=16, grad_accum=2))
+    predicted = estimate_training_memory(
+        model_from_config(cfg), TrainSetup(precision=precision, seq_len=16, grad_accum=2)
+    )
     assert predicted.weights_bytes == weights
     assert predicted.optimizer_bytes == state
     assert predicted.gradients_bytes == grads  # grad-accum > 1 keeps every gradient live at the peak

@@ -29,22 +29,35 @@ def test_preset_params_equal_transformers(name: str) -> None:
     assert catalog.model(name).params == _hf_count(cfg)
 
 
-@pytest.mark.parametrize("name,published", [
-    # planner-formulas-and-data.md §0 and §B1 (meta-device builds), and the model cards.
-    ("llama-2-7b", 6_738_415_616),
-    ("llama-3-8b", 8_030_261_248),
-    ("gpt2", 124_439_808),
-    ("bert-base-uncased", 109_514_298),
-    ("mixtral-8x7b", 46_702_792_704),
-    ("llama-3.1-405b", 405_853_388_800),
-])
+@pytest.mark.parametrize(
+    "name,published",
+    [
+        # planner-formulas-and-data.md §0 and §B1 (meta-device builds), and the model cards.
+        ("llama-2-7b", 6_738_415_616),
+        ("llama-3-8b", 8_030_261_248),
+        ("gpt2", 124_439_808),
+        ("bert-base-uncased", 109_514_298),
+        ("mixtral-8x7b", 46_702_792_704),
+        ("llama-3.1-405b", 405_853_388_800),
+    ],
+)
 def test_published_parameter_counts(name: str, published: int) -> None:
     assert catalog.model(name).params == published
 
 
 def test_families_cover_the_issue() -> None:
-    assert set(SUPPORTED_FAMILIES) == {"llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "gpt2",
-                                       "gpt_neox", "bert"}
+    assert set(SUPPORTED_FAMILIES) == {
+        "llama",
+        "mistral",
+        "mixtral",
+        "qwen2",
+        "gemma",
+        "gemma2",
+        "phi3",
+        "gpt2",
+        "gpt_neox",
+        "bert",
+    }
 
 
 def test_unsupported_family_names_supported_ones_and_trace() -> None:
@@ -54,18 +67,66 @@ def test_unsupported_family_names_supported_ones_and_trace() -> None:
     assert "t5" in message and "llama" in message and "gpt_neox" in message and "--method trace" in message
 
 
-@pytest.mark.parametrize("cfg,field", [
-    ({"model_type": "llama", "hidden_size": 100, "num_attention_heads": 3, "num_hidden_layers": 2,
-      "intermediate_size": 10, "vocab_size": 10}, "num_attention_heads (3) does not divide hidden_size (100)"),
-    ({"model_type": "llama", "hidden_size": 0, "num_attention_heads": 2, "num_hidden_layers": 2,
-      "intermediate_size": 10, "vocab_size": 10}, "'hidden_size' must be positive"),
-    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2,
-      "vocab_size": 10}, "lacks 'intermediate_size'"),
-    ({"model_type": "llama", "hidden_size": "64", "num_attention_heads": 2, "num_hidden_layers": 2,
-      "intermediate_size": 10, "vocab_size": 10}, "'hidden_size' must be an integer"),
-    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3,
-      "num_hidden_layers": 2, "intermediate_size": 10, "vocab_size": 10}, "num_key_value_heads (3) does not divide"),
-])
+@pytest.mark.parametrize(
+    "cfg,field",
+    [
+        (
+            {
+                "model_type": "llama",
+                "hidden_size": 100,
+                "num_attention_heads": 3,
+                "num_hidden_layers": 2,
+                "intermediate_size": 10,
+                "vocab_size": 10,
+            },
+            "num_attention_heads (3) does not divide hidden_size (100)",
+        ),
+        (
+            {
+                "model_type": "llama",
+                "hidden_size": 0,
+                "num_attention_heads": 2,
+                "num_hidden_layers": 2,
+                "intermediate_size": 10,
+                "vocab_size": 10,
+            },
+            "'hidden_size' must be positive",
+        ),
+        (
+            {
+                "model_type": "llama",
+                "hidden_size": 64,
+                "num_attention_heads": 2,
+                "num_hidden_layers": 2,
+                "vocab_size": 10,
+            },
+            "lacks 'intermediate_size'",
+        ),
+        (
+            {
+                "model_type": "llama",
+                "hidden_size": "64",
+                "num_attention_heads": 2,
+                "num_hidden_layers": 2,
+                "intermediate_size": 10,
+                "vocab_size": 10,
+            },
+            "'hidden_size' must be an integer",
+        ),
+        (
+            {
+                "model_type": "llama",
+                "hidden_size": 64,
+                "num_attention_heads": 4,
+                "num_key_value_heads": 3,
+                "num_hidden_layers": 2,
+                "intermediate_size": 10,
+                "vocab_size": 10,
+            },
+            "num_key_value_heads (3) does not divide",
+        ),
+    ],
+)
 def test_bad_configs_name_the_field(cfg: dict, field: str) -> None:
     from treino.errors import PlanError
 

@@ -12,8 +12,15 @@ GB = 1e9
 
 def _dense(params_target: float) -> dict:
     """A GPT-style config with ~params_target parameters (h = 4096, 36 layers, ffn 4h: 12·L·h² ≈ 7.25 B)."""
-    return {"model_type": "gpt_neox", "hidden_size": 4096, "num_hidden_layers": 36, "num_attention_heads": 32,
-            "intermediate_size": 16384, "vocab_size": 50304, "max_position_embeddings": 2048}
+    return {
+        "model_type": "gpt_neox",
+        "hidden_size": 4096,
+        "num_hidden_layers": 36,
+        "num_attention_heads": 32,
+        "intermediate_size": 16384,
+        "vocab_size": 50304,
+        "max_position_embeddings": 2048,
+    }
 
 
 @pytest.mark.parametrize("zero,expected_gb", [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
@@ -30,8 +37,9 @@ def test_zero_paper_figure_1(zero: int, expected_gb: float) -> None:
 
 def test_zero3_offload_keeps_only_gathered_layers_on_gpu() -> None:
     model = catalog.model("llama-2-7b")
-    on_gpu = estimate_training_memory(model, TrainSetup(gpus=8, zero=3, offload="optimizer+params",
-                                                        precision="bf16-master"))
+    on_gpu = estimate_training_memory(
+        model, TrainSetup(gpus=8, zero=3, offload="optimizer+params", precision="bf16-master")
+    )
     assert on_gpu.optimizer_bytes == 0
     assert on_gpu.weights_bytes == 2 * 2 * model.layer_params  # current + prefetched block, bf16
     # bf16 weights (2 B) + fp32 master and Adam moments (12 B) per parameter, sharded over 8 GPUs
@@ -54,8 +62,14 @@ def test_bert_large_fp32_adamw_on_v100() -> None:
     14,949 MB in nvidia-smi, of which 1,343 MB CUDA context. Our preset carries the MLM head (the docs used
     sequence classification, 31k fewer parameters but no 30k-vocabulary logits); ±20 % for nvidia-smi."""
     model = catalog.model("bert-large-uncased")
-    setup = TrainSetup(micro_batch=4, seq_len=512, precision="fp32", attention="eager",
-                       cuda_context_bytes=1343 * 10**6, allocator_reserve_fraction=0.0)
+    setup = TrainSetup(
+        micro_batch=4,
+        seq_len=512,
+        precision="fp32",
+        attention="eager",
+        cuda_context_bytes=1343 * 10**6,
+        allocator_reserve_fraction=0.0,
+    )
     estimate = estimate_training_memory(model, setup)
     assert estimate.peak_bytes / 1e6 == pytest.approx(14949, rel=0.20)
 
@@ -79,8 +93,9 @@ def test_decode_bound_llama2_7b_on_a100() -> None:
 def test_seed_article_vram_ranges() -> None:
     """The seed article's rough VRAM figures: 7B needs 16-40 GB, 70B 140 GB+ over several GPUs. With LoRA on
     a bf16 base and checkpointing, 7B lands in its range; full 70B training needs more than one 141 GB GPU."""
-    lora7 = estimate_training_memory(catalog.model("llama-2-7b"),
-                                     TrainSetup(seq_len=2048, lora_rank=16, checkpointing="full"))
+    lora7 = estimate_training_memory(
+        catalog.model("llama-2-7b"), TrainSetup(seq_len=2048, lora_rank=16, checkpointing="full")
+    )
     assert 16 * GB <= lora7.peak_bytes <= 40 * GB
     full70 = estimate_training_memory(catalog.model("llama-3-70b"), TrainSetup(seq_len=2048, checkpointing="full"))
     assert full70.peak_bytes > 141 * GB

@@ -46,12 +46,21 @@ class GpuRow(BaseModel):
 
     def spec(self) -> GpuSpec:
         return GpuSpec(
-            name=self.name, display_name=self.display_name, memory_gb=self.memory_gb,
-            hbm_bandwidth_gb_s=self.hbm_bandwidth_gb_s, fp32_tflops=self.fp32_tflops,
-            tf32_tflops=self.tf32_tflops, bf16_tflops=self.bf16_tflops, fp16_tflops=self.fp16_tflops,
-            fp8_tflops=self.fp8_tflops or 0.0, gpu_link=self.gpu_link,
-            gpu_link_gb_s_bidir=self.gpu_link_gb_s_bidir, pcie_generation=self.pcie_generation,
-            tdp_w=self.tdp_w, source=self.source, as_of=self.as_of,
+            name=self.name,
+            display_name=self.display_name,
+            memory_gb=self.memory_gb,
+            hbm_bandwidth_gb_s=self.hbm_bandwidth_gb_s,
+            fp32_tflops=self.fp32_tflops,
+            tf32_tflops=self.tf32_tflops,
+            bf16_tflops=self.bf16_tflops,
+            fp16_tflops=self.fp16_tflops,
+            fp8_tflops=self.fp8_tflops or 0.0,
+            gpu_link=self.gpu_link,
+            gpu_link_gb_s_bidir=self.gpu_link_gb_s_bidir,
+            pcie_generation=self.pcie_generation,
+            tdp_w=self.tdp_w,
+            source=self.source,
+            as_of=self.as_of,
         )
 
 
@@ -65,7 +74,9 @@ def gpus() -> dict[str, GpuSpec]:
             try:
                 out[raw["name"]] = GpuRow.model_validate(row).spec()
             except ValidationError as exc:
-                raise CatalogError(f"gpus.csv line {line}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
+                raise CatalogError(
+                    f"gpus.csv line {line}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}"
+                ) from exc
     return out
 
 

@@ -38,7 +38,7 @@ def _bar(segments: list[tuple[str, float, str]], capacity: float) -> Text:
     scale = BAR_WIDTH / max(capacity, total)
     text = Text("│")
     used = 0
-    for label, value, colour in segments:
+    for _label, value, colour in segments:
         cells = round(value * scale)
         text.append("█" * cells, style=colour)
         used += cells
@@ -53,10 +53,14 @@ def _bar(segments: list[tuple[str, float, str]], capacity: float) -> Text:
 
 def train_plan(plan: TrainPlan) -> Group:
     m, s, gpu = plan.memory, plan.setup, plan.gpu
-    title = (f"{plan.model.name}: {count(m.params)} params ({count(m.trainable_params)} trainable) · "
-             f"{s.precision} · {s.optimizer} · micro-batch {s.micro_batch} × {s.seq_len} tokens · "
-             f"{s.gpus}× {gpu.display_name}" + (f" · ZeRO-{s.zero}" if s.zero else "")
-             + (f" · TP {s.tp}" if s.tp > 1 else "") + f" · {plan.method}")
+    title = (
+        f"{plan.model.name}: {count(m.params)} params ({count(m.trainable_params)} trainable) · "
+        f"{s.precision} · {s.optimizer} · micro-batch {s.micro_batch} × {s.seq_len} tokens · "
+        f"{s.gpus}× {gpu.display_name}"
+        + (f" · ZeRO-{s.zero}" if s.zero else "")
+        + (f" · TP {s.tp}" if s.tp > 1 else "")
+        + f" · {plan.method}"
+    )
     table = Table(show_edge=False)
     table.add_column("per GPU")
     table.add_column("memory", justify="right")
@@ -74,8 +78,10 @@ def train_plan(plan: TrainPlan) -> Group:
     if plan.fits:
         verdict = Text(f"FITS: {gib(plan.headroom_bytes)} headroom on each {gpu.display_name}.", style="bold green")
     else:
-        verdict = Text(f"DOES NOT FIT: needs {gib(m.peak_bytes)} per GPU, the {gpu.display_name} has "
-                       f"{gib(gpu.memory_bytes)}.", style="bold red")
+        verdict = Text(
+            f"DOES NOT FIT: needs {gib(m.peak_bytes)} per GPU, the {gpu.display_name} has {gib(gpu.memory_bytes)}.",
+            style="bold red",
+        )
     parts: list[object] = [Text(title, style="bold"), table, Text(""), bar, verdict]
     advice = plan.advice()
     if advice:
@@ -101,29 +107,41 @@ def infer_plan(model: ModelSpec, gpu: GpuSpec, est: InferenceEstimate, batch: in
     table.add_column("per GPU")
     table.add_column("memory", justify="right")
     table.add_row("weights", gib(est.weights_bytes))
-    table.add_row(f"KV cache ({batch} × {context:,} tokens, {est.kv_cache_bytes_per_token / 1024:,.0f} KiB/token)",
-                  gib(est.kv_cache_bytes))
+    table.add_row(
+        f"KV cache ({batch} × {context:,} tokens, {est.kv_cache_bytes_per_token / 1024:,.0f} KiB/token)",
+        gib(est.kv_cache_bytes),
+    )
     table.add_row("activations", gib(est.activations_bytes))
     table.add_row("overhead", gib(est.overhead_bytes))
     table.add_row("peak", gib(est.peak_bytes), style="bold")
     table.add_row(f"{gpu.display_name} memory", gib(gpu.memory_bytes), style="dim")
     fits = est.peak_bytes <= gpu.memory_bytes
     verdict = Text("FITS" if fits else "DOES NOT FIT", style="bold green" if fits else "bold red")
-    speed = Text(f"Decode ≤ {est.decode_tokens_per_s_bound:,.0f} tokens/s for the batch "
-                 f"(≥ {est.decode_ms_per_token_bound:.1f} ms per step at {gpu.hbm_bandwidth_gb_s:,.0f} GB/s)")
+    speed = Text(
+        f"Decode ≤ {est.decode_tokens_per_s_bound:,.0f} tokens/s for the batch "
+        f"(≥ {est.decode_ms_per_token_bound:.1f} ms per step at {gpu.hbm_bandwidth_gb_s:,.0f} GB/s)"
+    )
     return Panel(Group(table, verdict, speed), title=f"{model.name} inference, {weights} weights on {gpu.display_name}")
 
 
 def gpus_table(gpus: list[GpuSpec]) -> Table:
-    table = Table(title="GPU catalog (dense TFLOP/s; source and date per row: treino gpus --json)",
-                  title_justify="left")
+    table = Table(
+        title="GPU catalog (dense TFLOP/s; source and date per row: treino gpus --json)", title_justify="left"
+    )
     for col in ("name", "GPU", "memory", "HBM GB/s", "bf16 TF", "fp8 TF", "GPU link", "PCIe", "TDP W"):
         table.add_column(col, justify="left" if col in ("name", "GPU", "GPU link") else "right")
     for g in gpus:
-        table.add_row(g.name, g.display_name, f"{g.memory_gb:g} GB", f"{g.hbm_bandwidth_gb_s:,.0f}",
-                      f"{g.bf16_tflops:g}", f"{g.fp8_tflops:g}" if g.fp8_tflops else "-",
-                      f"{g.gpu_link} {g.gpu_link_gb_s_bidir:g} GB/s" if g.gpu_link != "none" else "none",
-                      f"Gen{g.pcie_generation}", f"{g.tdp_w:g}")
+        table.add_row(
+            g.name,
+            g.display_name,
+            f"{g.memory_gb:g} GB",
+            f"{g.hbm_bandwidth_gb_s:,.0f}",
+            f"{g.bf16_tflops:g}",
+            f"{g.fp8_tflops:g}" if g.fp8_tflops else "-",
+            f"{g.gpu_link} {g.gpu_link_gb_s_bidir:g} GB/s" if g.gpu_link != "none" else "none",
+            f"Gen{g.pcie_generation}",
+            f"{g.tdp_w:g}",
+        )
     return table
 
 
@@ -132,8 +150,16 @@ def models_table(models: list[ModelSpec]) -> Table:
     for col in ("name", "family", "params", "layers", "hidden", "heads/kv", "vocab", "tied"):
         table.add_column(col, justify="left" if col in ("name", "family") else "right")
     for m in models:
-        table.add_row(m.name, m.family, count(m.params), str(m.num_layers), f"{m.hidden_size:,}",
-                      f"{m.num_heads}/{m.num_kv_heads}", f"{m.vocab_size:,}", "yes" if m.tied_embeddings else "no")
+        table.add_row(
+            m.name,
+            m.family,
+            count(m.params),
+            str(m.num_layers),
+            f"{m.hidden_size:,}",
+            f"{m.num_heads}/{m.num_kv_heads}",
+            f"{m.vocab_size:,}",
+            "yes" if m.tied_embeddings else "no",
+        )
     return table
 
 

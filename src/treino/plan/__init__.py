@@ -1,7 +1,7 @@
 """The planner: pure functions from a model, a GPU and a training setup to numbers. No I/O, no torch.
 
-    plan_training(model, gpu, setup)  -> TrainPlan  (memory per GPU, fit verdict, advice)
-    estimate_inference(model, gpu, ...) -> InferenceEstimate
+plan_training(model, gpu, setup)  -> TrainPlan  (memory per GPU, fit verdict, advice)
+estimate_inference(model, gpu, ...) -> InferenceEstimate
 """
 
 from __future__ import annotations
@@ -16,8 +16,17 @@ from treino.plan.memory import MemoryEstimate, TrainSetup, estimate_training_mem
 from treino.plan.model import SUPPORTED_FAMILIES, ModelSpec, model_from_config
 
 __all__ = [
-    "SUPPORTED_FAMILIES", "Advice", "GpuSpec", "InferenceEstimate", "MemoryEstimate", "ModelSpec",
-    "TrainPlan", "TrainSetup", "estimate_inference", "estimate_training_memory", "model_from_config",
+    "SUPPORTED_FAMILIES",
+    "Advice",
+    "GpuSpec",
+    "InferenceEstimate",
+    "MemoryEstimate",
+    "ModelSpec",
+    "TrainPlan",
+    "TrainSetup",
+    "estimate_inference",
+    "estimate_training_memory",
+    "model_from_config",
     "plan_training",
 ]
 
@@ -67,8 +76,13 @@ class TrainPlan:
                 "peak_phase": m.peak_phase,
                 "cpu_offload_bytes": m.cpu_offload_bytes,
             },
-            "gpu": {"name": self.gpu.name, "display_name": self.gpu.display_name,
-                    "memory_bytes": self.gpu.memory_bytes, "source": self.gpu.source, "as_of": self.gpu.as_of},
+            "gpu": {
+                "name": self.gpu.name,
+                "display_name": self.gpu.display_name,
+                "memory_bytes": self.gpu.memory_bytes,
+                "source": self.gpu.source,
+                "as_of": self.gpu.as_of,
+            },
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
             "advice": [asdict(a) for a in self.advice()],

@@ -94,5 +94,15 @@ BLOCK_COEFFICIENTS: dict[tuple[str, str, str], BlockCoefficients] = {
 }
 
 # Families that share an implementation's saved tensors (transformers' "modular" models copy Llama's).
-FAMILY_GROUP = {"llama": "llama", "mistral": "llama", "qwen2": "llama", "mixtral": "mixtral", "phi3": "phi3",
-                "gemma": "gemma", "gemma2": "gemma2", "gpt2": "gpt2", "gpt_neox": "gpt_neox", "bert": "bert"}
+FAMILY_GROUP = {
+    "llama": "llama",
+    "mistral": "llama",
+    "qwen2": "llama",
+    "mixtral": "mixtral",
+    "phi3": "phi3",
+    "gemma": "gemma",
+    "gemma2": "gemma2",
+    "gpt2": "gpt2",
+    "gpt_neox": "gpt_neox",
+    "bert": "bert",
+}

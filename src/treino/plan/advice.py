@@ -65,37 +65,84 @@ def _more_gpus(s: TrainSetup) -> TrainSetup | None:
 
 
 CHANGES: tuple[_Change, ...] = (
-    _Change("micro-batch 1 + accumulation",
-            lambda s: f"--micro-batch 1 --grad-accum {s.grad_accum * s.micro_batch}", _smaller_micro_batch, 1.05),
-    _Change("selective checkpointing", lambda s: "--checkpointing selective",
-            lambda s: replace(s, checkpointing="selective") if s.checkpointing == "none" else None, 1.03),
-    _Change("ZeRO-2", lambda s: "--zero 2",
-            _more_zero(2), 1.0),
-    _Change("full checkpointing", lambda s: "--checkpointing full",
-            lambda s: replace(s, checkpointing="full") if s.checkpointing != "full" else None, 1.33),
-    _Change("ZeRO-3", lambda s: "--zero 3", _more_zero(3), 1.10,
-            "1.5x the communication of data parallel: slower over PCIe than over NVLink"),
-    _Change("2x GPUs + ZeRO-3", lambda s: f"--gpus {s.gpus * 2} --zero 3", _more_gpus, 1.10,
-            "costs GPUs, not speed per token"),
-    _Change("8-bit AdamW", lambda s: "--optimizer adamw-8bit",
-            lambda s: replace(s, optimizer="adamw-8bit") if s.optimizer == "adamw" else None, 1.02,
-            "changes the optimizer's numerics slightly", True),
-    _Change("bf16 + fp32 master weights", lambda s: "--precision bf16-master",
-            lambda s: replace(s, precision="bf16-master") if s.precision in ("fp32", "bf16-mixed") else None, 1.0,
-            "Megatron/DeepSpeed style; not PyTorch autocast"),
-    _Change("offload optimizer + weights",
-            lambda s: "--zero 3 --offload optimizer+params",
-            lambda s: replace(s, zero=3, offload="optimizer+params") if s.offload != "optimizer+params" else None,
-            2.5, "weights cross PCIe every step; needs CPU RAM for the whole model state"),
-    _Change("LoRA r16", lambda s: "--lora-rank 16",
-            lambda s: replace(s, lora_rank=16) if not s.lora else None, 0.75,
-            "fine-tunes adapters, not the full model", True),
-    _Change("offload optimizer", lambda s: "--offload optimizer",
-            lambda s: replace(s, offload="optimizer") if s.offload == "none" else None, 1.6,
-            "needs CPU RAM for the optimizer state; the seed article puts the cost at 50-80 %"),
-    _Change("QLoRA r16 (NF4 base)", lambda s: "--lora-rank 16 --quant nf4",
-            lambda s: replace(s, lora_rank=16, quant="nf4") if s.quant == "none" else None, 0.75 * 1.3,
-            "fine-tunes adapters on a 4-bit base; some quality loss", True),
+    _Change(
+        "micro-batch 1 + accumulation",
+        lambda s: f"--micro-batch 1 --grad-accum {s.grad_accum * s.micro_batch}",
+        _smaller_micro_batch,
+        1.05,
+    ),
+    _Change(
+        "selective checkpointing",
+        lambda s: "--checkpointing selective",
+        lambda s: replace(s, checkpointing="selective") if s.checkpointing == "none" else None,
+        1.03,
+    ),
+    _Change("ZeRO-2", lambda s: "--zero 2", _more_zero(2), 1.0),
+    _Change(
+        "full checkpointing",
+        lambda s: "--checkpointing full",
+        lambda s: replace(s, checkpointing="full") if s.checkpointing != "full" else None,
+        1.33,
+    ),
+    _Change(
+        "ZeRO-3",
+        lambda s: "--zero 3",
+        _more_zero(3),
+        1.10,
+        "1.5x the communication of data parallel: slower over PCIe than over NVLink",
+    ),
+    _Change(
+        "2x GPUs + ZeRO-3",
+        lambda s: f"--gpus {s.gpus * 2} --zero 3",
+        _more_gpus,
+        1.10,
+        "costs GPUs, not speed per token",
+    ),
+    _Change(
+        "8-bit AdamW",
+        lambda s: "--optimizer adamw-8bit",
+        lambda s: replace(s, optimizer="adamw-8bit") if s.optimizer == "adamw" else None,
+        1.02,
+        "changes the optimizer's numerics slightly",
+        True,
+    ),
+    _Change(
+        "bf16 + fp32 master weights",
+        lambda s: "--precision bf16-master",
+        lambda s: replace(s, precision="bf16-master") if s.precision in ("fp32", "bf16-mixed") else None,
+        1.0,
+        "Megatron/DeepSpeed style; not PyTorch autocast",
+    ),
+    _Change(
+        "offload optimizer + weights",
+        lambda s: "--zero 3 --offload optimizer+params",
+        lambda s: replace(s, zero=3, offload="optimizer+params") if s.offload != "optimizer+params" else None,
+        2.5,
+        "weights cross PCIe every step; needs CPU RAM for the whole model state",
+    ),
+    _Change(
+        "LoRA r16",
+        lambda s: "--lora-rank 16",
+        lambda s: replace(s, lora_rank=16) if not s.lora else None,
+        0.75,
+        "fine-tunes adapters, not the full model",
+        True,
+    ),
+    _Change(
+        "offload optimizer",
+        lambda s: "--offload optimizer",
+        lambda s: replace(s, offload="optimizer") if s.offload == "none" else None,
+        1.6,
+        "needs CPU RAM for the optimizer state; the seed article puts the cost at 50-80 %",
+    ),
+    _Change(
+        "QLoRA r16 (NF4 base)",
+        lambda s: "--lora-rank 16 --quant nf4",
+        lambda s: replace(s, lora_rank=16, quant="nf4") if s.quant == "none" else None,
+        0.75 * 1.3,
+        "fine-tunes adapters on a 4-bit base; some quality loss",
+        True,
+    ),
 )
 
 
@@ -134,8 +181,15 @@ def advise(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup, current: MemoryEst
             slowdown *= change.slowdown
         result_changes = sum(c.changes_result for c in picked)
         caveats = "; ".join(c.caveat for c in picked if c.caveat)
-        advice = Advice(" + ".join(c.change for c in picked), " ".join(flags), estimate.peak_bytes,
-                        current.peak_bytes - estimate.peak_bytes, True, round(slowdown, 3), caveats)
+        advice = Advice(
+            " + ".join(c.change for c in picked),
+            " ".join(flags),
+            estimate.peak_bytes,
+            current.peak_bytes - estimate.peak_bytes,
+            True,
+            round(slowdown, 3),
+            caveats,
+        )
         options.append(((result_changes, combined.gpus, slowdown, len(picked)), advice))
     options.sort(key=lambda o: o[0])
     out: list[Advice] = []

@@ -30,5 +30,10 @@ class GpuSpec:
         return int(self.memory_gb * BYTES_PER_GB)
 
     def dense_tflops(self, dtype: str) -> float:
-        return {"fp32": self.fp32_tflops, "tf32": self.tf32_tflops, "bf16": self.bf16_tflops,
-                "fp16": self.fp16_tflops, "fp8": self.fp8_tflops}[dtype]
+        return {
+            "fp32": self.fp32_tflops,
+            "tf32": self.tf32_tflops,
+            "bf16": self.bf16_tflops,
+            "fp16": self.fp16_tflops,
+            "fp8": self.fp8_tflops,
+        }[dtype]

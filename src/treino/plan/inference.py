@@ -38,8 +38,15 @@ def kv_cache_bytes_per_token(model: ModelSpec, kv_dtype: str = "bf16") -> int:
 
 
 def estimate_inference(
-    model: ModelSpec, gpu: GpuSpec, *, batch: int, context: int, weights: str = "bf16", kv_dtype: str = "bf16",
-    gpus: int = 1, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
+    model: ModelSpec,
+    gpu: GpuSpec,
+    *,
+    batch: int,
+    context: int,
+    weights: str = "bf16",
+    kv_dtype: str = "bf16",
+    gpus: int = 1,
+    cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
 ) -> InferenceEstimate:
     """Memory per GPU for serving `batch` sequences of `context` tokens, tensor-parallel over `gpus`."""
     if batch < 1 or context < 1 or gpus < 1:
@@ -50,8 +57,11 @@ def estimate_inference(
         raise PlanError(f"Unknown KV-cache dtype {kv_dtype!r}. To fix: use one of {', '.join(KV_BYTES)}.")
     if model.num_kv_heads % gpus and gpus > 1:
         raise PlanError(f"{gpus} GPUs do not divide the model's {model.num_kv_heads} key/value heads.")
-    quantized = sum(t.numel * n for t, n in model.all_tensors() if len(t.shape) >= 2
-                    and not t.name.endswith("embed") and t.name != "lm_head")
+    quantized = sum(
+        t.numel * n
+        for t, n in model.all_tensors()
+        if len(t.shape) >= 2 and not t.name.endswith("embed") and t.name != "lm_head"
+    )
     weight_bytes = WEIGHT_BYTES[weights] * quantized + 2.0 * (model.params - quantized)
     if weights == "fp32":
         weight_bytes = 4.0 * model.params
@@ -67,7 +77,7 @@ def estimate_inference(
     overhead = cuda_context_bytes
     # Decode reads the weights a token uses (MoE: active experts only, an optimistic bound) and the cache.
     active_share = model.active_params / model.params
-    bytes_per_step = (w * active_share + kv_gpu)
+    bytes_per_step = w * active_share + kv_gpu
     seconds = bytes_per_step / (gpu.hbm_bandwidth_gb_s * 1e9)
     return InferenceEstimate(
         params=model.params,

@@ -121,14 +121,22 @@ _PRECISION = {
 def validate(model: ModelSpec, setup: TrainSetup) -> None:
     """Refuse impossible setups with a message that says how to fix them."""
     for label, value, allowed in (
-        ("precision", setup.precision, PRECISIONS), ("optimizer", setup.optimizer, OPTIMIZERS),
-        ("attention", setup.attention, ATTENTIONS), ("checkpointing", setup.checkpointing, CHECKPOINTING),
-        ("offload", setup.offload, OFFLOADS), ("quant", setup.quant, QUANTS),
+        ("precision", setup.precision, PRECISIONS),
+        ("optimizer", setup.optimizer, OPTIMIZERS),
+        ("attention", setup.attention, ATTENTIONS),
+        ("checkpointing", setup.checkpointing, CHECKPOINTING),
+        ("offload", setup.offload, OFFLOADS),
+        ("quant", setup.quant, QUANTS),
     ):
         if value not in allowed:
             raise PlanError(f"Unknown {label} {value!r}. To fix: use one of {', '.join(allowed)}.")
-    for label, number in (("micro-batch", setup.micro_batch), ("seq-len", setup.seq_len),
-                          ("grad-accum", setup.grad_accum), ("gpus", setup.gpus), ("tp", setup.tp)):
+    for label, number in (
+        ("micro-batch", setup.micro_batch),
+        ("seq-len", setup.seq_len),
+        ("grad-accum", setup.grad_accum),
+        ("gpus", setup.gpus),
+        ("tp", setup.tp),
+    ):
         if number < 1:
             raise PlanError(f"--{label} must be at least 1, got {number}.")
     if setup.zero not in (0, 1, 2, 3):
@@ -150,8 +158,10 @@ def validate(model: ModelSpec, setup: TrainSetup) -> None:
         targets = {t.lora_target for t in model.layer_tensors} | {t.lora_target for t in model.outer_tensors}
         unknown = [t for t in setup.lora_targets if t not in targets]
         if unknown:
-            raise PlanError(f"LoRA target(s) {', '.join(unknown)} are not modules of a {model.family} model. "
-                            f"Valid: {', '.join(sorted(t for t in targets if t))}.")
+            raise PlanError(
+                f"LoRA target(s) {', '.join(unknown)} are not modules of a {model.family} model. "
+                f"Valid: {', '.join(sorted(t for t in targets if t))}."
+            )
     if setup.seq_len > model.max_positions and model.family in ("gpt2", "bert"):
         raise PlanError(f"--seq-len {setup.seq_len} exceeds the model's {model.max_positions} learned positions.")
 
@@ -255,8 +265,11 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     if setup.lora:
         base_bytes = 4 if setup.precision == "fp32" else 2
         if setup.quant == "nf4":
-            linear = sum(t_.numel * c for t_, c in model.all_tensors()
-                         if len(t_.shape) >= 2 and not t_.name.endswith("embed") and t_.name != "lm_head")
+            linear = sum(
+                t_.numel * c
+                for t_, c in model.all_tensors()
+                if len(t_.shape) >= 2 and not t_.name.endswith("embed") and t_.name != "lm_head"
+            )
             base = NF4_BYTES_PER_PARAM * linear + base_bytes * (model.params - linear)
         else:
             base = base_bytes * model.params

@@ -200,10 +200,22 @@ def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
     if not tied:
         outer.append(Tensor("lm_head", (V, h), "lm_head"))
     return ModelSpec(
-        name=name, family=family, hidden_size=h, num_layers=L, num_heads=a, num_kv_heads=kv, head_dim=d,
-        intermediate_size=f, vocab_size=V, max_positions=_int(cfg, "max_position_embeddings", default=4096),
-        tied_embeddings=tied, num_experts=experts, experts_per_token=top_k,
-        dropout=_float(cfg, "attention_dropout"), layer_tensors=tuple(layer), outer_tensors=tuple(outer),
+        name=name,
+        family=family,
+        hidden_size=h,
+        num_layers=L,
+        num_heads=a,
+        num_kv_heads=kv,
+        head_dim=d,
+        intermediate_size=f,
+        vocab_size=V,
+        max_positions=_int(cfg, "max_position_embeddings", default=4096),
+        tied_embeddings=tied,
+        num_experts=experts,
+        experts_per_token=top_k,
+        dropout=_float(cfg, "attention_dropout"),
+        layer_tensors=tuple(layer),
+        outer_tensors=tuple(outer),
     )
 
 
@@ -226,10 +238,22 @@ def _gpt2(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     ]
     outer = [Tensor("token_embed", (V, h)), Tensor("position_embed", (P, h)), *_layernorm("ln_f", h, True)]
     return ModelSpec(
-        name=name, family="gpt2", hidden_size=h, num_layers=L, num_heads=a, num_kv_heads=a, head_dim=h // a,
-        intermediate_size=f, vocab_size=V, max_positions=P, tied_embeddings=True, num_experts=0,
-        experts_per_token=0, dropout=_float(cfg, "attn_pdrop", "resid_pdrop", "embd_pdrop"),
-        layer_tensors=tuple(layer), outer_tensors=tuple(outer),
+        name=name,
+        family="gpt2",
+        hidden_size=h,
+        num_layers=L,
+        num_heads=a,
+        num_kv_heads=a,
+        head_dim=h // a,
+        intermediate_size=f,
+        vocab_size=V,
+        max_positions=P,
+        tied_embeddings=True,
+        num_experts=0,
+        experts_per_token=0,
+        dropout=_float(cfg, "attn_pdrop", "resid_pdrop", "embd_pdrop"),
+        layer_tensors=tuple(layer),
+        outer_tensors=tuple(outer),
     )
 
 
@@ -255,11 +279,22 @@ def _gpt_neox(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     if not tied:
         outer.append(Tensor("lm_head", (V, h), "embed_out"))
     return ModelSpec(
-        name=name, family="gpt_neox", hidden_size=h, num_layers=L, num_heads=a, num_kv_heads=a, head_dim=h // a,
-        intermediate_size=f, vocab_size=V, max_positions=_int(cfg, "max_position_embeddings", default=2048),
-        tied_embeddings=tied, num_experts=0, experts_per_token=0,
+        name=name,
+        family="gpt_neox",
+        hidden_size=h,
+        num_layers=L,
+        num_heads=a,
+        num_kv_heads=a,
+        head_dim=h // a,
+        intermediate_size=f,
+        vocab_size=V,
+        max_positions=_int(cfg, "max_position_embeddings", default=2048),
+        tied_embeddings=tied,
+        num_experts=0,
+        experts_per_token=0,
         dropout=_float(cfg, "attention_dropout", "hidden_dropout"),
-        layer_tensors=tuple(layer), outer_tensors=tuple(outer),
+        layer_tensors=tuple(layer),
+        outer_tensors=tuple(outer),
     )
 
 
@@ -284,15 +319,29 @@ def _bert(cfg: Mapping[str, Any], name: str) -> ModelSpec:
         *_layernorm("output.LayerNorm", h, True),
     ]
     outer = [
-        Tensor("token_embed", (V, h)), Tensor("position_embed", (P, h)), Tensor("token_type_embed", (types, h)),
+        Tensor("token_embed", (V, h)),
+        Tensor("position_embed", (P, h)),
+        Tensor("token_type_embed", (types, h)),
         *_layernorm("embeddings.LayerNorm", h, True),
         *_linear("cls.transform.dense", h, h, True, "dense"),
         *_layernorm("cls.transform.LayerNorm", h, True),
         Tensor("cls.decoder.bias", (V,)),
     ]
     return ModelSpec(
-        name=name, family="bert", hidden_size=h, num_layers=L, num_heads=a, num_kv_heads=a, head_dim=h // a,
-        intermediate_size=f, vocab_size=V, max_positions=P, tied_embeddings=True, num_experts=0,
-        experts_per_token=0, dropout=_float(cfg, "hidden_dropout_prob", "attention_probs_dropout_prob"),
-        layer_tensors=tuple(layer), outer_tensors=tuple(outer),
+        name=name,
+        family="bert",
+        hidden_size=h,
+        num_layers=L,
+        num_heads=a,
+        num_kv_heads=a,
+        head_dim=h // a,
+        intermediate_size=f,
+        vocab_size=V,
+        max_positions=P,
+        tied_embeddings=True,
+        num_experts=0,
+        experts_per_token=0,
+        dropout=_float(cfg, "hidden_dropout_prob", "attention_probs_dropout_prob"),
+        layer_tensors=tuple(layer),
+        outer_tensors=tuple(outer),
     )
