@@ -99,3 +99,47 @@ def test_seed_article_vram_ranges() -> None:
     assert 16 * GB <= lora7.peak_bytes <= 40 * GB
     full70 = estimate_training_memory(catalog.model("llama-3-70b"), TrainSetup(seq_len=2048, checkpointing="full"))
     assert full70.peak_bytes > 141 * GB
+
+
+GIB = 2**30
+# Korthikanti et al. 2022 (arXiv 2205.05198), Figure 1, activation memory per GPU, GiB (analytic values in
+# the paper; planner-formulas §(c) "Analytic reference values", via calculon validation.py::seqsel_fig1).
+# (h, heads, layers, micro-batch, TP, none, sequence parallel + selective recompute). The 175B and 530B
+# rows need pipeline interleaving, which treino does not model, so they are left out.
+KORTHIKANTI = {
+    "22B": (6144, 64, 48, 4, 8, 59.25, 9.5625),
+    "1T": (25600, 160, 128, 1, 8, 131.25, 26.5625),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KORTHIKANTI))
+def test_korthikanti_figure_1_activations(name: str) -> None:
+    h, heads, layers, micro_batch, tp, none_gib, seqsel_gib = KORTHIKANTI[name]
+    model = model_from_config(
+        {
+            "model_type": "gpt_neox",
+            "hidden_size": h,
+            "num_attention_heads": heads,
+            "num_hidden_layers": layers,
+            "intermediate_size": 4 * h,
+            "vocab_size": 51200,
+        }
+    )
+    from treino.plan.memory import block_activation_bytes
+
+    tokens = micro_batch * 2048
+    # With 1F1B pipelining the first stage holds L layers' worth of activations, as with no pipeline.
+    base = TrainSetup(
+        micro_batch=micro_batch,
+        seq_len=2048,
+        gpus=tp,
+        tp=tp,
+        kernels="megatron",
+        attention="eager",
+        precision="bf16-master",
+    )
+    none = layers * block_activation_bytes(model, base, tokens)
+    sp = TrainSetup(**{**base.__dict__, "sequence_parallel": True})
+    seqsel = layers * block_activation_bytes(model, sp, tokens, core=False)
+    assert none / GIB == pytest.approx(none_gib, rel=0.005)
+    assert seqsel / GIB == pytest.approx(seqsel_gib, rel=0.005)

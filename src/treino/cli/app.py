@@ -12,8 +12,12 @@ import typer
 from treino import catalog
 from treino.errors import TreinoError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="Plan, benchmark, run and govern ML training on dedicated GPU servers.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Plan, benchmark, run and govern ML training on dedicated GPU servers.",
+)
 plan_app = typer.Typer(no_args_is_help=True, help="Will it fit, and with which settings?")
 app.add_typer(plan_app, name="plan")
 
@@ -31,13 +35,17 @@ def _print_json(data: object) -> None:
 
 @plan_app.command("train")
 def plan_train(
-    model: Annotated[str, typer.Option("--model", "-m", help="Preset name, config.json path, or module:function (trace).")],
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Preset name, config.json path, or module:function (trace).")
+    ],
     gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU name from 'treino gpus'.")],
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the job.")] = 1,
     micro_batch: Annotated[int, typer.Option("--micro-batch", "-b", help="Sequences per GPU per step.")] = 1,
     seq_len: Annotated[int, typer.Option("--seq-len", "-s", help="Tokens per sequence.")] = 2048,
     grad_accum: Annotated[int, typer.Option("--grad-accum", help="Micro-batches per optimizer step.")] = 1,
-    precision: Annotated[str, typer.Option(help="fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true.")] = "bf16-mixed",
+    precision: Annotated[
+        str, typer.Option(help="fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true.")
+    ] = "bf16-mixed",
     optimizer: Annotated[str, typer.Option(help="adamw, adamw-8bit, sgd, sgd-momentum, adafactor, lion.")] = "adamw",
     attention: Annotated[str, typer.Option(help="sdpa (flash-style) or eager.")] = "sdpa",
     checkpointing: Annotated[str, typer.Option(help="Activation checkpointing: none, selective, full.")] = "none",
@@ -45,18 +53,39 @@ def plan_train(
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel size.")] = 1,
     offload: Annotated[str, typer.Option(help="none, optimizer, optimizer+params.")] = "none",
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA rank; 0 = full fine-tune.")] = 0,
-    lora_targets: Annotated[str, typer.Option("--lora-targets", help="Comma-separated module names.")] = "q_proj,k_proj,v_proj,o_proj",
+    lora_targets: Annotated[
+        str, typer.Option("--lora-targets", help="Comma-separated module names.")
+    ] = "q_proj,k_proj,v_proj,o_proj",
     quant: Annotated[str, typer.Option(help="Base weights for LoRA: none or nf4 (QLoRA).")] = "none",
-    method: Annotated[str, typer.Option(help="analytic (formulas) or trace (real model on fake tensors).")] = "analytic",
+    kernels: Annotated[str, typer.Option(help="hf (Hugging Face modules) or megatron (fused kernels).")] = "hf",
+    sequence_parallel: Annotated[
+        bool, typer.Option("--sequence-parallel", help="Megatron sequence parallelism over the TP group.")
+    ] = False,
+    method: Annotated[
+        str, typer.Option(help="analytic (formulas) or trace (real model on fake tensors).")
+    ] = "analytic",
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Training memory per GPU, the fit verdict, and what to change when it does not fit."""
     from treino.plan import TrainSetup, plan_training
 
     setup = TrainSetup(
-        micro_batch=micro_batch, seq_len=seq_len, grad_accum=grad_accum, precision=precision, optimizer=optimizer,
-        attention=attention, checkpointing=checkpointing, gpus=gpus, zero=zero, tp=tp, offload=offload,
-        lora_rank=lora_rank, lora_targets=tuple(t.strip() for t in lora_targets.split(",") if t.strip()), quant=quant,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        grad_accum=grad_accum,
+        precision=precision,
+        optimizer=optimizer,
+        attention=attention,
+        checkpointing=checkpointing,
+        gpus=gpus,
+        zero=zero,
+        tp=tp,
+        offload=offload,
+        lora_rank=lora_rank,
+        lora_targets=tuple(t.strip() for t in lora_targets.split(",") if t.strip()),
+        quant=quant,
+        kernels=kernels,
+        sequence_parallel=sequence_parallel,
     )
     gpu_spec = catalog.gpu(gpu)
     if method == "trace":
@@ -95,8 +124,16 @@ def plan_infer(
     est = estimate_inference(spec, gpu_spec, batch=batch, context=context, weights=weights, gpus=gpus)
     fits = est.peak_bytes <= gpu_spec.memory_bytes
     if as_json:
-        _print_json({"model": spec.name, "gpu": gpu_spec.name, "params": spec.params, **asdict(est),
-                     "fits": fits, "headroom_bytes": gpu_spec.memory_bytes - est.peak_bytes})
+        _print_json(
+            {
+                "model": spec.name,
+                "gpu": gpu_spec.name,
+                "params": spec.params,
+                **asdict(est),
+                "fits": fits,
+                "headroom_bytes": gpu_spec.memory_bytes - est.peak_bytes,
+            }
+        )
         return
     from treino.cli.render import console, infer_plan
 
@@ -122,9 +159,20 @@ def models_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
     """The model presets."""
     specs = [catalog.model(name) for name in catalog.model_names()]
     if as_json:
-        _print_json([{"name": m.name, "family": m.family, "params": m.params, "layers": m.num_layers,
-                      "hidden_size": m.hidden_size, "vocab_size": m.vocab_size,
-                      "source": catalog.model_config(m.name).get("treino_source", "")} for m in specs])
+        _print_json(
+            [
+                {
+                    "name": m.name,
+                    "family": m.family,
+                    "params": m.params,
+                    "layers": m.num_layers,
+                    "hidden_size": m.hidden_size,
+                    "vocab_size": m.vocab_size,
+                    "source": catalog.model_config(m.name).get("treino_source", ""),
+                }
+                for m in specs
+            ]
+        )
         return
     from treino.cli.render import console, models_table
 
@@ -139,6 +187,8 @@ def main() -> None:
         if _state["debug"] or "--debug" in sys.argv:
             raise
         from rich.console import Console
+        from rich.markup import escape
 
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        # escape(): a message may hold brackets ("pip install 'treino[torch]'") that are not Rich markup.
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(2)

@@ -27,6 +27,7 @@ ATTENTIONS = ("sdpa", "eager")
 CHECKPOINTING = ("none", "selective", "full")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 QUANTS = ("none", "nf4")
+KERNELS = ("hf", "megatron")
 
 # CUDA context and kernels: 1,343 MB on a V100 (transformers docs, model_memory_anatomy.md), "300 MiB to
 # 2 GiB" (asmirnov.xyz/vram), 1,000 MiB in vram-calculator: planner-formulas-and-data.md §B9.
@@ -63,6 +64,8 @@ class TrainSetup:
     lora_rank: int = 0
     lora_targets: tuple[str, ...] = LORA_DEFAULT_TARGETS
     quant: str = "none"  # "nf4" = QLoRA base weights
+    kernels: str = "hf"  # "hf": Hugging Face modules (measured); "megatron": Megatron-LM's fused kernels
+    sequence_parallel: bool = False  # Megatron sequence parallelism (shards norms and dropouts over TP)
     cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES
     allocator_reserve_fraction: float = DEFAULT_ALLOCATOR_RESERVE_FRACTION
 
@@ -235,8 +238,28 @@ def _coefficients(model: ModelSpec, compute: str, attention: str) -> BlockCoeffi
     return coeffs
 
 
+def megatron_block_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, checkpointing: str) -> float:
+    """Megatron-LM's saved activations per block (Korthikanti et al. 2022, arXiv 2205.05198, Table 2), for
+    16-bit activations (x2 in fp32). With SDPA (flash attention) the 5as²b attention-core term becomes the
+    kernel's fp32 log-sum-exp, 4·a·s·b (planner-formulas §B3)."""
+    sbh = tokens * model.hidden_size
+    t = setup.tp
+    a, s = model.num_heads, setup.seq_len
+    core = 5 * a * s * tokens if setup.attention == "eager" else 4 * a * tokens
+    scale = 2 if setup.precision == "fp32" else 1
+    if checkpointing == "full":
+        out = 2 * sbh / (t if setup.sequence_parallel else 1)
+    elif setup.sequence_parallel:
+        out = (34 * sbh + (core if checkpointing == "none" else 0)) / t
+    else:
+        out = sbh * (10 + 24 / t) + (core / t if checkpointing == "none" else 0)
+    return scale * out
+
+
 def block_activation_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, *, core: bool = True) -> float:
     """Saved activations of one block for `tokens` tokens, per GPU (see activations.py)."""
+    if setup.kernels == "megatron":
+        return megatron_block_bytes(model, setup, tokens, "none" if core else "selective")
     p = _PRECISION[setup.precision]
     c = _coefficients(model, p.compute, setup.attention)
     experts = model.experts_per_token if model.num_experts else 1
@@ -313,6 +336,8 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         # (HF gradient_checkpointing, torch.utils.checkpoint, non-reentrant).
         residual = 4 if p.compute != "16bit" else 2
         stored = L * tokens * model.hidden_size * residual / t
+        if setup.kernels == "megatron":
+            stored = L * megatron_block_bytes(model, setup, tokens, "full")
         live_block = block_activation_bytes(model, setup, tokens)
         activations = stored + embed_out
     else:
