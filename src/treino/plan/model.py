@@ -113,9 +113,10 @@ def _int(cfg: Mapping[str, Any], *keys: str, default: int | None = None) -> int:
     return default
 
 
-def _float(cfg: Mapping[str, Any], *keys: str) -> float:
-    values = [cfg.get(k) for k in keys]
-    return max((float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)), default=0.0)
+def _float(cfg: Mapping[str, Any], *keys: str, default: float = 0.0) -> float:
+    """The largest of these fields; `default` (transformers' config default) for those absent."""
+    values = [cfg.get(k, default) for k in keys]
+    return max((float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)), default=default)
 
 
 def _linear(name: str, d_in: int, d_out: int, bias: bool, target: str) -> list[Tensor]:
@@ -251,7 +252,7 @@ def _gpt2(cfg: Mapping[str, Any], name: str) -> ModelSpec:
         tied_embeddings=True,
         num_experts=0,
         experts_per_token=0,
-        dropout=_float(cfg, "attn_pdrop", "resid_pdrop", "embd_pdrop"),
+        dropout=_float(cfg, "attn_pdrop", "resid_pdrop", "embd_pdrop", default=0.1),
         layer_tensors=tuple(layer),
         outer_tensors=tuple(outer),
     )
@@ -341,7 +342,7 @@ def _bert(cfg: Mapping[str, Any], name: str) -> ModelSpec:
         tied_embeddings=True,
         num_experts=0,
         experts_per_token=0,
-        dropout=_float(cfg, "hidden_dropout_prob", "attention_probs_dropout_prob"),
+        dropout=_float(cfg, "hidden_dropout_prob", "attention_probs_dropout_prob", default=0.1),
         layer_tensors=tuple(layer),
         outer_tensors=tuple(outer),
     )
