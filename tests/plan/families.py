@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+# Small enough that a step on two CPU cores takes a second or two (bf16 matmuls are slow on CPUs), large
+# enough that activations and logits make a third or more of the peak at micro-batch 2 x 256 tokens.
+H, FFN, LAYERS, HEADS, VOCAB = 128, 344, 3, 4, 2048
 DECODER = {
-    "hidden_size": 256,
-    "intermediate_size": 688,
-    "num_hidden_layers": 4,
-    "num_attention_heads": 8,
-    "num_key_value_heads": 4,
-    "vocab_size": 4096,
+    "hidden_size": H,
+    "intermediate_size": FFN,
+    "num_hidden_layers": LAYERS,
+    "num_attention_heads": HEADS,
+    "num_key_value_heads": 2,
+    "vocab_size": VOCAB,
     "max_position_embeddings": 1024,
 }
 
@@ -20,31 +23,38 @@ SMALL: dict[str, dict[str, Any]] = {
     "mixtral": {
         "model_type": "mixtral",
         **DECODER,
-        "intermediate_size": 344,
+        "intermediate_size": 176,
         "num_local_experts": 4,
         "num_experts_per_tok": 2,
     },
     "qwen2": {"model_type": "qwen2", **DECODER, "tie_word_embeddings": True},
-    "gemma": {"model_type": "gemma", **DECODER, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 96},
+    "gemma": {"model_type": "gemma", **DECODER, "num_key_value_heads": 1, "head_dim": 48},
     "gemma2": {"model_type": "gemma2", **DECODER, "head_dim": 32, "query_pre_attn_scalar": 32, "sliding_window": 4096},
     "phi3": {"model_type": "phi3", **DECODER, "pad_token_id": 0},
-    "gpt2": {"model_type": "gpt2", "n_embd": 256, "n_layer": 4, "n_head": 8, "vocab_size": 4096, "n_positions": 1024},
+    "gpt2": {
+        "model_type": "gpt2",
+        "n_embd": H,
+        "n_layer": LAYERS,
+        "n_head": HEADS,
+        "vocab_size": VOCAB,
+        "n_positions": 1024,
+    },
     "gpt_neox": {
         "model_type": "gpt_neox",
-        "hidden_size": 256,
-        "intermediate_size": 1024,
-        "num_hidden_layers": 4,
-        "num_attention_heads": 8,
-        "vocab_size": 4096,
+        "hidden_size": H,
+        "intermediate_size": 4 * H,
+        "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS,
+        "vocab_size": VOCAB,
         "max_position_embeddings": 1024,
     },
     "bert": {
         "model_type": "bert",
-        "hidden_size": 256,
-        "intermediate_size": 1024,
-        "num_hidden_layers": 4,
-        "num_attention_heads": 8,
-        "vocab_size": 4096,
+        "hidden_size": H,
+        "intermediate_size": 4 * H,
+        "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS,
+        "vocab_size": VOCAB,
         "max_position_embeddings": 512,
     },
 }

@@ -351,6 +351,10 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     logits16 = 0 if p.compute == "fp32" else 2 * tokens * V
     loss_time = tokens * V * 8 + logits16  # fp32 logits + log_softmax output (+ 16-bit logits)
     backward_time = tokens * V * 12  # saved log_softmax + its gradient + the logits' gradient (fp32)
+    if model.logit_softcap:  # gemma2 (transformers Gemma2ForCausalLM) soft-caps the logits
+        softcap = tokens * V * (4 if p.compute == "fp32" else 2)  # tanh keeps its output for backward
+        loss_time += softcap
+        backward_time += softcap
 
     accum_grads = grads if setup.grad_accum > 1 else 0.0
     head_grad = 0 if setup.lora else grad_elem * model.vocab_size * model.hidden_size / t

@@ -54,6 +54,7 @@ class ModelSpec:
     dropout: float  # largest dropout probability in the config; 0 for most modern LLMs
     layer_tensors: tuple[Tensor, ...]
     outer_tensors: tuple[Tensor, ...]  # embeddings, final norm, LM/MLM head
+    logit_softcap: bool = False  # gemma2: logits = cap·tanh(logits/cap), one more logits-sized tensor
 
     @property
     def q_size(self) -> int:
@@ -217,6 +218,7 @@ def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
         dropout=_float(cfg, "attention_dropout"),
         layer_tensors=tuple(layer),
         outer_tensors=tuple(outer),
+        logit_softcap=family == "gemma2" and cfg.get("final_logit_softcapping", 30.0) is not None,
     )
 
 
