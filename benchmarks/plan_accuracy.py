@@ -11,13 +11,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+import torch
+from rich.console import Console
+from rich.table import Table
+from tests.plan.families import SMALL, without_dropout
 
-from tests.plan.families import SMALL, without_dropout  # noqa: E402
-from treino.plan import TrainSetup, estimate_training_memory, model_from_config  # noqa: E402
-from treino.trace import engine  # noqa: E402
+from treino.plan import TrainSetup, estimate_training_memory, model_from_config
+from treino.trace import engine
 
 MICRO_BATCH, SEQ_LEN = 2, 256
 MIB = 2**20
