@@ -299,5 +299,7 @@ def load_callable(spec: str) -> Callable[[], tuple[nn.Module, dict[str, torch.Te
     try:
         func = getattr(importlib.import_module(module_name), func_name)
     except (ImportError, AttributeError) as exc:
-        raise PlanError(f"Cannot load {spec!r}: {exc}.") from exc
+        raise PlanError(
+            f"Cannot load {spec!r}: {exc}. To fix: run from the folder that holds the module, or add it to PYTHONPATH."
+        ) from exc
     return func  # type: ignore[no-any-return]
