@@ -38,16 +38,30 @@ def main(families: list[str]) -> None:
                     torch.manual_seed(0)
                     model = engine.build_hf_model(cfg, precision=precision, attention=attention)
                     measured = engine.measure_training_step(
-                        model, engine.lm_batch(cfg, MICRO_BATCH, SEQ_LEN), precision=precision,
+                        model,
+                        engine.lm_batch(cfg, MICRO_BATCH, SEQ_LEN),
+                        precision=precision,
                         checkpointing=checkpointing,
                     ).peak_bytes
-                    setup = TrainSetup(micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision=precision,
-                                       attention=attention, checkpointing=checkpointing)
+                    setup = TrainSetup(
+                        micro_batch=MICRO_BATCH,
+                        seq_len=SEQ_LEN,
+                        precision=precision,
+                        attention=attention,
+                        checkpointing=checkpointing,
+                    )
                     predicted = estimate_training_memory(model_from_config(cfg), setup).peak_tensor_bytes
                     error = predicted / measured - 1
                     worst = max(worst, abs(error))
-                    table.add_row(family, precision, attention, checkpointing, f"{predicted / MIB:,.1f}",
-                                  f"{measured / MIB:,.1f}", f"{error:+.1%}")
+                    table.add_row(
+                        family,
+                        precision,
+                        attention,
+                        checkpointing,
+                        f"{predicted / MIB:,.1f}",
+                        f"{measured / MIB:,.1f}",
+                        f"{error:+.1%}",
+                    )
     Console().print(table)
     Console().print(f"worst |error|: {worst:.1%} (bound 10 %)")
 

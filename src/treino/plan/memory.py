@@ -261,7 +261,9 @@ def block_activation_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, *, 
     if setup.kernels == "megatron":
         return megatron_block_bytes(model, setup, tokens, "none" if core else "selective")
     p = _PRECISION[setup.precision]
-    c = _coefficients(model, p.compute, setup.attention)
+    # A LoRA base held in 16 bits runs its residual stream in 16 bits even under autocast.
+    compute = "16bit" if setup.lora and setup.precision != "fp32" else p.compute
+    c = _coefficients(model, compute, setup.attention)
     experts = model.experts_per_token if model.num_experts else 1
     t = setup.tp
     h_part = c.c_h * model.hidden_size * (TP_REPLICATED_SHARE + (1 - TP_REPLICATED_SHARE) / t)
@@ -330,11 +332,11 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     # Activations per micro-batch.
     L = model.num_layers
     block = block_activation_bytes(model, setup, tokens, core=setup.checkpointing == "none")
-    embed_out = tokens * model.hidden_size * (4 if p.compute == "mixed" else p.act_bytes)
+    embed_out = tokens * model.hidden_size * (4 if p.compute == "mixed" and not setup.lora else p.act_bytes)
     if setup.checkpointing == "full":
         # Each block keeps only its input; in backward one block at a time is recomputed
         # (HF gradient_checkpointing, torch.utils.checkpoint, non-reentrant).
-        residual = 4 if p.compute != "16bit" else 2
+        residual = 4 if p.compute != "16bit" and not (setup.lora and setup.precision != "fp32") else 2
         stored = L * tokens * model.hidden_size * residual / t
         if setup.kernels == "megatron":
             stored = L * megatron_block_bytes(model, setup, tokens, "full")
@@ -350,7 +352,10 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     V = model.vocab_size / t
     logits16 = 0 if p.compute == "fp32" else 2 * tokens * V
     loss_time = tokens * V * 8 + logits16  # fp32 logits + log_softmax output (+ 16-bit logits)
-    backward_time = tokens * V * 12  # saved log_softmax + its gradient + the logits' gradient (fp32)
+    # Top of backward: the saved log_softmax output, its gradient, and the logits' gradient that the LM head's
+    # weight gradient is formed from (fp32). With a frozen head (LoRA) that third tensor is not needed
+    # (both measured with MemTracker: tests/plan/test_accuracy.py, test_lora.py).
+    backward_time = tokens * V * (8 if setup.lora else 12)
     if model.logit_softcap:  # gemma2 (transformers Gemma2ForCausalLM) soft-caps the logits
         softcap = tokens * V * (4 if p.compute == "fp32" else 2)  # tanh keeps its output for backward
         loss_time += softcap

@@ -139,6 +139,22 @@ def _peak_tracker() -> Any:
     return _GlobalPeakTracker() if all(hasattr(tracker, f) for f in private) else tracker
 
 
+class _NoHook:
+    def remove(self) -> None:
+        pass
+
+
+def _skip_frozen_parameters(tracker: Any, model: nn.Module) -> None:
+    """MemTracker puts a gradient hook on every parameter, and PyTorch refuses hooks on tensors that do not
+    require grad (LoRA's frozen base). Mark those as hooked already; they still count as PARAM."""
+    handles = getattr(tracker, "_param_to_grad_hook_handles", None)
+    if handles is None:
+        return
+    for param in model.parameters():
+        if not param.requires_grad:
+            handles[param] = (_NoHook(), _NoHook())
+
+
 def _loss_of(output: Any) -> torch.Tensor:
     loss = getattr(output, "loss", output)
     if not isinstance(loss, torch.Tensor):
@@ -203,6 +219,7 @@ def measure_training_step(
 
     step()  # creates the optimizer state
     tracker = _peak_tracker()
+    _skip_frozen_parameters(tracker, model)
     tracker.track_external(model, opt, *batch.values(), *(master.master if master else []))
     with tracker:
         step(tracker)
