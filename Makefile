@@ -19,10 +19,11 @@ venv: $(BIN)/treino
 
 demo: venv
 	@echo "== Llama-3-8B full fine-tune on one NVIDIA L4 (24 GB) =="
-	-$(BIN)/treino plan train --model llama-3-8b --gpu l4 --micro-batch 1 --seq-len 4096 --precision bf16-true
+	@$(BIN)/treino plan train --model llama-3-8b --gpu l4 --micro-batch 1 --seq-len 4096 --precision bf16-true \
+		|| echo "(treino exits 1 when the plan does not fit)"
 	@echo
 	@echo "== the same job on one NVIDIA H200 SXM (141 GB) =="
-	$(BIN)/treino plan train --model llama-3-8b --gpu h200-sxm --micro-batch 1 --seq-len 4096 --precision bf16-true
+	@$(BIN)/treino plan train --model llama-3-8b --gpu h200-sxm --micro-batch 1 --seq-len 4096 --precision bf16-true
 
 test: venv
 	$(BIN)/python -m pytest -q
@@ -34,6 +35,7 @@ lint: venv
 
 bench: venv
 	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/plan_accuracy.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
