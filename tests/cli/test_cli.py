@@ -143,3 +143,17 @@ def test_catalog_commands() -> None:
     models = json.loads(treino("models", "--json").stdout)
     assert len(models) >= 30 and all(m["source"] for m in models)
     assert "llama-3.1-405b" in treino("models").stdout
+
+
+def test_every_advice_replans_to_a_fit_with_its_own_flags() -> None:
+    """The advice is only as good as its flags: run each one back through the CLI and it must fit."""
+    base = ["plan", "train", *DEMO, "--gpu", "l4"]
+    plan = json.loads(treino(*base, "--json").stdout)
+    slowdowns = []
+    for advice in plan["advice"]:
+        flags = advice["flags"].split()
+        replanned = json.loads(treino(*base, *flags, "--json").stdout)
+        assert replanned["fits"], advice
+        assert replanned["memory"]["peak_bytes"] == advice["peak_bytes"]
+        slowdowns.append((advice["change"], advice["slowdown"]))
+    assert slowdowns, "the L4 plan must offer options"
