@@ -157,3 +157,31 @@ def test_every_advice_replans_to_a_fit_with_its_own_flags() -> None:
         assert replanned["memory"]["peak_bytes"] == advice["peak_bytes"]
         slowdowns.append((advice["change"], advice["slowdown"]))
     assert slowdowns, "the L4 plan must offer options"
+
+
+def test_plan_train_time_object() -> None:
+    out = treino("plan", "train", *DEMO, "--gpu", "h200-sxm", "--tokens", "2e9", "--json")
+    time = json.loads(out.stdout)["time"]
+    for key in (
+        "flops_per_token",
+        "step_seconds",
+        "tokens_per_second",
+        "mfu",
+        "comm_seconds",
+        "exposed_comm_seconds",
+        "total_seconds",
+    ):
+        assert key in time
+    assert time["total_seconds"] == pytest.approx(time["steps"] * time["step_seconds"])
+    assert time["steps"] * time["tokens_per_step"] >= 2e9
+
+
+def test_plan_scale_json_and_table() -> None:
+    out = treino("plan", "scale", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--micro-batch", "2", "--json")
+    points = json.loads(out.stdout)["points"]
+    assert {(p["gpus"], p["interconnect"]) for p in points} >= {(1, "nvlink"), (64, "nvlink"), (64, "pcie")}
+    assert all({"gpus", "interconnect", "step_seconds", "tokens_per_second", "efficiency"} <= set(p) for p in points)
+    table = treino("plan", "scale", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--micro-batch", "2").stdout
+    assert "falls below 90 %" in table and "stays at or above 90 %" in table
+    l4 = json.loads(treino("plan", "scale", "--model", "llama-3-8b", "--gpu", "l4", "--json").stdout)["points"]
+    assert {p["interconnect"] for p in l4} == {"pcie"}  # an L4 has no NVLink

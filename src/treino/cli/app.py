@@ -64,9 +64,13 @@ def plan_train(
     method: Annotated[
         str, typer.Option(help="analytic (formulas) or trace (real model on fake tensors).")
     ] = "analytic",
+    tokens: Annotated[float, typer.Option("--tokens", help="Tokens in the dataset (e.g. 2e9), for the run time.")] = 0,
+    epochs: Annotated[int, typer.Option("--epochs", help="Passes over --tokens.")] = 1,
+    interconnect: Annotated[str, typer.Option(help="nvlink or pcie (default: nvlink where the GPU has it).")] = "",
+    mfu: Annotated[float | None, typer.Option("--mfu", help="Model FLOPs utilisation; default: a cited prior.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Training memory per GPU, the fit verdict, and what to change when it does not fit."""
+    """Training memory per GPU, the fit verdict, what to change when it does not fit, and the run time."""
     from treino.plan import TrainSetup, plan_training
 
     setup = TrainSetup(
@@ -96,14 +100,62 @@ def plan_train(
         result = plan_training(catalog.model(model), gpu_spec, setup)
     else:
         raise TreinoError(f"Unknown --method {method!r}. To fix: use analytic or trace.")
+    from treino.plan.performance import estimate_time
+
+    if epochs < 1:
+        raise TreinoError(f"--epochs must be at least 1, got {epochs}.")
+    link = interconnect or ("pcie" if gpu_spec.gpu_link == "none" else "nvlink")
+    timing = estimate_time(result.model, gpu_spec, setup, tokens=tokens * epochs, interconnect=link, mfu=mfu)
     if as_json:
-        _print_json(result.to_json())
+        _print_json({**result.to_json(), "time": {"interconnect": link, **asdict(timing)}})
         return
-    from treino.cli.render import console, train_plan
+    from treino.cli.render import console, time_line, train_plan
 
     console().print(train_plan(result))
+    console().print(time_line(timing, link))
     if not result.fits:
         raise typer.Exit(1)
+
+
+@plan_app.command("scale")
+def plan_scale(
+    model: Annotated[str, typer.Option("--model", "-m", help="Preset name or config.json path.")],
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU name from 'treino gpus'.")],
+    micro_batch: Annotated[int, typer.Option("--micro-batch", "-b")] = 1,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-s")] = 4096,
+    grad_accum: Annotated[int, typer.Option("--grad-accum")] = 1,
+    precision: Annotated[str, typer.Option()] = "bf16-mixed",
+    checkpointing: Annotated[str, typer.Option()] = "none",
+    zero: Annotated[int, typer.Option("--zero", help="ZeRO stage used from 2 GPUs on.")] = 3,
+    max_gpus: Annotated[
+        int, typer.Option("--max-gpus", help="Largest count, a power of two (on paper up to 1024).")
+    ] = 64,
+    mfu: Annotated[float | None, typer.Option("--mfu")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Step time and efficiency for 1, 2, 4 ... GPUs, NVLink against PCIe (weak scaling)."""
+    from treino.plan import TrainSetup
+    from treino.plan.performance import scale
+
+    if not 1 <= max_gpus <= 1024:
+        raise TreinoError(f"--max-gpus must be between 1 and 1024, got {max_gpus}.")
+    counts = [2**i for i in range(max_gpus.bit_length()) if 2**i <= max_gpus]
+    setup = TrainSetup(
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        grad_accum=grad_accum,
+        precision=precision,
+        checkpointing=checkpointing,
+        zero=zero,
+    )
+    spec, gpu_spec = catalog.model(model), catalog.gpu(gpu)
+    points = scale(spec, gpu_spec, setup, counts, mfu=mfu)
+    if as_json:
+        _print_json({"model": spec.name, "gpu": gpu_spec.name, "points": [asdict(p) for p in points]})
+        return
+    from treino.cli.render import console, scale_table
+
+    console().print(scale_table(spec, gpu_spec, points))
 
 
 @plan_app.command("infer")

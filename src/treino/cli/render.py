@@ -10,6 +10,7 @@ from rich.text import Text
 from treino.plan import InferenceEstimate, TrainPlan
 from treino.plan.hardware import GpuSpec
 from treino.plan.model import ModelSpec
+from treino.plan.performance import ScalePoint, TimeEstimate
 
 GIB = 2**30
 BAR_WIDTH = 60
@@ -100,6 +101,73 @@ def train_plan(plan: TrainPlan) -> Group:
     for note in m.notes:
         parts.append(Text(note, style="dim"))
     return Group(*parts)  # type: ignore[arg-type]
+
+
+def duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:,.1f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.1f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86400:,.1f} days"
+
+
+def time_line(t: TimeEstimate, interconnect: str) -> Text:
+    text = Text(
+        f"Time: {duration(t.step_seconds)} per step ({t.tokens_per_step:,} tokens), "
+        f"{t.tokens_per_second:,.0f} tokens/s, MFU {t.mfu:.0%} ({t.mfu_source}), {t.bound}-bound"
+    )
+    if t.comm_seconds:
+        text.append(
+            f"; all-reduce over {interconnect} {duration(t.comm_seconds)}, "
+            f"{duration(t.exposed_comm_seconds)} not hidden by backward"
+        )
+    if t.total_seconds:
+        text.append(f". The run: {t.steps:,} steps, {duration(t.total_seconds)}.", style="bold")
+    return text
+
+
+def scale_table(model: ModelSpec, gpu: GpuSpec, points: list[ScalePoint]) -> Group:
+    table = Table(
+        title=f"{model.name} on {gpu.display_name}: weak scaling (same micro-batch per GPU)",
+        title_justify="left",
+        show_edge=False,
+    )
+    table.add_column("GPUs", justify="right")
+    links = sorted({p.interconnect for p in points}, key=lambda link: link != "nvlink")
+    for link in links:
+        table.add_column(f"{link} step", justify="right")
+        table.add_column(f"{link} tokens/s", justify="right")
+        table.add_column(f"{link} efficiency", justify="right")
+    by_gpus: dict[int, list[ScalePoint]] = {}
+    for p in points:
+        by_gpus.setdefault(p.gpus, []).append(p)
+    for n, row in sorted(by_gpus.items()):
+        cells = [str(n)]
+        for link in links:
+            p = next(x for x in row if x.interconnect == link)
+            style = "red" if p.efficiency < 0.9 else "green"
+            cells += [duration(p.step_seconds), f"{p.tokens_per_second:,.0f}", f"[{style}]{p.efficiency:.0%}[/]"]
+        table.add_row(*cells)
+    lines: list[Text] = []
+    for link in links:
+        series = [p for p in points if p.interconnect == link]
+        below = next((p for p in series if p.efficiency < 0.9), None)
+        if below is None:
+            lines.append(
+                Text(f"{link}: efficiency stays at or above 90 % up to {series[-1].gpus} GPUs.", style="green")
+            )
+        else:
+            lines.append(
+                Text(
+                    f"{link}: efficiency falls below 90 % at {below.gpus} GPUs ({below.efficiency:.0%}): "
+                    f"the gradient all-reduce that backward cannot hide is {below.exposed_comm_fraction:.0%}"
+                    " of each step.",
+                    style="red",
+                )
+            )
+    return Group(table, *lines)
 
 
 def infer_plan(model: ModelSpec, gpu: GpuSpec, est: InferenceEstimate, batch: int, context: int, weights: str) -> Panel:

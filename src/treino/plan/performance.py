@@ -1,0 +1,246 @@
+"""How long a training run takes, and how it scales over GPUs: FLOPs, MFU priors, all-reduce, overlap.
+
+    flops per token   6N + 12·L·d_attn·s (PaLM App. B; the convention torchtitan and MosaicML report MFU in,
+                      reproduced to 0.1 pp in planner-formulas §B7). Full recompute adds a forward: 8N + 16·L·d·s.
+    compute seconds   tokens · flops / (GPUs · dense peak · MFU)                     (planner-formulas §B8)
+    all-reduce        2(p−1)/p · bytes / busbw + latency    (ring; Thakur et al. 2005; hardware-and-prices §3.3)
+    step seconds      compute + the all-reduce time backward cannot hide
+
+MFU priors are measured values for well-tuned frameworks (torchtitan, Megatron, llm-foundry): A100 bf16
+0.55, H100/H200 0.42 (hardware-and-prices.md §7, from §4.2 rows). Hugging Face Trainer fine-tunes run far
+lower (Llama-3.2-3B on an L40S: ~12 %, planner-formulas §B8): pass `mfu=` to use your own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from treino.errors import PlanError
+from treino.plan.hardware import GpuSpec
+from treino.plan.memory import TrainSetup, lora_params
+from treino.plan.model import ModelSpec
+
+# MFU priors by GPU (bf16, dense LLM, no recompute, large matmuls). hardware-and-prices.md §7 / §4.2.
+MFU_PRIOR = {
+    "a100-40gb-pcie": 0.55,
+    "a100-80gb-sxm": 0.55,  # llm_mfu_a100_bf16 (S50 S52 S55)
+    "h100-pcie": 0.42,
+    "h100-sxm": 0.42,
+    "h100-nvl": 0.42,
+    "h200-sxm": 0.42,
+    "h200-nvl": 0.42,  # S50 S53 S55
+    # No published LLM MFU for these: Hopper's prior scaled by their matmul efficiency against H100's
+    # (MAMF, hardware-and-prices §4.1: B200 0.776, MI300X 0.514 vs H100 0.803). Unverified.
+    "b200": 0.42 * 0.776 / 0.803,
+    "mi300x": 0.42 * 0.514 / 0.803,
+}
+MFU_PRIOR_UNVERIFIED = 0.35  # Ada/Ampere PCIe cards (L4, L40S, A10, RTX): no published pre-training MFU
+# Small models run small matmuls: MPT-125M (h 768) reached 44.8 % MFU where MPT-7B reached 64.2 % on the same
+# A100s, and MPT-1B (h 2048) 59.9 % (llm-foundry benchmarking README, planner-formulas §C B5c).
+SMALL_MODEL_FLOOR = 0.70  # 44.8 / 64.2
+# Full recompute keeps hardware utilisation and spends 8N instead of 6N: MFU x 0.75 (MPT-30B: MFU 55.3 %,
+# HFU 73.7 %; §C B5c).
+RECOMPUTE_MFU_FACTOR = 6 / 8
+HBM_EFFICIENCY = 0.88  # hbm_bw_efficiency, hardware-and-prices §7 (S60 S61 S64)
+# Bus bandwidth over the per-GPU one-way link (hardware-and-prices §3.2, §7): NVLink ring 0.80 (8xA100
+# 234.9/300, 8xH200 367.6/450); PCIe-only 0.56 at 4 GPUs, 0.44 at 8 (4x/8x RTX 5090, 35 and 28 of 63 GB/s).
+NVLINK_BUSBW_EFFICIENCY = 0.80
+PCIE_BUSBW_EFFICIENCY = {2: 0.56, 4: 0.56, 8: 0.44}
+PCIE_UNI_GB_S = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}  # x16, one direction (hardware-and-prices §2.2)
+# Between servers: NVLink servers carry one 400G NIC per GPU (DGX H100: 8 x 400G, §2.3), InfiniBand NDR at
+# 48.5 GB/s per NIC achieved (S35); PCIe servers typically 2 x 100 GbE per server (assumed, U).
+INTER_NODE_GB_S_PER_GPU = {"nvlink": 48.5, "pcie": 2 * 12.0 / 8}
+GPUS_PER_SERVER = 8
+NCCL_LATENCY_S = 20e-6  # nccl_small_msg_latency_floor_us, §7 (S36-S39)
+DDP_BUCKET_BYTES = 25 * 2**20  # torch DDP bucket_cap_mb default
+# Backward is 2/3 of a step's FLOPs; bucketed all-reduce overlaps most of it (0.5-0.9, §7, unverified).
+OVERLAP_FRACTION = 0.8
+
+
+@dataclass(frozen=True)
+class TimeEstimate:
+    flops_per_token: float  # model FLOPs (what MFU counts)
+    hardware_flops_per_token: float  # with recompute and LoRA's skipped weight gradients
+    mfu: float
+    mfu_source: str
+    compute_seconds: float  # per optimizer step
+    comm_seconds: float
+    exposed_comm_seconds: float
+    step_seconds: float
+    tokens_per_step: int  # all GPUs
+    tokens_per_second: float  # all GPUs
+    bound: str  # "compute" or "memory"
+    total_seconds: float  # for the requested tokens; 0 when none given
+    steps: int
+
+
+def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
+    """6N + 12·L·d_attn·s with N all parameters a token passes through (MoE: the active experts), as
+    torchtitan and llm-foundry count MFU (PaLM App. B; planner-formulas §B7: this reproduces their published
+    MFU to 0.1 pp)."""
+    return 6 * model.active_params + 12 * model.num_layers * model.q_size * seq_len
+
+
+def hardware_flops_per_token(model: ModelSpec, setup: TrainSetup) -> float:
+    """What the GPUs execute: full recompute repeats the forward (8N + 16·L·d·s, §B3); LoRA skips the frozen
+    weights' gradients (4N, §B5) and adds its adapters (6 per adapter parameter)."""
+    base = model_flops_per_token(model, setup.seq_len)
+    attention = 12 * model.num_layers * model.q_size * setup.seq_len
+    dense = base - attention
+    if setup.lora:
+        dense = dense * 4 / 6 + 6 * lora_params(model, setup)
+    if setup.checkpointing == "full":
+        return dense * 8 / 6 + attention * 16 / 12
+    return dense + attention
+
+
+def mfu_prior(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup) -> tuple[float, str]:
+    base = MFU_PRIOR.get(gpu.name)
+    source = f"prior for {gpu.name} (hardware-and-prices §7)"
+    if base is None:
+        base, source = MFU_PRIOR_UNVERIFIED, f"unverified prior for {gpu.name}"
+    size = min(1.0, max(SMALL_MODEL_FLOOR, SMALL_MODEL_FLOOR + 0.15 * math.log2(model.hidden_size / 768)))
+    mfu = base * size
+    if setup.checkpointing == "full":
+        mfu *= RECOMPUTE_MFU_FACTOR
+    if setup.precision == "fp32":
+        mfu *= gpu.tf32_tflops / gpu.bf16_tflops  # fp32 training runs its matmuls in TF32
+    return mfu, source
+
+
+def link_busbw_gb_s(gpu: GpuSpec, interconnect: str, gpus: int) -> float:
+    """All-reduce bus bandwidth inside one server, GB/s (nccl-tests' busbw, hardware-and-prices §3.1)."""
+    if interconnect == "nvlink":
+        if gpu.gpu_link in ("none",):
+            raise PlanError(f"The {gpu.display_name} has no NVLink. To fix: use --interconnect pcie.")
+        if gpu.gpu_link.endswith("bridge") and gpus > 2 and not gpu.gpu_link.endswith("2or4way"):
+            interconnect = "pcie"  # bridges join pairs only
+        else:
+            return gpu.gpu_link_gb_s_bidir / 2 * NVLINK_BUSBW_EFFICIENCY
+    uni = PCIE_UNI_GB_S[gpu.pcie_generation]
+    key = min((k for k in PCIE_BUSBW_EFFICIENCY if k >= min(gpus, 8)), default=8)
+    return uni * PCIE_BUSBW_EFFICIENCY[key]
+
+
+def allreduce_seconds(nbytes: float, gpus: int, gpu: GpuSpec, interconnect: str) -> float:
+    """Ring all-reduce of `nbytes` per GPU; two-level (NVLink/PCIe inside, network between servers) beyond
+    one server (hardware-and-prices §3.3, 'Hierarchical')."""
+    if gpus == 1:
+        return 0.0
+    local = min(gpus, GPUS_PER_SERVER)
+    buckets = max(1, math.ceil(nbytes / DDP_BUCKET_BYTES))
+    t = 2 * (local - 1) / local * nbytes / (link_busbw_gb_s(gpu, interconnect, local) * 1e9)
+    t += buckets * NCCL_LATENCY_S
+    if gpus > GPUS_PER_SERVER:
+        servers = math.ceil(gpus / GPUS_PER_SERVER)
+        per_gpu = INTER_NODE_GB_S_PER_GPU[interconnect] * 1e9
+        # after the in-server reduce-scatter each GPU carries 1/8 of the bytes over its own share of the network
+        t += 2 * (servers - 1) / servers * nbytes / GPUS_PER_SERVER / per_gpu + buckets * NCCL_LATENCY_S
+    return t
+
+
+def _comm_bytes(model: ModelSpec, setup: TrainSetup) -> float:
+    """Bytes each GPU all-reduces per optimizer step: the gradients, in 16 bits unless training in fp32 (FSDP
+    MixedPrecision / DDP's bf16 compression hook); ZeRO-3 adds the weights' all-gathers: 1.5x the volume of an
+    all-reduce (Rajbhandari et al. 2020, §7)."""
+    grad_bytes = 4 if setup.precision == "fp32" else 2
+    trainable = lora_params(model, setup) if setup.lora else model.params
+    volume = grad_bytes * trainable / setup.tp
+    return volume * (1.5 if setup.zero >= 3 else 1.0)
+
+
+def estimate_time(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    setup: TrainSetup,
+    *,
+    tokens: float = 0.0,
+    interconnect: str = "nvlink",
+    mfu: float | None = None,
+) -> TimeEstimate:
+    """Step time and run time of `setup` on `setup.gpus` GPUs of type `gpu`."""
+    if interconnect not in ("nvlink", "pcie"):
+        raise PlanError(f"Unknown interconnect {interconnect!r}. To fix: use nvlink or pcie.")
+    if mfu is not None and not 0 < mfu <= 1:
+        raise PlanError(f"--mfu must be in (0, 1], got {mfu}.")
+    if tokens < 0:
+        raise PlanError("--tokens must not be negative.")
+    model_flops = model_flops_per_token(model, setup.seq_len)
+    hw_flops = hardware_flops_per_token(model, setup)
+    prior, source = mfu_prior(model, gpu, setup)
+    used_mfu, used_source = (mfu, "given") if mfu is not None else (prior, source)
+    dtype = "tf32" if setup.precision == "fp32" else "bf16"
+    peak = gpu.dense_tflops(dtype) * 1e12
+    tokens_per_gpu = setup.micro_batch * setup.seq_len * setup.grad_accum
+    tokens_per_step = tokens_per_gpu * setup.dp
+    # MFU counts model FLOPs, so hardware FLOPs (recompute, LoRA) scale the time by hw/model at equal HFU.
+    compute = tokens_per_gpu * model_flops / (setup.tp * peak * used_mfu)
+    if setup.checkpointing != "full":
+        compute *= hw_flops / model_flops
+    # Roofline: every micro-batch reads the weights in forward and twice in backward.
+    weight_bytes = (2 if setup.precision != "fp32" else 4) * model.params / setup.tp
+    memory_time = setup.grad_accum * 3 * weight_bytes / (gpu.hbm_bandwidth_gb_s * 1e9 * HBM_EFFICIENCY)
+    bound = "memory" if memory_time > compute else "compute"
+    compute = max(compute, memory_time)
+    comm = allreduce_seconds(_comm_bytes(model, setup), setup.dp, gpu, interconnect) if setup.dp > 1 else 0.0
+    backward = compute * 2 / 3 / setup.grad_accum  # only the last micro-batch's backward overlaps
+    last_bucket = min(DDP_BUCKET_BYTES, _comm_bytes(model, setup)) / (link_busbw_gb_s(gpu, interconnect, 2) * 1e9)
+    exposed = max(comm - OVERLAP_FRACTION * backward, min(comm, last_bucket)) if comm else 0.0
+    step = compute + exposed
+    steps = math.ceil(tokens / tokens_per_step) if tokens else 0
+    return TimeEstimate(
+        flops_per_token=model_flops,
+        hardware_flops_per_token=hw_flops,
+        mfu=used_mfu * compute / step if step else used_mfu,
+        mfu_source=used_source,
+        compute_seconds=compute,
+        comm_seconds=comm,
+        exposed_comm_seconds=exposed,
+        step_seconds=step,
+        tokens_per_step=tokens_per_step,
+        tokens_per_second=tokens_per_step / step,
+        bound=bound,
+        total_seconds=steps * step,
+        steps=steps,
+    )
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    gpus: int
+    interconnect: str
+    step_seconds: float
+    tokens_per_second: float
+    efficiency: float  # tokens/s over gpus x one GPU's tokens/s
+    exposed_comm_fraction: float
+
+
+def scale(
+    model: ModelSpec, gpu: GpuSpec, setup: TrainSetup, counts: list[int], *, mfu: float | None = None
+) -> list[ScalePoint]:
+    """Weak scaling (same micro-batch per GPU) over `counts` GPUs, NVLink and PCIe."""
+    points: list[ScalePoint] = []
+    for interconnect in ("nvlink", "pcie"):
+        if interconnect == "nvlink" and gpu.gpu_link == "none":
+            continue
+        one = estimate_time(model, gpu, _with_gpus(setup, 1), interconnect=interconnect, mfu=mfu)
+        for n in counts:
+            est = estimate_time(model, gpu, _with_gpus(setup, n), interconnect=interconnect, mfu=mfu)
+            points.append(
+                ScalePoint(
+                    n,
+                    interconnect,
+                    est.step_seconds,
+                    est.tokens_per_second,
+                    est.tokens_per_second / (n // setup.tp * one.tokens_per_second / 1),
+                    est.exposed_comm_seconds / est.step_seconds,
+                )
+            )
+    return points
+
+
+def _with_gpus(setup: TrainSetup, gpus: int) -> TrainSetup:
+    from dataclasses import replace
+
+    return replace(setup, gpus=gpus * setup.tp, zero=setup.zero if gpus > 1 else 0)
