@@ -68,9 +68,17 @@ def plan_train(
     epochs: Annotated[int, typer.Option("--epochs", help="Passes over --tokens.")] = 1,
     interconnect: Annotated[str, typer.Option(help="nvlink or pcie (default: nvlink where the GPU has it).")] = "",
     mfu: Annotated[float | None, typer.Option("--mfu", help="Model FLOPs utilisation; default: a cited prior.")] = None,
+    data: Annotated[
+        str, typer.Option(help="tokens (pre-tokenised), text, or images (--seq-len = patches).")
+    ] = "tokens",
+    storage: Annotated[str, typer.Option(help="nvme-gen5, nvme-gen4, sata-ssd, hdd, nfs-10gbe.")] = "nvme-gen4",
+    cpu_cores: Annotated[int, typer.Option("--cpu-cores", help="Server CPU cores (default: 8 per GPU).")] = 0,
+    ram_gb: Annotated[float, typer.Option("--ram-gb", help="Server RAM, GB (default: 128 per GPU).")] = 0,
+    dataset_gb: Annotated[float, typer.Option("--dataset-gb", help="Dataset size on disk, GB.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Training memory per GPU, the fit verdict, what to change when it does not fit, and the run time."""
+    """Training memory per GPU, the fit verdict, what to change when it does not fit, the run time, and whether
+    storage and CPUs keep the GPUs fed."""
     from treino.plan import TrainSetup, plan_training
 
     setup = TrainSetup(
@@ -106,13 +114,33 @@ def plan_train(
         raise TreinoError(f"--epochs must be at least 1, got {epochs}.")
     link = interconnect or ("pcie" if gpu_spec.gpu_link == "none" else "nvlink")
     timing = estimate_time(result.model, gpu_spec, setup, tokens=tokens * epochs, interconnect=link, mfu=mfu)
+    from treino.plan.pipeline import estimate_pipeline
+
+    # The seed article's rule for a server: at least 8 CPU cores and 128 GB of RAM per high-end GPU.
+    feed = estimate_pipeline(
+        tokens_per_s=timing.tokens_per_second,
+        gpus=setup.gpus,
+        data=data,
+        storage=storage,
+        cpu_cores=cpu_cores or 8 * setup.gpus,
+        ram_gb=ram_gb or 128 * setup.gpus,
+        dataset_gb=dataset_gb,
+        seq_len=setup.seq_len,
+    )
     if as_json:
-        _print_json({**result.to_json(), "time": {"interconnect": link, **asdict(timing)}})
+        _print_json(
+            {
+                **result.to_json(),
+                "time": {"interconnect": link, **asdict(timing)},
+                "pipeline": {**asdict(feed), "advice": list(feed.advice)},
+            }
+        )
         return
-    from treino.cli.render import console, time_line, train_plan
+    from treino.cli.render import console, pipeline_line, time_line, train_plan
 
     console().print(train_plan(result))
     console().print(time_line(timing, link))
+    console().print(pipeline_line(feed))
     if not result.fits:
         raise typer.Exit(1)
 

@@ -11,6 +11,7 @@ from treino.plan import InferenceEstimate, TrainPlan
 from treino.plan.hardware import GpuSpec
 from treino.plan.model import ModelSpec
 from treino.plan.performance import ScalePoint, TimeEstimate
+from treino.plan.pipeline import PipelineEstimate
 
 GIB = 2**30
 BAR_WIDTH = 60
@@ -126,6 +127,22 @@ def time_line(t: TimeEstimate, interconnect: str) -> Text:
     if t.total_seconds:
         text.append(f". The run: {t.steps:,} steps, {duration(t.total_seconds)}.", style="bold")
     return text
+
+
+def pipeline_line(p: PipelineEstimate) -> Group:
+    ok = p.gpu_idle_fraction == 0
+    head = Text(
+        f"Data: the GPUs consume {p.needed_bytes_per_s / 1e6:,.1f} MB/s "
+        f"({p.needed_samples_per_s:,.0f} samples/s); storage gives {p.storage_bytes_per_s / 1e9:,.2f} GB/s"
+        + (" from the page cache" if p.dataset_in_page_cache else "")
+        + f", {p.worker_cores} worker cores {p.cpu_samples_per_s:,.0f} samples/s. ",
+        style="" if ok else "yellow",
+    )
+    head.append(
+        "Kept fed." if ok else f"GPUs idle {p.gpu_idle_fraction:.0%} of the time ({p.bottleneck}).",
+        style="green" if ok else "bold red",
+    )
+    return Group(head, *(Text(f"  fix: {a}", style="dim") for a in p.advice))
 
 
 def scale_table(model: ModelSpec, gpu: GpuSpec, points: list[ScalePoint]) -> Group:
