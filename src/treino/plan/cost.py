@@ -149,6 +149,8 @@ def egress_brl(offer: Offer, fx: FxRate | None, gb: float) -> float:
             f"Offer {offer.name!r} has no egress price, and {gb:g} GB would leave it. To fix: add "
             "egress_usd_per_gb to the offer (a local offers file), or plan with no transfer."
         )
+    if offer.egress_usd_per_gb == 0:  # a known zero (no egress fee) needs no exchange rate
+        return 0.0
     return _to_brl(gb * offer.egress_usd_per_gb, "USD", fx, f"Egress from {offer.name!r}")
 
 
