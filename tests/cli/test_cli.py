@@ -185,3 +185,13 @@ def test_plan_scale_json_and_table() -> None:
     assert "falls below 90 %" in table and "stays at or above 90 %" in table
     l4 = json.loads(treino("plan", "scale", "--model", "llama-3-8b", "--gpu", "l4", "--json").stdout)["points"]
     assert {p["interconnect"] for p in l4} == {"pcie"}  # an L4 has no NVLink
+
+
+def test_plan_shared_table() -> None:
+    args = ("plan", "shared", "--model", "llama-3-8b", "--gpu", "h200-sxm", "--tokens", "5e8", "--seq-len", "4096",
+            "--precision", "bf16-true")
+    data = json.loads(treino(*args, "--mig", "3g", "--json").stdout)
+    assert data["dedicated"]["fits"] is True and data["shared"]["fits"] is False  # 85 GiB vs half an H200
+    assert "VRAM available" in treino(*args, "--mig", "3g").stdout
+    bad = treino(*args)
+    assert bad.returncode == 2 and "--mig 3g, or --time-slice 1" in bad.stderr

@@ -186,6 +186,83 @@ def plan_scale(
     console().print(scale_table(spec, gpu_spec, points))
 
 
+@plan_app.command("shared")
+def plan_shared(
+    model: Annotated[str, typer.Option("--model", "-m", help="Preset name or config.json path.")],
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU name from 'treino gpus'.")],
+    tokens: Annotated[float, typer.Option("--tokens", help="Tokens to train on (e.g. 2e9).")],
+    micro_batch: Annotated[int, typer.Option("--micro-batch", "-b")] = 1,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-s")] = 2048,
+    precision: Annotated[str, typer.Option()] = "bf16-mixed",
+    checkpointing: Annotated[str, typer.Option()] = "none",
+    lora_rank: Annotated[int, typer.Option("--lora-rank")] = 0,
+    mig: Annotated[str, typer.Option("--mig", help="MIG profile of the shared GPU: 1g, 2g, 3g, 4g, 7g.")] = "",
+    time_slice: Annotated[int, typer.Option("--time-slice", help="Neighbours taking turns on the GPU.")] = 0,
+    interruptions_per_day: Annotated[float, typer.Option("--interruptions-per-day")] = 0.5,
+    checkpoint_minutes: Annotated[float, typer.Option("--checkpoint-minutes")] = 60.0,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Dedicated against shared GPU for this job: the seed article's table, computed."""
+    from treino.plan import TrainSetup, plan_training
+    from treino.plan.performance import estimate_time
+    from treino.plan.shared import SharedGpu, estimate_shared, seed_table
+
+    if bool(mig) == bool(time_slice):
+        raise TreinoError("Say how the GPU is shared. To fix: give --mig 3g, or --time-slice 1 (one neighbour).")
+    setup = TrainSetup(
+        micro_batch=micro_batch, seq_len=seq_len, precision=precision, checkpointing=checkpointing, lora_rank=lora_rank
+    )
+    spec, gpu_spec = catalog.model(model), catalog.gpu(gpu)
+    plan = plan_training(spec, gpu_spec, setup)
+    run = estimate_time(spec, gpu_spec, setup, tokens=tokens)
+    share = (
+        SharedGpu("mig", mig_profile=mig, interruptions_per_day=interruptions_per_day)
+        if mig
+        else SharedGpu("time-slice", neighbours=time_slice, interruptions_per_day=interruptions_per_day)
+    )
+    nvlink = gpu_spec.gpu_link != "none"
+    est = estimate_shared(
+        gpu_name=gpu_spec.name,
+        gpu_memory_bytes=gpu_spec.memory_bytes,
+        gpu_has_nvlink=nvlink,
+        peak_bytes=plan.memory.peak_bytes,
+        run_seconds=run.total_seconds,
+        shared=share,
+        checkpoint_minutes=checkpoint_minutes,
+    )
+    rows = seed_table(
+        dedicated_memory=gpu_spec.memory_bytes,
+        dedicated_seconds=run.total_seconds,
+        shared=est,
+        peak_bytes=plan.memory.peak_bytes,
+        gpu_has_nvlink=nvlink,
+        kind=share.kind,
+    )
+    if as_json:
+        _print_json(
+            {
+                "dedicated": {"fits": plan.fits, "seconds": run.total_seconds},
+                "shared": asdict(est),
+                "table": [asdict(r) for r in rows],
+            }
+        )
+        return
+    from rich.table import Table
+
+    from treino.cli.render import console
+
+    table = Table(
+        title=f"{spec.name} on {gpu_spec.display_name}: dedicated vs shared "
+        f"({'MIG ' + mig if mig else f'time slice with {time_slice} neighbour(s)'})",
+        title_justify="left",
+    )
+    for col in ("aspect", "dedicated", "shared"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r.aspect, r.dedicated, r.shared)
+    console().print(table)
+
+
 @plan_app.command("infer")
 def plan_infer(
     model: Annotated[str, typer.Option("--model", "-m", help="Preset name or config.json path.")],

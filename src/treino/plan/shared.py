@@ -1,0 +1,154 @@
+"""Dedicated against shared GPUs, with numbers: the seed article's comparison table computed for one job.
+
+A shared GPU is either a MIG slice (hardware partition: a fixed share of memory and SMs, no NVLink peer
+access) or a time slice (the whole GPU, taken in turns with neighbours). Interruptions follow a Poisson
+process; each costs the work since the last checkpoint (half an interval on average) plus a restart.
+The checkpoint interval that minimises the loss is Young's, sqrt(2 · checkpoint cost / interruption rate)
+(J. W. Young, "A first order approximation to the optimum checkpoint interval", CACM 17(9), 1974).
+
+MIG profiles: NVIDIA Multi-Instance GPU User Guide, "Supported MIG profiles" (A100/H100/H200): a g-slice
+gets g of 7 compute slices and 1, 2, 4, 4 or 8 of 8 memory slices for 1g, 2g, 3g, 4g, 7g (not in the
+project's reference files; unverified here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from treino.errors import PlanError
+
+MIG_PROFILES = {
+    "1g": (1 / 7, 1 / 8),
+    "2g": (2 / 7, 2 / 8),
+    "3g": (3 / 7, 4 / 8),
+    "4g": (4 / 7, 4 / 8),
+    "7g": (7 / 7, 8 / 8),
+}  # compute share, memory share
+MIG_GPUS = ("a100-40gb-pcie", "a100-80gb-sxm", "h100-pcie", "h100-sxm", "h100-nvl", "h200-sxm", "h200-nvl", "b200")
+
+
+@dataclass(frozen=True)
+class SharedGpu:
+    kind: str  # "mig" or "time-slice"
+    mig_profile: str = "3g"
+    neighbours: int = 1  # time slice: other jobs taking turns on the GPU
+    neighbour_memory_fraction: float = 0.5  # time slice: memory the neighbours hold
+    interference: float = 0.10  # extra throughput lost to context switches and cache thrash (assumed, U)
+    interruptions_per_day: float = 0.5  # provider restarts and evictions (assumed, U; set yours)
+    restart_minutes: float = 10.0  # requeue, reload, warm-up
+
+
+@dataclass(frozen=True)
+class Comparison:
+    aspect: str
+    dedicated: str
+    shared: str
+
+
+@dataclass(frozen=True)
+class SharedEstimate:
+    memory_bytes: int  # what the job can use
+    fits: bool
+    seconds: float  # expected wall time including lost work
+    expected_interruptions: float
+    lost_seconds: float
+    best_checkpoint_minutes: float
+    nvlink: bool
+
+
+def estimate_shared(
+    *,
+    gpu_name: str,
+    gpu_memory_bytes: int,
+    gpu_has_nvlink: bool,
+    peak_bytes: int,
+    run_seconds: float,
+    shared: SharedGpu,
+    checkpoint_minutes: float,
+    checkpoint_seconds: float = 60.0,
+) -> SharedEstimate:
+    """The same job on a shared slice of the GPU. `run_seconds` is its time on a dedicated GPU."""
+    if checkpoint_minutes <= 0 or run_seconds < 0:
+        raise PlanError("--checkpoint-minutes must be positive.")
+    if shared.kind == "mig":
+        if shared.mig_profile not in MIG_PROFILES:
+            raise PlanError(
+                f"Unknown MIG profile {shared.mig_profile!r}. To fix: use one of {', '.join(MIG_PROFILES)}."
+            )
+        if gpu_name not in MIG_GPUS:
+            raise PlanError(
+                f"The {gpu_name} does not support MIG. To fix: use --time-slice, or one of {', '.join(MIG_GPUS)}."
+            )
+        compute, memory_share = MIG_PROFILES[shared.mig_profile]
+        speed = compute
+    elif shared.kind == "time-slice":
+        if shared.neighbours < 0 or not 0 <= shared.neighbour_memory_fraction < 1:
+            raise PlanError("Neighbours must be >= 0 and their memory fraction in [0, 1).")
+        memory_share = 1 - shared.neighbour_memory_fraction if shared.neighbours else 1.0
+        speed = 1 / (1 + shared.neighbours) * (1 - shared.interference if shared.neighbours else 1)
+    else:
+        raise PlanError(f"Unknown sharing {shared.kind!r}. To fix: use mig or time-slice.")
+    memory = int(gpu_memory_bytes * memory_share)
+    busy = run_seconds / speed
+    rate = shared.interruptions_per_day / 86400
+    interval = checkpoint_minutes * 60
+    per_interruption = interval / 2 + shared.restart_minutes * 60
+    interruptions = rate * busy
+    lost = interruptions * per_interruption
+    checkpoints = busy / interval * checkpoint_seconds
+    best = (2 * checkpoint_seconds / rate) ** 0.5 / 60 if rate else float("inf")
+    return SharedEstimate(
+        memory_bytes=memory,
+        fits=peak_bytes <= memory,
+        seconds=busy + lost + checkpoints,
+        expected_interruptions=interruptions,
+        lost_seconds=lost,
+        best_checkpoint_minutes=best,
+        nvlink=gpu_has_nvlink and shared.kind == "time-slice",
+    )
+
+
+def seed_table(
+    *,
+    dedicated_memory: int,
+    dedicated_seconds: float,
+    shared: SharedEstimate,
+    peak_bytes: int,
+    gpu_has_nvlink: bool,
+    kind: str,
+) -> list[Comparison]:
+    """The seed article's table ('GPU dedicada ou compartilhada'), each row with this job's numbers."""
+    gib = 2**30
+
+    def hours(s: float) -> str:
+        return f"{s / 3600:,.1f} h"
+
+    fit = "fits" if shared.fits else "does NOT fit"
+    return [
+        Comparison(
+            "VRAM available",
+            f"100 %: {dedicated_memory / gib:,.1f} GiB (job needs {peak_bytes / gib:,.1f})",
+            f"{shared.memory_bytes / dedicated_memory:.0%}: {shared.memory_bytes / gib:,.1f} GiB, job {fit}",
+        ),
+        Comparison(
+            "Training time",
+            f"{hours(dedicated_seconds)}, predictable",
+            f"{hours(shared.seconds)} expected, varies with the neighbours",
+        ),
+        Comparison(
+            "Interruptions",
+            "none from neighbours",
+            f"{shared.expected_interruptions:,.2f} expected, {hours(shared.lost_seconds)} of work lost "
+            f"(checkpoint every {shared.best_checkpoint_minutes:,.0f} min to minimise it)",
+        ),
+        Comparison(
+            "NVLink between GPUs",
+            "yes" if gpu_has_nvlink else "no (this GPU has none)",
+            "yes" if shared.nvlink else "no (MIG instances have no peer NVLink)",
+        ),
+        Comparison(
+            "Data isolation",
+            "total (whole GPU, whole server)",
+            "memory and SMs partitioned in hardware" if kind == "mig" else "none between time slices",
+        ),
+    ]
