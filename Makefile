@@ -24,6 +24,9 @@ demo: venv
 	@echo
 	@echo "== the same job on one NVIDIA H200 SXM (141 GB) =="
 	@$(BIN)/treino plan train --model llama-3-8b --gpu h200-sxm --micro-batch 1 --seq-len 4096 --precision bf16-true
+	@echo
+	@echo "== which server: Llama-3-8B on 2 B tokens within 3 days, data resident in Brazil =="
+	@$(BIN)/treino recommend --model llama-3-8b --tokens 2e9 --deadline 3d --residency BR
 
 test: venv
 	$(BIN)/python -m pytest -q

@@ -188,10 +188,35 @@ def test_plan_scale_json_and_table() -> None:
 
 
 def test_plan_shared_table() -> None:
-    args = ("plan", "shared", "--model", "llama-3-8b", "--gpu", "h200-sxm", "--tokens", "5e8", "--seq-len", "4096",
-            "--precision", "bf16-true")
+    args = (
+        "plan",
+        "shared",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h200-sxm",
+        "--tokens",
+        "5e8",
+        "--seq-len",
+        "4096",
+        "--precision",
+        "bf16-true",
+    )
     data = json.loads(treino(*args, "--mig", "3g", "--json").stdout)
     assert data["dedicated"]["fits"] is True and data["shared"]["fits"] is False  # 85 GiB vs half an H200
     assert "VRAM available" in treino(*args, "--mig", "3g").stdout
     bad = treino(*args)
     assert bad.returncode == 2 and "--mig 3g, or --time-slice 1" in bad.stderr
+
+
+def test_recommend_json_and_parsing() -> None:
+    args = ("recommend", "--model", "llama-3-8b", "--tokens", "2e9", "--deadline", "3d", "--residency", "BR")
+    data = json.loads(treino(*args, "--budget", "R$ 60.000", "--json").stdout)
+    assert data["choices"], data["rejected"]
+    first = data["choices"][0]
+    for key in ("offer", "gpu", "gpus", "site", "country", "hours", "cost_brl"):
+        assert key in first
+    assert all(c["country"] == "BR" and c["hours"] <= 72 and c["cost_brl"] <= 60_000 for c in data["choices"])
+    assert all({"offer", "reason"} <= set(r) for r in data["rejected"])
+    bad = treino("recommend", "--model", "llama-3-8b", "--tokens", "2e9", "--deadline", "soon")
+    assert bad.returncode == 2 and "Cannot read the deadline 'soon'" in bad.stderr

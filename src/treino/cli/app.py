@@ -336,6 +336,84 @@ def models_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
     console().print(models_table(specs))
 
 
+def _hours(text: str) -> float:
+    """'3d', '72h', '90m' or a number of hours."""
+    units = {"d": 24.0, "h": 1.0, "m": 1 / 60}
+    value, unit = (text[:-1], text[-1]) if text and text[-1] in units else (text, "h")
+    try:
+        return float(value) * units[unit]
+    except ValueError as exc:
+        raise TreinoError(f"Cannot read the deadline {text!r}. To fix: write e.g. 3d, 72h or 90m.") from exc
+
+
+def _brl(text: str) -> float:
+    """'R$ 50.000', '50000', '50.000,00' -> 50000.0 (Brazilian thousands and decimal separators)."""
+    cleaned = text.replace("R$", "").replace(" ", "")
+    if "," in cleaned:
+        cleaned = cleaned.replace(".", "").replace(",", ".")
+    elif cleaned.count(".") >= 1 and len(cleaned.rsplit(".", 1)[1]) == 3:
+        cleaned = cleaned.replace(".", "")
+    try:
+        return float(cleaned)
+    except ValueError as exc:
+        raise TreinoError(f'Cannot read the budget {text!r}. To fix: write e.g. "R$ 50.000" or 50000.') from exc
+
+
+@app.command("recommend")
+def recommend_cmd(
+    model: Annotated[str, typer.Option("--model", "-m", help="Preset name or config.json path.")],
+    tokens: Annotated[float, typer.Option("--tokens", help="Tokens to train on (e.g. 2e9).")],
+    seq_len: Annotated[int, typer.Option("--seq-len", "-s")] = 4096,
+    precision: Annotated[str, typer.Option()] = "bf16-mixed",
+    deadline: Annotated[str, typer.Option("--deadline", help="e.g. 3d or 72h.")] = "",
+    budget: Annotated[str, typer.Option("--budget", help='e.g. "R$ 50.000".')] = "",
+    residency: Annotated[str, typer.Option("--residency", help="Country the data must stay in (ISO-2, e.g. BR).")] = "",
+    offers_file: Annotated[
+        str, typer.Option("--offers", help="Your own quotes (CSV or YAML), added to the catalog.")
+    ] = "",
+    max_gpus: Annotated[int, typer.Option("--max-gpus")] = 64,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Which server to rent: the cheapest configurations that fit, meet the deadline and budget, and keep
+    the data where it may be."""
+    from treino.catalog import offers as offer_catalog
+    from treino.plan.recommend import Candidate, recommend
+
+    table = dict(offer_catalog.offers())
+    if offers_file:
+        table.update(offer_catalog.load_offers_file(offers_file))
+    sites = offer_catalog.sites()
+    candidates = []
+    for o in table.values():
+        country = sites[o.site].country if o.site and o.site in sites else None
+        candidates.append(Candidate(o, catalog.gpu(o.gpu), country))
+    result = recommend(
+        catalog.model(model),
+        candidates,
+        offer_catalog.fx_rate(),
+        tokens=tokens,
+        seq_len=seq_len,
+        precision=precision,
+        deadline_hours=_hours(deadline) if deadline else None,
+        budget_brl=_brl(budget) if budget else None,
+        residency=residency or None,
+        max_gpus=max_gpus,
+    )
+    if as_json:
+        _print_json(
+            {
+                "choices": [asdict(c) for c in result.choices],
+                "rejected": [asdict(r) for r in result.rejected],
+                "best_effort": asdict(result.best_effort) if result.best_effort else None,
+                "miss": result.miss,
+            }
+        )
+        return
+    from treino.cli.render import console, recommendation
+
+    console().print(recommendation(result))
+
+
 def main() -> None:
     """Entry point: TreinoError -> one red line and exit code 2; traceback only with --debug."""
     try:

@@ -12,6 +12,7 @@ from treino.plan.hardware import GpuSpec
 from treino.plan.model import ModelSpec
 from treino.plan.performance import ScalePoint, TimeEstimate
 from treino.plan.pipeline import PipelineEstimate
+from treino.plan.recommend import Recommendation
 
 GIB = 2**30
 BAR_WIDTH = 60
@@ -143,6 +144,29 @@ def pipeline_line(p: PipelineEstimate) -> Group:
         style="green" if ok else "bold red",
     )
     return Group(head, *(Text(f"  fix: {a}", style="dim") for a in p.advice))
+
+
+def recommendation(r: Recommendation) -> Group:
+    from treino.plan.cost import format_brl
+
+    table = Table(title="Cheapest configurations that fit and meet the limits", title_justify="left", show_edge=False)
+    for col in ("offer", "GPUs", "site", "time", "cost", "strategy"):
+        table.add_column(col, justify="right" if col in ("GPUs", "time", "cost") else "left")
+    shown = list(r.choices) or ([r.best_effort] if r.best_effort else [])
+    for c in shown:
+        site = f"{c.site} ({c.country})" if c.site else "-"
+        price = format_brl(c.cost_brl) + (" *" if c.example_price else "")
+        table.add_row(c.offer, f"{c.gpus}× {c.gpu}", site, duration(c.hours * 3600), price, c.setup)
+    parts: list[object] = [table]
+    if not r.choices:
+        parts.insert(0, Text("Nothing meets every limit. The closest:", style="bold red"))
+        parts.append(Text(f"It {r.miss}.", style="red"))
+    if any(c.example_price for c in shown):
+        parts.append(Text("* an illustrative example price, not a quote: add your own with --offers FILE", style="dim"))
+    if r.rejected:
+        parts.append(Text(f"Rejected ({len(r.rejected)}):", style="bold"))
+        parts += [Text(f"  {x.offer}: {x.reason}", style="dim") for x in r.rejected]
+    return Group(*parts)  # type: ignore[arg-type]
 
 
 def scale_table(model: ModelSpec, gpu: GpuSpec, points: list[ScalePoint]) -> Group:

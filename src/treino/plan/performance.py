@@ -123,20 +123,24 @@ def link_busbw_gb_s(gpu: GpuSpec, interconnect: str, gpus: int) -> float:
     return uni * PCIE_BUSBW_EFFICIENCY[key]
 
 
-def allreduce_seconds(nbytes: float, gpus: int, gpu: GpuSpec, interconnect: str) -> float:
+def allreduce_seconds(
+    nbytes: float, gpus: int, gpu: GpuSpec, interconnect: str, gpus_per_server: int = GPUS_PER_SERVER
+) -> float:
     """Ring all-reduce of `nbytes` per GPU; two-level (NVLink/PCIe inside, network between servers) beyond
     one server (hardware-and-prices §3.3, 'Hierarchical')."""
     if gpus == 1:
         return 0.0
-    local = min(gpus, GPUS_PER_SERVER)
+    local = min(gpus, gpus_per_server)
     buckets = max(1, math.ceil(nbytes / DDP_BUCKET_BYTES))
-    t = 2 * (local - 1) / local * nbytes / (link_busbw_gb_s(gpu, interconnect, local) * 1e9)
-    t += buckets * NCCL_LATENCY_S
-    if gpus > GPUS_PER_SERVER:
-        servers = math.ceil(gpus / GPUS_PER_SERVER)
+    t = 0.0
+    if local > 1:
+        t += 2 * (local - 1) / local * nbytes / (link_busbw_gb_s(gpu, interconnect, local) * 1e9)
+        t += buckets * NCCL_LATENCY_S
+    if gpus > local:
+        servers = math.ceil(gpus / local)
         per_gpu = INTER_NODE_GB_S_PER_GPU[interconnect] * 1e9
         # after the in-server reduce-scatter each GPU carries 1/8 of the bytes over its own share of the network
-        t += 2 * (servers - 1) / servers * nbytes / GPUS_PER_SERVER / per_gpu + buckets * NCCL_LATENCY_S
+        t += 2 * (servers - 1) / servers * nbytes / local / per_gpu + buckets * NCCL_LATENCY_S
     return t
 
 
@@ -158,8 +162,9 @@ def estimate_time(
     tokens: float = 0.0,
     interconnect: str = "nvlink",
     mfu: float | None = None,
+    gpus_per_server: int = GPUS_PER_SERVER,
 ) -> TimeEstimate:
-    """Step time and run time of `setup` on `setup.gpus` GPUs of type `gpu`."""
+    """Step time and run time of `setup` on `setup.gpus` GPUs of type `gpu`, `gpus_per_server` to a server."""
     if interconnect not in ("nvlink", "pcie"):
         raise PlanError(f"Unknown interconnect {interconnect!r}. To fix: use nvlink or pcie.")
     if mfu is not None and not 0 < mfu <= 1:
@@ -183,9 +188,10 @@ def estimate_time(
     memory_time = setup.grad_accum * 3 * weight_bytes / (gpu.hbm_bandwidth_gb_s * 1e9 * HBM_EFFICIENCY)
     bound = "memory" if memory_time > compute else "compute"
     compute = max(compute, memory_time)
-    comm = allreduce_seconds(_comm_bytes(model, setup), setup.dp, gpu, interconnect) if setup.dp > 1 else 0.0
+    comm_bytes = _comm_bytes(model, setup)
+    comm = allreduce_seconds(comm_bytes, setup.dp, gpu, interconnect, gpus_per_server) if setup.dp > 1 else 0.0
     backward = compute * 2 / 3 / setup.grad_accum  # only the last micro-batch's backward overlaps
-    last_bucket = min(DDP_BUCKET_BYTES, _comm_bytes(model, setup)) / (link_busbw_gb_s(gpu, interconnect, 2) * 1e9)
+    last_bucket = min(DDP_BUCKET_BYTES, comm_bytes) / (link_busbw_gb_s(gpu, interconnect, 2) * 1e9)
     exposed = max(comm - OVERLAP_FRACTION * backward, min(comm, last_bucket)) if comm else 0.0
     step = compute + exposed
     steps = math.ceil(tokens / tokens_per_step) if tokens else 0

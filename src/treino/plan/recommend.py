@@ -1,0 +1,214 @@
+"""Which server to rent: search offers x GPU count x training strategy for the cheapest run that fits, meets
+the deadline and budget, and sits in an allowed country. SkyPilot's optimizer does the same for cloud
+instances priced in USD; this one also knows monthly dedicated servers priced in BRL and data residency.
+
+Pure: offers, GPUs and sites come in as arguments; nothing is read here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from treino.errors import PlanError
+from treino.plan.cost import HOURS_PER_MONTH, FxRate, Offer, format_brl, hourly_brl, monthly_brl
+from treino.plan.hardware import GpuSpec
+from treino.plan.memory import TrainSetup, estimate_training_memory
+from treino.plan.model import ModelSpec
+from treino.plan.performance import estimate_time
+
+# Tokens per optimizer step the search aims at (micro-batches are accumulated up to it): ~1M tokens is the
+# order of published LLM fine-tuning and pre-training batches (Llama 2: 4M; torchtitan 8B: 64 x 8k = 0.5M).
+TARGET_TOKENS_PER_STEP = 2**20
+STRATEGIES = tuple((ckpt, mb) for ckpt in ("none", "selective", "full") for mb in (8, 4, 2, 1))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    offer: Offer
+    gpu: GpuSpec
+    country: str | None  # ISO-2 of the offer's site; None when the offer names no site
+
+
+@dataclass(frozen=True)
+class Choice:
+    offer: str
+    gpu: str
+    gpus: int
+    servers: int
+    site: str | None
+    country: str | None
+    setup: str  # the strategy, as CLI flags
+    hours: float
+    cost_brl: float
+    peak_gib: float
+    tokens_per_second: float
+    example_price: bool
+    price_source: str
+    price_as_of: str
+
+
+@dataclass(frozen=True)
+class Rejection:
+    offer: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    choices: tuple[Choice, ...]
+    rejected: tuple[Rejection, ...]
+    best_effort: Choice | None  # when nothing meets the deadline and budget: the best that fits
+    miss: str  # how best_effort misses, in words
+
+
+def _cost(offer: Offer, fx: FxRate | None, servers: int, hours: float) -> float:
+    """Dedicated servers are rented by the whole month; cloud instances by the hour."""
+    if offer.kind == "dedicated":
+        return monthly_brl(offer, fx) * servers * max(1, math.ceil(hours / HOURS_PER_MONTH))
+    return hourly_brl(offer, fx) * servers * hours
+
+
+def recommend(
+    model: ModelSpec,
+    candidates: list[Candidate],
+    fx: FxRate | None,
+    *,
+    tokens: float,
+    seq_len: int,
+    precision: str = "bf16-mixed",
+    deadline_hours: float | None = None,
+    budget_brl: float | None = None,
+    residency: str | None = None,
+    max_gpus: int = 64,
+    top: int = 5,
+) -> Recommendation:
+    if tokens <= 0:
+        raise PlanError("--tokens must be positive.")
+    if deadline_hours is not None and deadline_hours <= 0:
+        raise PlanError("--deadline must be positive.")
+    if budget_brl is not None and budget_brl <= 0:
+        raise PlanError("--budget must be positive.")
+    feasible: list[Choice] = []
+    fitting: list[Choice] = []
+    rejected: list[Rejection] = []
+    for cand in candidates:
+        offer = cand.offer
+        if residency and cand.country != residency.upper():
+            where = f"is in {offer.site} ({cand.country})" if cand.country else "has no site on record"
+            rejected.append(Rejection(offer.name, f"residency {residency.upper()} required; the offer {where}"))
+            continue
+        best = _best_for_offer(
+            model,
+            cand,
+            fx,
+            tokens=tokens,
+            seq_len=seq_len,
+            precision=precision,
+            max_gpus=max_gpus,
+            deadline_hours=deadline_hours,
+            budget_brl=budget_brl,
+        )
+        if isinstance(best, Rejection):
+            rejected.append(best)
+            continue
+        choice, ok, why = best
+        fitting.append(choice)
+        if ok:
+            feasible.append(choice)
+        else:
+            rejected.append(Rejection(offer.name, why))
+    feasible.sort(key=lambda c: (c.cost_brl, c.hours))
+    best_effort, miss = None, ""
+    if not feasible and fitting:
+        best_effort = min(fitting, key=lambda c: (_miss_ratio(c, deadline_hours, budget_brl), c.cost_brl))
+        miss = _miss_text(best_effort, deadline_hours, budget_brl)
+    return Recommendation(tuple(feasible[:top]), tuple(rejected), best_effort, miss)
+
+
+def _miss_ratio(c: Choice, deadline: float | None, budget: float | None) -> float:
+    return max(c.hours / deadline if deadline else 0.0, c.cost_brl / budget if budget else 0.0)
+
+
+def _miss_text(c: Choice, deadline: float | None, budget: float | None) -> str:
+    parts = []
+    if deadline and c.hours > deadline:
+        parts.append(f"takes {c.hours:,.1f} h, {c.hours - deadline:,.1f} h past the {deadline:,.0f} h deadline")
+    if budget and c.cost_brl > budget:
+        parts.append(f"costs {format_brl(c.cost_brl)}, {format_brl(c.cost_brl - budget)} over the budget")
+    return "; ".join(parts)
+
+
+def _best_for_offer(
+    model: ModelSpec,
+    cand: Candidate,
+    fx: FxRate | None,
+    *,
+    tokens: float,
+    seq_len: int,
+    precision: str,
+    max_gpus: int,
+    deadline_hours: float | None,
+    budget_brl: float | None,
+) -> tuple[Choice, bool, str] | Rejection:
+    """The cheapest (then fastest) configuration of one offer; whether it meets the limits, and why not."""
+    offer, gpu = cand.offer, cand.gpu
+    interconnect = offer.interconnect or ("nvlink" if gpu.gpu_link != "none" else "pcie")
+    best: tuple[float, float, Choice] | None = None
+    leanest_gib = math.inf
+    servers = 1
+    while servers * offer.gpus <= max(max_gpus, offer.gpus):
+        gpus = servers * offer.gpus
+        for ckpt, micro_batch in STRATEGIES:
+            grad_accum = max(1, math.ceil(TARGET_TOKENS_PER_STEP / (micro_batch * seq_len * gpus)))
+            setup = TrainSetup(
+                micro_batch=micro_batch,
+                seq_len=seq_len,
+                grad_accum=grad_accum,
+                precision=precision,
+                checkpointing=ckpt,
+                gpus=gpus,
+                zero=3 if gpus > 1 else 0,
+            )
+            memory = estimate_training_memory(model, setup)
+            leanest_gib = min(leanest_gib, memory.peak_bytes / 2**30)
+            if memory.peak_bytes > gpu.memory_bytes:
+                continue
+            timing = estimate_time(
+                model, gpu, setup, tokens=tokens, interconnect=interconnect, gpus_per_server=offer.gpus
+            )
+            hours = timing.total_seconds / 3600
+            cost = _cost(offer, fx, servers, hours)
+            choice = Choice(
+                offer=offer.name,
+                gpu=gpu.name,
+                gpus=gpus,
+                servers=servers,
+                site=offer.site,
+                country=cand.country,
+                setup=f"--gpus {gpus}{' --zero 3' if gpus > 1 else ''} --micro-batch {micro_batch} "
+                f"--grad-accum {grad_accum} --checkpointing {ckpt}",
+                hours=hours,
+                cost_brl=cost,
+                peak_gib=memory.peak_bytes / 2**30,
+                tokens_per_second=timing.tokens_per_second,
+                example_price=offer.example,
+                price_source=offer.source,
+                price_as_of=offer.as_of,
+            )
+            meets = (deadline_hours is None or hours <= deadline_hours) and (budget_brl is None or cost <= budget_brl)
+            # prefer configurations that meet the limits, then the cheapest, then the fastest
+            key = (0.0 if meets else 1.0, cost, hours)
+            if best is None or key < (best[0], best[1], best[2].hours):
+                best = (key[0], cost, choice)
+            break  # the first strategy that fits at this size is the fastest of this size's strategies
+        servers *= 2
+    if best is None:
+        return Rejection(
+            offer.name,
+            f"does not fit: the leanest strategy needs {leanest_gib:,.1f} GiB per GPU, "
+            f"the {gpu.display_name} has {gpu.memory_bytes / 2**30:,.1f}",
+        )
+    _, _, choice = best
+    meets = best[0] == 0.0
+    return choice, meets, "" if meets else _miss_text(choice, deadline_hours, budget_brl)

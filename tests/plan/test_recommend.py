@@ -1,0 +1,87 @@
+"""treino recommend: residency, deadline, budget, ranking and the reasons for rejections."""
+
+from __future__ import annotations
+
+import pytest
+
+from treino import catalog
+from treino.catalog import offers as offer_catalog
+from treino.errors import PlanError
+from treino.plan.cost import FxRate, Offer
+from treino.plan.recommend import Candidate, recommend
+
+FX = FxRate(5.0, "2026-11-29", "test rate")
+
+
+def _offer(
+    name: str, gpu: str, gpus: int, price: float, currency: str = "BRL", period: str = "month", site: str = "s"
+) -> Offer:
+    return Offer(
+        name=name,
+        kind="dedicated" if period == "month" else "cloud",
+        provider="p",
+        gpu=gpu,
+        gpus=gpus,
+        price=price,
+        currency=currency,
+        period=period,
+        egress_usd_per_gb=0.0,
+        source="test",
+        as_of="2026-11-29",
+        site=site,
+    )  # type: ignore[arg-type]
+
+
+def _cands(*rows: tuple[Offer, str]) -> list[Candidate]:
+    return [Candidate(o, catalog.gpu(o.gpu), country) for o, country in rows]
+
+
+def test_residency_ranks_and_rejects_with_reasons() -> None:
+    cands = _cands(
+        (_offer("br-h200", "h200-sxm", 8, 150_000), "BR"),
+        (_offer("us-h200", "h200-sxm", 8, 100_000), "US"),
+        (_offer("br-l4", "l4", 1, 1_700), "BR"),
+    )
+    r = recommend(catalog.model("llama-3-8b"), cands, FX, tokens=2e9, seq_len=4096, residency="BR", max_gpus=1)
+    assert [c.offer for c in r.choices] == ["br-h200"]
+    reasons = {x.offer: x.reason for x in r.rejected}
+    assert "residency BR required; the offer is in s (US)" in reasons["us-h200"]
+    assert reasons["br-l4"].startswith("does not fit")  # full fine-tune of 8B on one 24 GB card
+
+
+def test_dedicated_months_and_cloud_hours() -> None:
+    cloud = _offer("cloud", "h100-sxm", 8, 10.0, currency="USD", period="hour")
+    r = recommend(catalog.model("llama-3-8b"), _cands((cloud, "US")), FX, tokens=2e9, seq_len=4096, max_gpus=8)
+    c = r.choices[0]
+    assert c.cost_brl == pytest.approx(10.0 * 5.0 * c.hours)  # USD/h x BRL/USD x hours, one instance
+    ded = _offer("ded", "h100-sxm", 8, 100_000)
+    r = recommend(catalog.model("llama-3-8b"), _cands((ded, "BR")), FX, tokens=2e9, seq_len=4096, max_gpus=8)
+    assert r.choices[0].cost_brl == 100_000  # a month, however few hours are used
+
+
+def test_impossible_deadline_returns_the_closest_and_says_by_how_much() -> None:
+    cands = _cands((_offer("one-h200", "h200-sxm", 1, 20_000), "BR"))
+    kw = {"tokens": 2e9, "seq_len": 4096, "max_gpus": 1, "precision": "bf16-true"}  # fits one H200
+    r = recommend(catalog.model("llama-3-8b"), cands, FX, deadline_hours=1, **kw)  # type: ignore[arg-type]
+    assert not r.choices and r.best_effort is not None
+    assert "past the 1 h deadline" in r.miss
+    r = recommend(catalog.model("llama-3-8b"), cands, FX, budget_brl=1000, **kw)  # type: ignore[arg-type]
+    assert "R$ 19.000,00 over the budget" in r.miss
+
+
+def test_bad_limits() -> None:
+    with pytest.raises(PlanError, match="--tokens must be positive"):
+        recommend(catalog.model("gpt2"), [], FX, tokens=0, seq_len=1024)
+
+
+def test_catalog_search_for_the_demo() -> None:
+    """The issue's demo: Llama-3-8B on 2 B tokens within 3 days under residency BR."""
+    fx = offer_catalog.fx_rate()
+    sites = offer_catalog.sites()
+    cands = [
+        Candidate(o, catalog.gpu(o.gpu), sites[o.site].country if o.site in sites else None)
+        for o in offer_catalog.offers().values()
+    ]
+    r = recommend(catalog.model("llama-3-8b"), cands, fx, tokens=2e9, seq_len=4096, deadline_hours=72, residency="BR")
+    assert r.choices and all(c.country == "BR" and c.hours <= 72 for c in r.choices)
+    assert [c.cost_brl for c in r.choices] == sorted(c.cost_brl for c in r.choices)
