@@ -220,3 +220,37 @@ def test_recommend_json_and_parsing() -> None:
     assert all({"offer", "reason"} <= set(r) for r in data["rejected"])
     bad = treino("recommend", "--model", "llama-3-8b", "--tokens", "2e9", "--deadline", "soon")
     assert bad.returncode == 2 and "Cannot read the deadline 'soon'" in bad.stderr
+
+
+def test_plan_cost_dedicated_vs_cloud() -> None:
+    args = (
+        "plan",
+        "cost",
+        "--model",
+        "llama-3-8b",
+        "--tokens",
+        "2e9",
+        "--dedicated",
+        "example-eveo-sp1-8x-h200",
+        "--cloud",
+        "aws-p5en-48xlarge",
+        "--runs-per-month",
+        "4",
+    )
+    data = json.loads(treino(*args, "--json").stdout)
+    assert data["cheaper"] in ("dedicated", "cloud") and data["fx"]["date"] and data["fx"]["source"]
+    out = treino(*args).stdout
+    assert "R$ " in out and "pays off above" in out
+    typo = treino(
+        "plan",
+        "cost",
+        "--model",
+        "llama-3-8b",
+        "--tokens",
+        "2e9",
+        "--dedicated",
+        "example-eveo-sp1-8x-h20",
+        "--cloud",
+        "aws-p5en-48xlarge",
+    )
+    assert typo.returncode == 2 and "Did you mean" in typo.stderr

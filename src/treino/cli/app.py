@@ -263,6 +263,97 @@ def plan_shared(
     console().print(table)
 
 
+@plan_app.command("cost")
+def plan_cost(
+    model: Annotated[str, typer.Option("--model", "-m", help="Preset name or config.json path.")],
+    tokens: Annotated[float, typer.Option("--tokens", help="Tokens per run (e.g. 2e9).")],
+    dedicated: Annotated[str, typer.Option("--dedicated", help="A dedicated offer (monthly, BRL).")],
+    cloud: Annotated[str, typer.Option("--cloud", help="A cloud offer (hourly, USD).")],
+    seq_len: Annotated[int, typer.Option("--seq-len", "-s")] = 4096,
+    precision: Annotated[str, typer.Option()] = "bf16-mixed",
+    runs_per_month: Annotated[float, typer.Option("--runs-per-month")] = 1,
+    months: Annotated[int, typer.Option("--months")] = 12,
+    dataset_gb: Annotated[float, typer.Option("--dataset-gb", help="Leaves the provider once.")] = 0,
+    checkpoint_gb: Annotated[float, typer.Option("--checkpoint-gb", help="Downloaded after each run.")] = 0,
+    fx_move: Annotated[float, typer.Option("--fx-move", help="Exchange-rate move to show, %.")] = 20,
+    offers_file: Annotated[str, typer.Option("--offers", help="Your own quotes (CSV or YAML).")] = "",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Dedicated server against cloud for this job: total cost in BRL, break-even, exchange-rate risk."""
+    from treino.catalog import offers as offer_catalog
+    from treino.plan.cost import format_brl
+    from treino.plan.recommend import Candidate
+    from treino.plan.tco import compare
+
+    local = offer_catalog.load_offers_file(offers_file) if offers_file else {}
+    sites = offer_catalog.sites()
+
+    def candidate(name: str) -> Candidate:
+        offer = local.get(name) or offer_catalog.offer(name)
+        country = sites[offer.site].country if offer.site in sites else None
+        return Candidate(offer, catalog.gpu(offer.gpu), country)
+
+    fx = offer_catalog.fx_rate()
+    result = compare(
+        catalog.model(model),
+        candidate(dedicated),
+        candidate(cloud),
+        fx,
+        tokens=tokens,
+        seq_len=seq_len,
+        precision=precision,
+        runs_per_month=runs_per_month,
+        months=months,
+        dataset_gb=dataset_gb,
+        checkpoint_gb=checkpoint_gb,
+        fx_move_pct=fx_move,
+    )
+    if as_json:
+        _print_json({**asdict(result), "fx": {"brl_per_usd": fx.brl_per_usd, "date": fx.date, "source": fx.source}})
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    from treino.cli.render import console
+
+    table = Table(
+        title=f"{model}: {runs_per_month:g} run(s) a month of {tokens:,.0f} tokens, {months} months",
+        title_justify="left",
+    )
+    for col in ("", "offer", "GPUs", "hours per run", "per month", f"total, {months} months", "egress share"):
+        table.add_column(col, justify="left" if col in ("", "offer") else "right")
+    for label, oc in (("dedicated", result.dedicated), ("cloud", result.cloud)):
+        table.add_row(
+            label,
+            oc.choice.offer,
+            f"{oc.choice.gpus}x {oc.choice.gpu}",
+            f"{oc.choice.hours:,.1f}",
+            format_brl(oc.per_month_brl),
+            format_brl(oc.total_brl),
+            f"{oc.egress_share:.1%}",
+        )
+    console().print(table)
+    console().print(
+        Text(
+            f"Cheaper: {result.cheaper}. The dedicated server pays off above "
+            f"{result.break_even_runs_per_month:,.1f} runs a month.",
+            style="bold",
+        )
+    )
+    console().print(
+        f"A {fx_move:g} % move of the BRL/USD rate puts the cloud total between "
+        f"{format_brl(result.cloud_total_low_brl)} and {format_brl(result.cloud_total_high_brl)}."
+    )
+    console().print(
+        Text(
+            f"Rate: {fx.brl_per_usd} BRL/USD on {fx.date} ({fx.source}). Prices: "
+            f"{result.dedicated.cost.price_source} ({result.dedicated.cost.price_as_of}); "
+            f"{result.cloud.cost.price_source} ({result.cloud.cost.price_as_of}).",
+            style="dim",
+        )
+    )
+
+
 @plan_app.command("infer")
 def plan_infer(
     model: Annotated[str, typer.Option("--model", "-m", help="Preset name or config.json path.")],

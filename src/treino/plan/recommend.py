@@ -98,7 +98,7 @@ def recommend(
             where = f"is in {offer.site} ({cand.country})" if cand.country else "has no site on record"
             rejected.append(Rejection(offer.name, f"residency {residency.upper()} required; the offer {where}"))
             continue
-        best = _best_for_offer(
+        best = best_for_offer(
             model,
             cand,
             fx,
@@ -139,7 +139,7 @@ def _miss_text(c: Choice, deadline: float | None, budget: float | None) -> str:
     return "; ".join(parts)
 
 
-def _best_for_offer(
+def best_for_offer(
     model: ModelSpec,
     cand: Candidate,
     fx: FxRate | None,
