@@ -254,3 +254,32 @@ def test_plan_cost_dedicated_vs_cloud() -> None:
         "aws-p5en-48xlarge",
     )
     assert typo.returncode == 2 and "Did you mean" in typo.stderr
+
+
+def test_plan_train_cost_object() -> None:
+    args = (
+        "plan",
+        "train",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h200-sxm",
+        "--gpus",
+        "8",
+        "--zero",
+        "3",
+        "--seq-len",
+        "4096",
+        "--tokens",
+        "2e9",
+        "--offer",
+        "aws-p5en-48xlarge",
+        "--json",
+    )
+    data = json.loads(treino(*args).stdout)
+    hours = data["time"]["total_seconds"] / 3600
+    assert data["cost"]["total_brl"] == pytest.approx(hours * 63.296 * data["cost"]["fx_brl_per_usd"])
+    wrong = treino(
+        "plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--tokens", "1e9", "--offer", "aws-p5en-48xlarge"
+    )
+    assert wrong.returncode == 2 and "--gpu h200-sxm" in wrong.stderr

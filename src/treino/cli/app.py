@@ -75,10 +75,13 @@ def plan_train(
     cpu_cores: Annotated[int, typer.Option("--cpu-cores", help="Server CPU cores (default: 8 per GPU).")] = 0,
     ram_gb: Annotated[float, typer.Option("--ram-gb", help="Server RAM, GB (default: 128 per GPU).")] = 0,
     dataset_gb: Annotated[float, typer.Option("--dataset-gb", help="Dataset size on disk, GB.")] = 0,
+    offer: Annotated[str, typer.Option("--offer", help="Price the run on this offer (see offers.csv).")] = "",
+    runs_per_month: Annotated[float, typer.Option("--runs-per-month")] = 1,
+    months: Annotated[int, typer.Option("--months")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Training memory per GPU, the fit verdict, what to change when it does not fit, the run time, and whether
-    storage and CPUs keep the GPUs fed."""
+    """Training memory per GPU, the fit verdict, what to change when it does not fit, the run time, whether
+    storage and CPUs keep the GPUs fed, and (with --offer) what it costs."""
     from treino.plan import TrainSetup, plan_training
 
     setup = TrainSetup(
@@ -127,12 +130,14 @@ def plan_train(
         dataset_gb=dataset_gb,
         seq_len=setup.seq_len,
     )
+    cost = _job_cost(offer, gpu_spec.name, setup.gpus, timing.total_seconds, runs_per_month, months, dataset_gb)
     if as_json:
         _print_json(
             {
                 **result.to_json(),
                 "time": {"interconnect": link, **asdict(timing)},
                 "pipeline": {**asdict(feed), "advice": list(feed.advice)},
+                "cost": cost,
             }
         )
         return
@@ -141,6 +146,13 @@ def plan_train(
     console().print(train_plan(result))
     console().print(time_line(timing, link))
     console().print(pipeline_line(feed))
+    if cost:
+        from treino.plan.cost import format_brl
+
+        console().print(
+            f"Cost on {offer}: {format_brl(cost['total_brl'])} for {months} month(s) "
+            f"({format_brl(cost['per_month_brl'])} a month; prices as of {cost['price_as_of']})."
+        )
     if not result.fits:
         raise typer.Exit(1)
 
@@ -425,6 +437,33 @@ def models_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
     from treino.cli.render import console, models_table
 
     console().print(models_table(specs))
+
+
+def _job_cost(
+    offer_name: str, gpu: str, gpus: int, run_seconds: float, runs_per_month: float, months: int, dataset_gb: float
+) -> dict[str, object] | None:
+    """The `cost` object of `plan train --json`: this run on `offer_name`, enough servers for `gpus`."""
+    if not offer_name:
+        return None
+    from treino.catalog import offers as offer_catalog
+    from treino.plan.cost import project_cost
+
+    offer = offer_catalog.offer(offer_name)
+    if offer.gpu != gpu:
+        raise TreinoError(f"Offer {offer.name!r} has {offer.gpu} GPUs, not {gpu}. To fix: --gpu {offer.gpu}.")
+    if run_seconds <= 0:
+        raise TreinoError("Pricing a run needs its length. To fix: add --tokens.")
+    servers = -(-gpus // offer.gpus)
+    fx = offer_catalog.fx_rate()
+    one = project_cost(offer, fx, run_seconds / 3600, runs_per_month, months, dataset_gb)
+    total = one.compute_brl * servers + one.egress_brl
+    return {
+        **asdict(one),
+        "servers": servers,
+        "total_brl": total,
+        "per_month_brl": total / months,
+        "fx_source": fx.source,
+    }
 
 
 def _hours(text: str) -> float:
