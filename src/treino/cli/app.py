@@ -503,6 +503,7 @@ def recommend_cmd(
     ] = "",
     max_gpus: Annotated[int, typer.Option("--max-gpus")] = 64,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    html: Annotated[str, typer.Option("--html", help="Also write a self-contained HTML report with plots.")] = "",
 ) -> None:
     """Which server to rent: the cheapest configurations that fit, meet the deadline and budget, and keep
     the data where it may be."""
@@ -517,18 +518,38 @@ def recommend_cmd(
     for o in table.values():
         country = sites[o.site].country if o.site and o.site in sites else None
         candidates.append(Candidate(o, catalog.gpu(o.gpu), country))
+    spec, fx = catalog.model(model), offer_catalog.fx_rate()
+    deadline_hours, budget_brl = (_hours(deadline) if deadline else None), (_brl(budget) if budget else None)
     result = recommend(
-        catalog.model(model),
+        spec,
         candidates,
-        offer_catalog.fx_rate(),
+        fx,
         tokens=tokens,
         seq_len=seq_len,
         precision=precision,
-        deadline_hours=_hours(deadline) if deadline else None,
-        budget_brl=_brl(budget) if budget else None,
+        deadline_hours=deadline_hours,
+        budget_brl=budget_brl,
         residency=residency or None,
         max_gpus=max_gpus,
     )
+    if html:
+        from treino.report import write_recommendation_report
+
+        written = write_recommendation_report(
+            html,
+            spec,
+            result,
+            candidates,
+            fx,
+            tokens,
+            seq_len,
+            precision=precision,
+            deadline_hours=deadline_hours,
+            budget_brl=budget_brl,
+            residency=residency or None,
+        )
+        if as_json:  # stderr, so stdout stays one JSON document
+            print(f"Report: {written}", file=sys.stderr)
     if as_json:
         _print_json(
             {
@@ -542,6 +563,8 @@ def recommend_cmd(
     from treino.cli.render import console, recommendation
 
     console().print(recommendation(result))
+    if html:
+        print(f"Report: {written}")
 
 
 def main() -> None:
