@@ -362,14 +362,10 @@ TARGET_RECOMMEND_S = 1.0  # the issue: every offer, 1-64 GPUs, every strategy, <
 
 def recommend_rows() -> list[Row]:
     from treino.catalog import offers as offer_catalog
-    from treino.plan.recommend import STRATEGIES, Candidate, recommend
+    from treino.plan.recommend import STRATEGIES, recommend
 
     def search() -> Row:
-        sites = offer_catalog.sites()
-        cands = [
-            Candidate(o, catalog.gpu(o.gpu), sites[o.site].country if o.site in sites else None)
-            for o in offer_catalog.offers().values()
-        ]
+        cands = offer_catalog.candidates()
         fx, model = offer_catalog.fx_rate(), catalog.model("llama-3-8b")
         seconds = _median_s(lambda: recommend(model, cands, fx, tokens=2e9, seq_len=4096, max_gpus=64), 5)
         return Row(

@@ -76,12 +76,7 @@ def test_bad_limits() -> None:
 
 def test_catalog_search_for_the_demo() -> None:
     """The issue's demo: Llama-3-8B on 2 B tokens within 3 days under residency BR."""
-    fx = offer_catalog.fx_rate()
-    sites = offer_catalog.sites()
-    cands = [
-        Candidate(o, catalog.gpu(o.gpu), sites[o.site].country if o.site in sites else None)
-        for o in offer_catalog.offers().values()
-    ]
+    fx, cands = offer_catalog.fx_rate(), offer_catalog.candidates()
     r = recommend(catalog.model("llama-3-8b"), cands, fx, tokens=2e9, seq_len=4096, deadline_hours=72, residency="BR")
     assert r.choices and all(c.country == "BR" and c.hours <= 72 for c in r.choices)
     assert [c.cost_brl for c in r.choices] == sorted(c.cost_brl for c in r.choices)

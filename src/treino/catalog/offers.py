@@ -8,7 +8,6 @@ name the file, line and field.
 from __future__ import annotations
 
 import csv
-import difflib
 from collections.abc import Iterable
 from datetime import date
 from functools import cache
@@ -19,9 +18,10 @@ from typing import Any, Literal
 import yaml  # type: ignore[import-untyped]  # no types-PyYAML in the venv
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from treino.catalog.loader import gpus
+from treino.catalog.loader import _did_you_mean, _normalise, gpu, gpus
 from treino.errors import CatalogError, PlanError
 from treino.plan.cost import FxRate, Offer
+from treino.plan.recommend import Candidate
 
 _DATA = resources.files("treino.catalog") / "data" / "v1"
 _DATE = r"^\d{4}-\d{2}-\d{2}$"
@@ -93,16 +93,6 @@ class FxRow(BaseModel):
     quote: str = Field(pattern=r"^[A-Z]{3}$")
     rate: float = Field(gt=0)
     source: str = Field(min_length=1)
-
-
-def _normalise(name: str) -> str:
-    return name.strip().lower().replace("_", "-").replace(" ", "-")
-
-
-def _did_you_mean(kind: str, name: str, known: list[str], listing: str) -> CatalogError:
-    close = difflib.get_close_matches(_normalise(name), known, n=3, cutoff=0.5)
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    return CatalogError(f"Unknown {kind} {name!r}.{hint} See '{listing}'.")
 
 
 def _error(where: str, line: int, exc: ValidationError, field_lines: dict[str, int] | None = None) -> CatalogError:
@@ -247,3 +237,18 @@ def load_offers_file(path: str | Path) -> dict[str, Offer]:
         with path.open(encoding="utf-8", newline="") as handle:
             return _offers_from_csv(handle, str(path))
     raise CatalogError(f"{str(path)!r}: offers files must end in .csv, .yaml or .yml.")
+
+
+def candidate(name: str, local: dict[str, Offer] | None = None) -> Candidate:
+    """An offer (from `local` quotes first, then the catalog) with its GPU and its site's country."""
+    found = (local or {}).get(name) or offer(name)
+    where = sites().get(found.site) if found.site else None
+    return Candidate(found, gpu(found.gpu), where.country if where else None)
+
+
+def candidates(offers_file: str | Path | None = None) -> list[Candidate]:
+    """Every catalog offer, plus a user's quotes file, ready for the recommender."""
+    table = dict(offers())
+    if offers_file:
+        table.update(load_offers_file(offers_file))
+    return [candidate(name, table) for name in table]

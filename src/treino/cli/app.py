@@ -294,22 +294,14 @@ def plan_cost(
     """Dedicated server against cloud for this job: total cost in BRL, break-even, exchange-rate risk."""
     from treino.catalog import offers as offer_catalog
     from treino.plan.cost import format_brl
-    from treino.plan.recommend import Candidate
     from treino.plan.tco import compare
 
     local = offer_catalog.load_offers_file(offers_file) if offers_file else {}
-    sites = offer_catalog.sites()
-
-    def candidate(name: str) -> Candidate:
-        offer = local.get(name) or offer_catalog.offer(name)
-        country = sites[offer.site].country if offer.site in sites else None
-        return Candidate(offer, catalog.gpu(offer.gpu), country)
-
     fx = offer_catalog.fx_rate()
     result = compare(
         catalog.model(model),
-        candidate(dedicated),
-        candidate(cloud),
+        offer_catalog.candidate(dedicated, local),
+        offer_catalog.candidate(cloud, local),
         fx,
         tokens=tokens,
         seq_len=seq_len,
@@ -508,16 +500,9 @@ def recommend_cmd(
     """Which server to rent: the cheapest configurations that fit, meet the deadline and budget, and keep
     the data where it may be."""
     from treino.catalog import offers as offer_catalog
-    from treino.plan.recommend import Candidate, recommend
+    from treino.plan.recommend import recommend
 
-    table = dict(offer_catalog.offers())
-    if offers_file:
-        table.update(offer_catalog.load_offers_file(offers_file))
-    sites = offer_catalog.sites()
-    candidates = []
-    for o in table.values():
-        country = sites[o.site].country if o.site and o.site in sites else None
-        candidates.append(Candidate(o, catalog.gpu(o.gpu), country))
+    candidates = offer_catalog.candidates(offers_file)
     spec, fx = catalog.model(model), offer_catalog.fx_rate()
     deadline_hours, budget_brl = (_hours(deadline) if deadline else None), (_brl(budget) if budget else None)
     result = recommend(
