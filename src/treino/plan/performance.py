@@ -144,6 +144,27 @@ def allreduce_seconds(
     return t
 
 
+def tensor_parallel_seconds(
+    model: ModelSpec, setup: TrainSetup, gpu: GpuSpec, interconnect: str, gpus_per_server: int = GPUS_PER_SERVER
+) -> float:
+    """Megatron tensor parallelism all-reduces the block's b·s·h activations twice in forward and twice in
+    backward (Shoeybi et al. 2019, §3, Fig. 4: the f and g operators), in 16 bits; full recompute repeats the
+    forward's two. Sequence parallelism swaps them for reduce-scatter + all-gather, the same bytes (Korthikanti
+    et al. 2022, §4.2.2). Not overlapped with compute."""
+    t = setup.tp
+    if t == 1:
+        return 0.0
+    if t > gpus_per_server:
+        raise PlanError(
+            f"--tp {t} spans servers; tensor parallelism needs one NVLink domain. To fix: --tp <= "
+            f"{gpus_per_server}, and data parallelism (ZeRO) across servers."
+        )
+    per_block = 6 if setup.checkpointing == "full" else 4
+    nbytes = setup.micro_batch * setup.seq_len * model.hidden_size * 2
+    one = 2 * (t - 1) / t * nbytes / (link_busbw_gb_s(gpu, interconnect, t) * 1e9) + NCCL_LATENCY_S
+    return setup.grad_accum * model.num_layers * per_block * one
+
+
 def _comm_bytes(model: ModelSpec, setup: TrainSetup) -> float:
     """Bytes each GPU all-reduces per optimizer step: the gradients, in 16 bits unless training in fp32 (FSDP
     MixedPrecision / DDP's bf16 compression hook); ZeRO-3 adds the weights' all-gathers: 1.5x the volume of an
@@ -193,6 +214,9 @@ def estimate_time(
     backward = compute * 2 / 3 / setup.grad_accum  # only the last micro-batch's backward overlaps
     last_bucket = min(DDP_BUCKET_BYTES, comm_bytes) / (link_busbw_gb_s(gpu, interconnect, 2) * 1e9)
     exposed = max(comm - OVERLAP_FRACTION * backward, min(comm, last_bucket)) if comm else 0.0
+    tp_comm = tensor_parallel_seconds(model, setup, gpu, interconnect, gpus_per_server)
+    comm += tp_comm
+    exposed += tp_comm  # on the critical path: each block waits for its all-reduce
     step = compute + exposed
     steps = math.ceil(tokens / tokens_per_step) if tokens else 0
     return TimeEstimate(
