@@ -15,7 +15,7 @@ Tensor parallelism divides weights and most activations by its size (Korthikanti
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from treino.errors import PlanError
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
@@ -400,7 +400,3 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         cpu_offload_bytes=round(cpu),
         notes=tuple(notes),
     )
-
-
-def with_changes(setup: TrainSetup, **changes: object) -> TrainSetup:
-    return replace(setup, **changes)  # type: ignore[arg-type]
