@@ -14,7 +14,7 @@ lower (Llama-3.2-3B on an L40S: ~12 %, planner-formulas §B8): pass `mfu=` to us
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from treino.errors import PlanError
 from treino.plan.hardware import GpuSpec
@@ -263,7 +263,7 @@ def scale(
                     interconnect,
                     est.step_seconds,
                     est.tokens_per_second,
-                    est.tokens_per_second / (n // setup.tp * one.tokens_per_second / 1),
+                    est.tokens_per_second / (n * one.tokens_per_second),  # n data-parallel replicas
                     est.exposed_comm_seconds / est.step_seconds,
                 )
             )
@@ -271,6 +271,4 @@ def scale(
 
 
 def _with_gpus(setup: TrainSetup, gpus: int) -> TrainSetup:
-    from dataclasses import replace
-
     return replace(setup, gpus=gpus * setup.tp, zero=setup.zero if gpus > 1 else 0)
