@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from treino import catalog
+from treino.cli.bench import bench
 from treino.errors import TreinoError
 
 app = typer.Typer(
@@ -20,6 +21,8 @@ app = typer.Typer(
 )
 plan_app = typer.Typer(no_args_is_help=True, help="Will it fit, and with which settings?")
 app.add_typer(plan_app, name="plan")
+
+app.command("bench")(bench)
 
 _state = {"debug": False}
 

@@ -1,0 +1,72 @@
+"""`treino bench`: measure this server's GPUs, links, host, storage and data loader against the datasheet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def bench(
+    quick: Annotated[bool, typer.Option("--quick", help="Small sizes and few repeats (about a minute).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output (docs/bench-json.md).")] = False,
+    save: Annotated[
+        Path | None, typer.Option("--save", help="Write a hardware profile for 'treino plan train --profile'.")
+    ] = None,
+    only: Annotated[
+        str, typer.Option("--only", help="Comma-separated stages: gpu, collectives, host, storage, dataloader.")
+    ] = "",
+    path: Annotated[
+        Path | None,
+        typer.Option("--path", help="Directory whose filesystem the storage test reads (default: a temp dir)."),
+    ] = None,
+    feed_samples_per_s: Annotated[
+        float, typer.Option("--feed-samples-per-s", help="Samples/s the GPUs consume; judges the data loader.")
+    ] = 0.0,
+) -> None:
+    """Measure this server against what it promises: GPU bandwidth and TFLOP/s, collectives (algbw/busbw as
+    nccl-tests), host memory, storage read and data-loader rate, with verdicts on the seed's criteria."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from treino.bench.runner import parse_only, run_bench
+
+    stages = parse_only(only)
+    err = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err, transient=True
+    ) as progress:
+        task = progress.add_task("bench", total=len(stages))
+        seen: list[str] = []
+
+        def on_stage(stage: str) -> None:
+            if seen:
+                progress.advance(task)
+            seen.append(stage)
+            progress.update(task, description=f"bench: {stage}")
+
+        run = run_bench(stages, quick=quick, path=path, feed_samples_per_s=feed_samples_per_s, on_stage=on_stage)
+        progress.advance(task)
+    if save is not None:
+        from treino import catalog
+        from treino.bench.profile import build_profile, catalog_match, save_profile
+
+        name = catalog_match(run.result["gpus"][0]["name"], catalog.gpus()) if run.result["gpus"] else None
+        save_profile(build_profile(run.result, name), save)
+    if as_json:
+        for note in run.notes:
+            err.print(note, highlight=False, soft_wrap=True)
+        typer.echo(json.dumps(run.result, indent=2))
+        return
+    from treino.bench.report import table, verdict_lines
+
+    out = Console()
+    for note in run.notes:
+        out.print(note, highlight=False, soft_wrap=True)
+    out.print(table(run.result))
+    for line in verdict_lines(run.result):
+        out.print(line, highlight=False)
+    if save is not None:
+        out.print(f"Profile: {save} (use it with 'treino plan train --profile {save}').", highlight=False)
