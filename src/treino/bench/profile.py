@@ -83,9 +83,22 @@ class MeasuredGpu:
     spec: GpuSpec  # the catalog spec with the measured figures in place of the datasheet's
     measured: dict[str, tuple[float, float]]  # field -> (datasheet, measured)
     measured_at: str
+    path: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "measured_at": self.measured_at,
+            "measured": {k: {"datasheet": d, "measured": m} for k, (d, m) in self.measured.items()},
+        }
+
+    def line(self) -> str:
+        """One line for the plan's output: which figures came from a measurement."""
+        parts = ", ".join(f"{k} {m:,.0f} (datasheet {d:,.0f})" for k, (d, m) in self.measured.items())
+        return f"Measured ({self.path or 'profile'}, {self.measured_at}): {parts}."
 
 
-def apply_profile(spec: GpuSpec, profile: dict[str, Any]) -> MeasuredGpu:
+def apply_profile(spec: GpuSpec, profile: dict[str, Any], path: str = "") -> MeasuredGpu:
     """`spec` with the profile's measured HBM bandwidth, TFLOP/s and (NCCL over NVLink) all-reduce busbw."""
     gpu = profile.get("gpu")
     if not gpu:
@@ -113,7 +126,12 @@ def apply_profile(spec: GpuSpec, profile: dict[str, Any]) -> MeasuredGpu:
     measured = {k: (float(getattr(spec, k)), v) for k, v in changes.items()}
     when = str(profile.get("measured_at", "?"))
     source = f"measured by treino bench at {when} ({', '.join(changes)}); datasheet: {spec.source}"
-    return MeasuredGpu(dataclasses.replace(spec, source=source, **changes), measured, when)
+    return MeasuredGpu(dataclasses.replace(spec, source=source, **changes), measured, when, path)
+
+
+def measured_spec(spec: GpuSpec, path: Path) -> MeasuredGpu:
+    """`treino plan ... --profile PATH`: the catalog spec with the profile's measured figures."""
+    return apply_profile(spec, load_profile(path), str(path))
 
 
 def _tokens(name: str) -> set[str]:

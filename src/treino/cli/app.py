@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -81,6 +82,9 @@ def plan_train(
     offer: Annotated[str, typer.Option("--offer", help="Price the run on this offer (see offers.csv).")] = "",
     runs_per_month: Annotated[float, typer.Option("--runs-per-month")] = 1,
     months: Annotated[int, typer.Option("--months")] = 1,
+    profile: Annotated[
+        Path | None, typer.Option("--profile", help="Hardware profile from 'treino bench --save': measured figures.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Training memory per GPU, the fit verdict, what to change when it does not fit, the run time, whether
@@ -106,6 +110,12 @@ def plan_train(
         sequence_parallel=sequence_parallel,
     )
     gpu_spec = catalog.gpu(gpu)
+    measured = None
+    if profile is not None:
+        from treino.bench.profile import measured_spec
+
+        measured = measured_spec(gpu_spec, profile)
+        gpu_spec = measured.spec
     if method == "trace":
         from treino.trace.plan import plan_by_trace
 
@@ -141,11 +151,14 @@ def plan_train(
                 "time": {"interconnect": link, **asdict(timing)},
                 "pipeline": {**asdict(feed), "advice": list(feed.advice)},
                 "cost": cost,
+                **({"profile": measured.to_json()} if measured else {}),
             }
         )
         return
     from treino.cli.render import console, pipeline_line, time_line, train_plan
 
+    if measured:
+        console().print(measured.line(), highlight=False)
     console().print(train_plan(result))
     console().print(time_line(timing, link))
     console().print(pipeline_line(feed))
