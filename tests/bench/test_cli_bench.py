@@ -1,0 +1,109 @@
+"""`treino bench` and `treino plan train --profile` as users run them: real subprocesses, exit codes, JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from treino.bench import gpu as bench_gpu
+from treino.bench.profile import build_profile, save_profile
+from treino.bench.runner import NO_GPU_LINE, parse_only, run_bench
+from treino.errors import TreinoError
+
+JSON_KEYS = {"gpus", "collectives", "host", "storage", "dataloader", "verdicts"}
+COLLECTIVE_KEYS = {"op", "backend", "ranks", "bytes", "algbw_gb_s", "busbw_gb_s", "latency_us"}
+QUICK_LIMIT_S = 60  # the issue's bound for --quick on a 2-core machine
+
+
+def treino(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "treino", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_quick_json_runs_every_cpu_stage_within_a_minute() -> None:
+    start = time.perf_counter()
+    out = treino("bench", "--quick", "--json", timeout=QUICK_LIMIT_S + 30)
+    seconds = time.perf_counter() - start
+    assert out.returncode == 0, out.stderr
+    assert seconds <= QUICK_LIMIT_S
+    assert "Traceback" not in out.stderr
+    result = json.loads(out.stdout)
+    assert set(result) == JSON_KEYS
+    assert result["collectives"] and all(set(c) == COLLECTIVE_KEYS for c in result["collectives"])
+    assert {c["op"] for c in result["collectives"]} == {"all_reduce", "all_gather", "reduce_scatter"}
+    assert set(result["host"]) == {"cpu", "cores", "ram_bytes", "memory_bandwidth_gb_s"}
+    assert result["host"]["memory_bandwidth_gb_s"] > 0 and result["host"]["cores"] >= 1
+    assert set(result["storage"]) == {"path", "read_gb_s", "method"} and result["storage"]["read_gb_s"] > 0
+    assert set(result["dataloader"]) == {"samples_per_s", "workers"} and result["dataloader"]["samples_per_s"] > 0
+    assert any(v["criterion"] == "allreduce_correct" and v["passed"] for v in result["verdicts"])
+    if not bench_gpu.cuda_available():
+        assert result["gpus"] == []
+        assert out.stderr.count(NO_GPU_LINE) == 1
+
+
+def test_gpu_stage_without_cuda_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_gpu, "cuda_available", lambda: False)
+    run = run_bench(("gpu",), quick=True)
+    assert run.notes == [NO_GPU_LINE]
+    assert run.result["gpus"] == []
+
+
+def test_only_accepts_stages_and_aliases_in_run_order() -> None:
+    assert parse_only("disk,gpu") == ("gpu", "storage")
+    assert parse_only("allreduce, host") == ("collectives", "host")
+    with pytest.raises(TreinoError, match="Valid stages: gpu, collectives, host, storage, dataloader"):
+        parse_only("gpu,dsik")
+
+
+def test_bad_only_exits_2_with_a_clear_message() -> None:
+    out = treino("bench", "--only", "gpu,dsik")
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert "Unknown stage 'dsik' in --only. Did you mean 'disk'?" in out.stderr
+    assert "Valid stages: gpu, collectives, host, storage, dataloader" in out.stderr
+
+
+def _h200_profile(hbm_gb_s: float) -> dict:
+    result = {
+        "gpus": [{"name": "NVIDIA H200", "copy_gb_s": hbm_gb_s, "tflops": {"bf16": 989.5}}],
+        "collectives": [],
+        "storage": {"path": "/data", "read_gb_s": 6.5, "method": "O_DIRECT"},
+        "dataloader": {"samples_per_s": 1000.0, "workers": 2},
+    }
+    return build_profile(result, "h200-sxm")
+
+
+PLAN = ["plan", "train", "-m", "llama-3-8b", "-g", "h200-sxm", "-s", "128", "--json"]  # short: memory-bound
+
+
+def test_profile_round_trip_changes_the_roofline(tmp_path: Path) -> None:
+    # The H200 SXM datasheet: 4.8 TB/s HBM3e. A profile measuring half of it must double the roofline time.
+    path = tmp_path / "profile.json"
+    save_profile(_h200_profile(2400.0), path)
+    sheet = json.loads(treino(*PLAN).stdout)
+    out = treino(*PLAN, "--profile", str(path))
+    assert out.returncode == 0, out.stderr
+    measured = json.loads(out.stdout)
+    assert measured["profile"]["measured"]["hbm_bandwidth_gb_s"] == {"datasheet": 4800.0, "measured": 2400.0}
+    assert measured["time"]["bound"] == "memory"
+    assert measured["time"]["compute_seconds"] > 1.4 * sheet["time"]["compute_seconds"]
+    text = treino(*PLAN[:-1], "--profile", str(path)).stdout
+    assert "Measured (" in text and "hbm_bandwidth_gb_s 2,400 (datasheet 4,800)" in text
+
+
+def test_profile_for_another_gpu_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "profile.json"
+    save_profile(_h200_profile(2400.0), path)
+    out = treino("plan", "train", "-m", "llama-3-8b", "-g", "a100-80gb-sxm", "--profile", str(path))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "To fix: --gpu h200-sxm" in out.stderr
