@@ -107,3 +107,17 @@ def test_profile_for_another_gpu_is_refused(tmp_path: Path) -> None:
     out = treino("plan", "train", "-m", "llama-3-8b", "-g", "a100-80gb-sxm", "--profile", str(path))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "To fix: --gpu h200-sxm" in out.stderr
+
+
+def test_save_on_a_cpu_machine_writes_a_profile_the_planner_refuses_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "cpu.json"
+    out = treino("bench", "--only", "host", "--save", str(path))
+    assert out.returncode == 0, out.stderr
+    profile = json.loads(path.read_text())
+    assert profile["schema_version"] == 1 and profile["measured_at"]
+    if bench_gpu.cuda_available():
+        return
+    assert profile["gpu"] is None
+    out = treino(*PLAN, "--profile", str(path))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "The profile holds no GPU measurements" in out.stderr
