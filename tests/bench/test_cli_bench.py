@@ -111,7 +111,7 @@ def test_profile_for_another_gpu_is_refused(tmp_path: Path) -> None:
 
 def test_save_on_a_cpu_machine_writes_a_profile_the_planner_refuses_clearly(tmp_path: Path) -> None:
     path = tmp_path / "cpu.json"
-    out = treino("bench", "--only", "host", "--save", str(path))
+    out = treino("bench", "--quick", "--only", "host", "--save", str(path))
     assert out.returncode == 0, out.stderr
     profile = json.loads(path.read_text())
     assert profile["schema_version"] == 1 and profile["measured_at"]
