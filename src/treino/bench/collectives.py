@@ -95,7 +95,8 @@ def _worker(
     # torch 2.13 renamed the tensor forms *_single; older releases only have *_tensor.
     _all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
     _reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ranks)
+    bound = {"device_id": device} if cuda else {}  # NCCL: bind the rank to its GPU (barriers, eager init)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ranks, **bound)
     try:
         # Correctness: random data (never zeros) summed across ranks, compared with the sum computed here.
         mine = torch.randn(CHECK_ELEMENTS, generator=torch.Generator().manual_seed(1000 + rank))
