@@ -97,6 +97,8 @@ def test_profile_round_trip_changes_the_roofline(tmp_path: Path) -> None:
     assert measured["profile"]["measured"]["hbm_bandwidth_gb_s"] == {"datasheet": 4800.0, "measured": 2400.0}
     assert measured["time"]["bound"] == "memory"
     assert measured["time"]["compute_seconds"] > 1.4 * sheet["time"]["compute_seconds"]
+    assert measured["pipeline"]["storage_bytes_per_s"] == 6.5e9  # the profile's O_DIRECT read, not --storage
+    assert sheet["pipeline"]["storage_bytes_per_s"] == 7.0e9
     text = treino(*PLAN[:-1], "--profile", str(path)).stdout
     assert "Measured (" in text and "hbm_bandwidth_gb_s 2,400 (datasheet 4,800)" in text
 

@@ -84,6 +84,7 @@ class MeasuredGpu:
     measured: dict[str, tuple[float, float]]  # field -> (datasheet, measured)
     measured_at: str
     path: str = ""
+    storage_read_gb_s: float | None = None  # the data disk, when read with the page cache bypassed
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,7 +127,10 @@ def apply_profile(spec: GpuSpec, profile: dict[str, Any], path: str = "") -> Mea
     measured = {k: (float(getattr(spec, k)), v) for k, v in changes.items()}
     when = str(profile.get("measured_at", "?"))
     source = f"measured by treino bench at {when} ({', '.join(changes)}); datasheet: {spec.source}"
-    return MeasuredGpu(dataclasses.replace(spec, source=source, **changes), measured, when, path)
+    storage = profile.get("storage_read_gb_s") if profile.get("storage_method") != "buffered (cached)" else None
+    return MeasuredGpu(
+        dataclasses.replace(spec, source=source, **changes), measured, when, path, float(storage) if storage else None
+    )
 
 
 def measured_spec(spec: GpuSpec, path: Path) -> MeasuredGpu:

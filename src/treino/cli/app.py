@@ -142,6 +142,7 @@ def plan_train(
         ram_gb=ram_gb or 128 * setup.gpus,
         dataset_gb=dataset_gb,
         seq_len=setup.seq_len,
+        storage_read_gb_s=measured.storage_read_gb_s if measured else None,  # the profile's disk beats --storage
     )
     cost = _job_cost(offer, gpu_spec.name, setup.gpus, timing.total_seconds, runs_per_month, months, dataset_gb)
     if as_json:
