@@ -85,6 +85,10 @@ def test_rich_output_shows_verdict_and_bar() -> None:
             "does not divide the model's 32 attention heads",
         ),
         (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--precision", "fp8"), "Unknown precision 'fp8'"),
+        (
+            ("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--kernels", "deepspeed"),
+            "Unknown kernels 'deepspeed'",
+        ),
         (("plan", "infer", "--model", "llama-3-8b", "--gpu", "l4", "--weights", "int3"), "Unknown --weights 'int3'"),
     ],
 )

@@ -121,8 +121,8 @@ _PRECISION = {
 }
 
 
-def validate(model: ModelSpec, setup: TrainSetup) -> None:
-    """Refuse impossible setups with a message that says how to fix them."""
+def validate_setup(setup: TrainSetup) -> None:
+    """Refuse impossible setups, whatever the model, with a message that says how to fix them."""
     for label, value, allowed in (
         ("precision", setup.precision, PRECISIONS),
         ("optimizer", setup.optimizer, OPTIMIZERS),
@@ -130,6 +130,7 @@ def validate(model: ModelSpec, setup: TrainSetup) -> None:
         ("checkpointing", setup.checkpointing, CHECKPOINTING),
         ("offload", setup.offload, OFFLOADS),
         ("quant", setup.quant, QUANTS),
+        ("kernels", setup.kernels, KERNELS),
     ):
         if value not in allowed:
             raise PlanError(f"Unknown {label} {value!r}. To fix: use one of {', '.join(allowed)}.")
@@ -146,17 +147,22 @@ def validate(model: ModelSpec, setup: TrainSetup) -> None:
         raise PlanError(f"--zero must be 0, 1, 2 or 3, got {setup.zero}.")
     if setup.gpus % setup.tp:
         raise PlanError(f"--tp {setup.tp} does not divide --gpus {setup.gpus}. To fix: use a divisor of the GPU count.")
-    if model.num_heads % setup.tp or model.num_kv_heads % setup.tp:
-        raise PlanError(
-            f"--tp {setup.tp} does not divide the model's {model.num_heads} attention heads and "
-            f"{model.num_kv_heads} key/value heads. To fix: use a tensor-parallel size that divides both."
-        )
     if setup.offload == "optimizer+params" and setup.zero != 3:
         raise PlanError("Offloading parameters needs ZeRO-3 (FSDP full shard). To fix: add --zero 3.")
     if setup.lora_rank < 0:
         raise PlanError(f"--lora-rank must be positive, got {setup.lora_rank}.")
     if setup.quant == "nf4" and not setup.lora:
         raise PlanError("NF4 weights are frozen, so --quant nf4 needs LoRA. To fix: add --lora-rank 16 (QLoRA).")
+
+
+def validate(model: ModelSpec, setup: TrainSetup) -> None:
+    """Refuse setups that are impossible in general or for this model."""
+    validate_setup(setup)
+    if model.num_heads % setup.tp or model.num_kv_heads % setup.tp:
+        raise PlanError(
+            f"--tp {setup.tp} does not divide the model's {model.num_heads} attention heads and "
+            f"{model.num_kv_heads} key/value heads. To fix: use a tensor-parallel size that divides both."
+        )
     if setup.lora:
         targets = {t.lora_target for t in model.layer_tensors} | {t.lora_target for t in model.outer_tensors}
         unknown = [t for t in setup.lora_targets if t not in targets]

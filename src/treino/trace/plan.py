@@ -28,7 +28,7 @@ from treino.errors import PlanError, TreinoError
 from treino.plan import MemoryEstimate, TrainPlan, TrainSetup
 from treino.plan.advice import Advice
 from treino.plan.hardware import GpuSpec
-from treino.plan.memory import ATTENTIONS, CHECKPOINTING, OPTIMIZERS, PRECISIONS
+from treino.plan.memory import validate_setup
 from treino.plan.model import ModelSpec, Tensor, model_from_config
 
 if TYPE_CHECKING:
@@ -139,21 +139,7 @@ def _failing_clearly(model: str, trace: Callable[[], StepMeasurement]) -> StepMe
 
 def _refuse_untraceable(setup: TrainSetup) -> None:
     """What one process on fake CPU tensors cannot measure, with the way out."""
-    for label, value, allowed in (
-        ("precision", setup.precision, PRECISIONS),
-        ("optimizer", setup.optimizer, OPTIMIZERS),
-        ("attention", setup.attention, ATTENTIONS),
-        ("checkpointing", setup.checkpointing, CHECKPOINTING),
-    ):
-        if value not in allowed:
-            raise PlanError(f"Unknown {label} {value!r}. To fix: use one of {', '.join(allowed)}.")
-    for label, number in (
-        ("micro-batch", setup.micro_batch),
-        ("seq-len", setup.seq_len),
-        ("grad-accum", setup.grad_accum),
-    ):
-        if number < 1:
-            raise PlanError(f"--{label} must be at least 1, got {number}.")
+    validate_setup(setup)
     refusals = (
         (setup.gpus > 1, f"--gpus {setup.gpus}", "--gpus 1"),
         (setup.zero > 0, f"--zero {setup.zero}", "--zero 0"),
