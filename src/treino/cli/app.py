@@ -55,6 +55,8 @@ def plan_train(
     checkpointing: Annotated[str, typer.Option(help="Activation checkpointing: none, selective, full.")] = "none",
     zero: Annotated[int, typer.Option("--zero", help="ZeRO stage 0-3 (FSDP full shard = 3).")] = 0,
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel size.")] = 1,
+    pp: Annotated[int, typer.Option("--pp", help="Pipeline stages (1F1B).")] = 1,
+    pp_interleave: Annotated[int, typer.Option("--pp-interleave", help="Virtual stages per GPU.")] = 1,
     offload: Annotated[str, typer.Option(help="none, optimizer, optimizer+params.")] = "none",
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA rank; 0 = full fine-tune.")] = 0,
     lora_targets: Annotated[
@@ -102,6 +104,8 @@ def plan_train(
         gpus=gpus,
         zero=zero,
         tp=tp,
+        pp=pp,
+        pp_interleave=pp_interleave,
         offload=offload,
         lora_rank=lora_rank,
         lora_targets=tuple(t.strip() for t in lora_targets.split(",") if t.strip()),

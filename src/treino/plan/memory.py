@@ -64,6 +64,8 @@ class TrainSetup:
     lora_rank: int = 0
     lora_targets: tuple[str, ...] = LORA_DEFAULT_TARGETS
     quant: str = "none"  # "nf4" = QLoRA base weights
+    pp: int = 1  # pipeline stages (1F1B schedule)
+    pp_interleave: int = 1  # virtual stages per GPU (Megatron interleaved schedule)
     kernels: str = "hf"  # "hf": Hugging Face modules (measured); "megatron": Megatron-LM's fused kernels
     sequence_parallel: bool = False  # Megatron sequence parallelism (shards norms and dropouts over TP)
     cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES
@@ -71,7 +73,7 @@ class TrainSetup:
 
     @property
     def dp(self) -> int:
-        return self.gpus // self.tp
+        return self.gpus // (self.tp * self.pp)
 
     @property
     def lora(self) -> bool:
@@ -140,13 +142,16 @@ def validate_setup(setup: TrainSetup) -> None:
         ("grad-accum", setup.grad_accum),
         ("gpus", setup.gpus),
         ("tp", setup.tp),
+        ("pp", setup.pp),
+        ("pp-interleave", setup.pp_interleave),
     ):
         if number < 1:
             raise PlanError(f"--{label} must be at least 1, got {number}.")
     if setup.zero not in (0, 1, 2, 3):
         raise PlanError(f"--zero must be 0, 1, 2 or 3, got {setup.zero}.")
-    if setup.gpus % setup.tp:
-        raise PlanError(f"--tp {setup.tp} does not divide --gpus {setup.gpus}. To fix: use a divisor of the GPU count.")
+    if setup.gpus % (setup.tp * setup.pp):
+        split = f"--tp {setup.tp}" + (f" x --pp {setup.pp}" if setup.pp > 1 else "")
+        raise PlanError(f"{split} does not divide --gpus {setup.gpus}. To fix: use divisors of the GPU count.")
     if setup.offload == "optimizer+params" and setup.zero != 3:
         raise PlanError("Offloading parameters needs ZeRO-3 (FSDP full shard). To fix: add --zero 3.")
     if setup.lora_rank < 0:
@@ -158,6 +163,11 @@ def validate_setup(setup: TrainSetup) -> None:
 def validate(model: ModelSpec, setup: TrainSetup) -> None:
     """Refuse setups that are impossible in general or for this model."""
     validate_setup(setup)
+    if model.num_layers % (setup.pp * setup.pp_interleave):
+        raise PlanError(
+            f"--pp {setup.pp} x --pp-interleave {setup.pp_interleave} does not divide the model's {model.num_layers} "
+            "layers. To fix: pick stage counts that divide the layers."
+        )
     if model.num_heads % setup.tp or model.num_kv_heads % setup.tp:
         raise PlanError(
             f"--tp {setup.tp} does not divide the model's {model.num_heads} attention heads and "
@@ -173,6 +183,23 @@ def validate(model: ModelSpec, setup: TrainSetup) -> None:
             )
     if setup.seq_len > model.max_positions and model.family in ("gpt2", "bert"):
         raise PlanError(f"--seq-len {setup.seq_len} exceeds the model's {model.max_positions} learned positions.")
+
+
+def stage_fraction(model: ModelSpec, pp: int) -> float:
+    """Share of the parameters on the most loaded pipeline stage."""
+    if pp == 1:
+        return 1.0
+    outer = model.params - model.num_layers * model.layer_params
+    edge = max(model.embedding_params, outer - model.embedding_params)
+    return (model.num_layers * model.layer_params / pp + edge) / model.params
+
+
+def pipeline_activation_factor(setup: TrainSetup) -> float:
+    if setup.pp == 1:
+        return 1.0
+    in_flight = min(1.0, setup.grad_accum / setup.pp)
+    interleave = 1 + (setup.pp - 1) / (setup.pp * setup.pp_interleave) if setup.pp_interleave > 1 else 1.0
+    return in_flight * interleave
 
 
 def lora_params(model: ModelSpec, setup: TrainSetup) -> int:
@@ -311,9 +338,12 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     grads_total = grad_elem * trainable
     optimizer_total = _optimizer_state_bytes(model, setup, trainable, p)
 
-    weights = weights_total / t
-    grads = grads_total / t
-    optimizer = optimizer_total / t
+    # Pipeline stages hold L/pp blocks; the first also the embedding, the last the head (Megatron: the most
+    # loaded stage is the first, `(block/pp + embedding)/tp`, planner-formulas §1.4).
+    stage = stage_fraction(model, setup.pp)
+    weights = weights_total * stage / t
+    grads = grads_total * stage / t
+    optimizer = optimizer_total * stage / t
     largest_layer_bytes = p.weight_bytes * model.layer_params / t
     cpu = 0.0
     if setup.zero >= 1:
@@ -325,7 +355,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         # (llm-analysis charges fwd+bwd prefetch; torch FSDP prefetches one layer by default).
         weights = weights / dp + 2 * largest_layer_bytes
     # Model states as the ZeRO paper counts them (Fig. 1): no gathered buffers, nothing offloaded.
-    model_states = weights_total / t / (dp if setup.zero >= 3 else 1) + grads + optimizer
+    model_states = weights_total * stage / t / (dp if setup.zero >= 3 else 1) + grads + optimizer
     if setup.offload != "none":
         cpu += optimizer
         optimizer = 0
@@ -351,6 +381,9 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     else:
         activations = L * block + embed_out
         live_block = 0.0
+    # 1F1B: the first stage keeps min(m, pp) micro-batches of its L/pp blocks = L blocks' worth; interleaving
+    # adds (pp-1)/(pp·v) (Korthikanti et al. 2022, §4.2.3 and Fig. 1).
+    activations *= pipeline_activation_factor(setup)
     outer = 2 * tokens * model.hidden_size * 4  # final norm's fp32 input and output feeding the head
 
     # Logits and loss: HF upcasts the logits to fp32 for cross-entropy (transformers loss_utils
@@ -371,6 +404,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     head_grad = 0 if setup.lora else grad_elem * model.vocab_size * model.hidden_size / t
     largest_tensor = max(t_.numel for t_ in (*model.layer_tensors, *model.outer_tensors))
     opt_temp = 0.0 if setup.offload != "none" else _optimizer_temporary_bytes(setup, trainable, largest_tensor, p)
+    opt_temp *= stage  # each pipeline stage steps its own parameters
     if setup.zero >= 1:
         opt_temp /= dp
     saved = activations + outer

@@ -162,7 +162,7 @@ def tensor_parallel_seconds(
     per_block = 6 if setup.checkpointing == "full" else 4
     nbytes = setup.micro_batch * setup.seq_len * model.hidden_size * 2
     one = 2 * (t - 1) / t * nbytes / (link_busbw_gb_s(gpu, interconnect, t) * 1e9) + NCCL_LATENCY_S
-    return setup.grad_accum * model.num_layers * per_block * one
+    return setup.grad_accum * model.num_layers / setup.pp * per_block * one
 
 
 def _comm_bytes(model: ModelSpec, setup: TrainSetup) -> float:
@@ -171,7 +171,7 @@ def _comm_bytes(model: ModelSpec, setup: TrainSetup) -> float:
     all-reduce (Rajbhandari et al. 2020, §7)."""
     grad_bytes = 4 if setup.precision == "fp32" else 2
     trainable = lora_params(model, setup) if setup.lora else model.params
-    volume = grad_bytes * trainable / setup.tp
+    volume = grad_bytes * trainable / (setup.tp * setup.pp)
     return volume * (1.5 if setup.zero >= 3 else 1.0)
 
 
@@ -201,11 +201,13 @@ def estimate_time(
     tokens_per_gpu = setup.micro_batch * setup.seq_len * setup.grad_accum
     tokens_per_step = tokens_per_gpu * setup.dp
     # MFU counts model FLOPs, so hardware FLOPs (recompute, LoRA) scale the time by hw/model at equal HFU.
-    compute = tokens_per_gpu * model_flops / (setup.tp * peak * used_mfu)
+    compute = tokens_per_gpu * model_flops / (setup.tp * setup.pp * peak * used_mfu)
+    # Pipeline bubble: (p-1)/(v·m) of the ideal time with m micro-batches (Narayanan et al. 2021, §2.2).
+    compute *= 1 + (setup.pp - 1) / (setup.pp_interleave * setup.grad_accum)
     if setup.checkpointing != "full":
         compute *= hw_flops / model_flops
     # Roofline: every micro-batch reads the weights in forward and twice in backward.
-    weight_bytes = (2 if setup.precision != "fp32" else 4) * model.params / setup.tp
+    weight_bytes = (2 if setup.precision != "fp32" else 4) * model.params / (setup.tp * setup.pp)
     memory_time = setup.grad_accum * 3 * weight_bytes / (gpu.hbm_bandwidth_gb_s * 1e9 * HBM_EFFICIENCY)
     bound = "memory" if memory_time > compute else "compute"
     compute = max(compute, memory_time)
