@@ -155,7 +155,7 @@ def _try(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate | None:
 
 def advise(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup, current: MemoryEstimate) -> list[Advice]:
     """Up to five ways to make the run fit on `gpu`, cheapest first. Every combination of the changes is
-    planned (2^10 cheap estimates); the ranking prefers, in order: keeping the training result (no LoRA,
+    planned (2^len(CHANGES) cheap estimates); the ranking prefers, in order: keeping the training result (no LoRA,
     8-bit state or other numerics), keeping the GPU count, then the smallest expected slowdown.
     Empty when the run already fits."""
     capacity = gpu.memory_bytes

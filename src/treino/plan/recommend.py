@@ -38,7 +38,7 @@ class Choice:
     servers: int
     site: str | None
     country: str | None
-    setup: str  # the strategy, as CLI flags
+    setup: str  # the strategy, as CLI flags (derived from train_setup)
     hours: float
     cost_brl: float
     peak_gib: float
@@ -46,12 +46,23 @@ class Choice:
     example_price: bool
     price_source: str
     price_as_of: str
+    train_setup: TrainSetup
 
 
 @dataclass(frozen=True)
 class Rejection:
     offer: str
     reason: str
+    kind: str  # "residency", "memory" (fits nowhere) or "limits" (misses the deadline or budget)
+
+
+def flags(setup: TrainSetup) -> str:
+    """A setup as the CLI flags that plan it."""
+    zero = f" --zero {setup.zero}" if setup.zero else ""
+    return (
+        f"--gpus {setup.gpus}{zero} --micro-batch {setup.micro_batch} --grad-accum {setup.grad_accum} "
+        f"--checkpointing {setup.checkpointing}"
+    )
 
 
 @dataclass(frozen=True)
@@ -96,7 +107,9 @@ def recommend(
         offer = cand.offer
         if residency and cand.country != residency.upper():
             where = f"is in {offer.site} ({cand.country})" if cand.country else "has no site on record"
-            rejected.append(Rejection(offer.name, f"residency {residency.upper()} required; the offer {where}"))
+            rejected.append(
+                Rejection(offer.name, f"residency {residency.upper()} required; the offer {where}", "residency")
+            )
             continue
         best = best_for_offer(
             model,
@@ -117,7 +130,7 @@ def recommend(
         if ok:
             feasible.append(choice)
         else:
-            rejected.append(Rejection(offer.name, why))
+            rejected.append(Rejection(offer.name, why, "limits"))
     feasible.sort(key=lambda c: (c.cost_brl, c.hours))
     best_effort, miss = None, ""
     if not feasible and fitting:
@@ -186,8 +199,7 @@ def best_for_offer(
                 servers=servers,
                 site=offer.site,
                 country=cand.country,
-                setup=f"--gpus {gpus}{' --zero 3' if gpus > 1 else ''} --micro-batch {micro_batch} "
-                f"--grad-accum {grad_accum} --checkpointing {ckpt}",
+                setup=flags(setup),
                 hours=hours,
                 cost_brl=cost,
                 peak_gib=memory.peak_bytes / 2**30,
@@ -195,6 +207,7 @@ def best_for_offer(
                 example_price=offer.example,
                 price_source=offer.source,
                 price_as_of=offer.as_of,
+                train_setup=setup,
             )
             meets = (deadline_hours is None or hours <= deadline_hours) and (budget_brl is None or cost <= budget_brl)
             # prefer configurations that meet the limits, then the cheapest, then the fastest
@@ -208,6 +221,7 @@ def best_for_offer(
             offer.name,
             f"does not fit: the leanest strategy needs {leanest_gib:,.1f} GiB per GPU, "
             f"the {gpu.display_name} has {gpu.memory_bytes / 2**30:,.1f}",
+            "memory",
         )
     _, _, choice = best
     meets = best[0] == 0.0

@@ -62,21 +62,6 @@ def _esc(text: object) -> str:
     return html.escape(str(text))
 
 
-def _setup_from_flags(flags: str, seq_len: int, precision: str) -> TrainSetup:
-    """The TrainSetup a Choice's CLI flags describe ('--gpus 4 --zero 3 --micro-batch 2 ...')."""
-    words = flags.split()
-    values = dict(zip(words[::2], words[1::2], strict=True))
-    return TrainSetup(
-        micro_batch=int(values["--micro-batch"]),
-        seq_len=seq_len,
-        grad_accum=int(values["--grad-accum"]),
-        precision=precision,
-        checkpointing=values["--checkpointing"],
-        gpus=int(values["--gpus"]),
-        zero=int(values.get("--zero", 0)),
-    )
-
-
 def _png(fig: Figure) -> bytes:
     import matplotlib.pyplot as plt
 
@@ -133,7 +118,7 @@ def _memory_figure(
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 4.2))
     labels = []
     for i, choice in enumerate(choices):
-        memory = estimate_training_memory(model, _setup_from_flags(choice.setup, seq_len, precision))
+        memory = estimate_training_memory(model, choice.train_setup)
         bottom = 0.0
         for j, (name, attr) in enumerate(parts):
             gib = getattr(memory, attr) / GIB
@@ -391,15 +376,15 @@ def write_recommendation_report(
     job = {"tokens": tokens, "seq_len": seq_len, "precision": precision}
 
     # Offers rejected for the limits (not for memory) priced without them: same search, no new logic.
-    rejected = {r.offer: r.reason for r in recommendation.rejected}
-    retry = [by_name[name] for name, reason in rejected.items() if not reason.startswith("does not fit")]
+    rejected = {r.offer: r.kind for r in recommendation.rejected}
+    retry = [by_name[name] for name, kind in rejected.items() if kind != "memory"]
     repriced = (
         recommend(model_spec, retry, fx, tokens=tokens, seq_len=seq_len, precision=precision, top=len(retry)).choices
         if retry
         else ()
     )
-    outside = [c for c in repriced if rejected[c.offer].startswith("residency")]
-    missing = [c for c in repriced if not rejected[c.offer].startswith("residency")]
+    outside = [c for c in repriced if rejected[c.offer] == "residency"]
+    missing = [c for c in repriced if rejected[c.offer] != "residency"]
 
     dedicated = next((c for c in shown_choices if offers[c.offer].kind == "dedicated"), None)
     cloud, cloud_note = _top_cloud(
@@ -414,7 +399,7 @@ def write_recommendation_report(
         budget_brl=budget_brl,
     )
 
-    top_setup = replace(_setup_from_flags(top.setup, seq_len, precision), gpus=1, zero=0)
+    top_setup = replace(top.train_setup, gpus=1, zero=0)
     figures = [
         _memory_figure(model_spec, shown_choices, gpus, seq_len, precision),
         _scale_figure(model_spec, gpus[top.gpu], top_setup),
