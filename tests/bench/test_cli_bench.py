@@ -103,6 +103,24 @@ def test_profile_round_trip_changes_the_roofline(tmp_path: Path) -> None:
     assert "Measured (" in text and "hbm_bandwidth_gb_s 2,400 (datasheet 4,800)" in text
 
 
+def test_measured_matmul_scales_the_peak_by_its_burst_against_the_typical_mamf(tmp_path: Path) -> None:
+    # Measured on an H200 SXM (2026-11-29, benchmarks/results/h200-sxm-1x-2026-11-29.json): bf16 789 TFLOP/s
+    # burst, 674 sustained. MAMF for H100/H200 is 794.5 of 989 (hardware-and-prices.md §4.1, S01): a typical
+    # card, so the step time must stay within 1 % of the datasheet plan; a card bursting at half must take ~2x.
+    long_plan = ["plan", "train", "-m", "llama-3-8b", "-g", "h200-sxm", "-s", "4096", "--json"]  # compute-bound
+    sheet = json.loads(treino(*long_plan).stdout)["time"]["compute_seconds"]
+    for burst, ratio in ((789.0, 1.0), (394.5, 2.0)):
+        profile = _h200_profile(4300.0)
+        profile["gpu"]["tflops"] = {"bf16": 674.0}
+        profile["gpu"]["tflops_burst"] = {"bf16": burst}
+        path = tmp_path / f"p{burst}.json"
+        save_profile(profile, path)
+        out = json.loads(treino(*long_plan, "--profile", str(path)).stdout)
+        assert out["time"]["bound"] == "compute"
+        assert out["time"]["compute_seconds"] == pytest.approx(ratio * sheet, rel=0.01)
+        assert out["profile"]["measured"]["bf16_tflops"]["measured"] == pytest.approx(burst / 0.80)
+
+
 def test_profile_for_another_gpu_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "profile.json"
     save_profile(_h200_profile(2400.0), path)

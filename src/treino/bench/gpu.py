@@ -5,11 +5,19 @@ CUDA events; random data, never zeros (zeros let the tensor cores' power drop an
 fill the chip, far beyond its L2.
     copy      bytes moved = read + write = 2 x buffer (BabelStream / nvbandwidth convention)
     matmul    TFLOP/s = 2 M N K / t (mamf-finder)
+Matmuls are reported twice, because a GPU under continuous load lowers its clocks to stay within its power limit.
+Measured on an H200 SXM here (2026-11-29, benchmarks/results/): bf16 8192³ ran at 789 TFLOP/s for the first ten
+products at 1980 MHz, then settled at 674 TFLOP/s within about 0.1 s as the SM clock fell to about 1515 MHz.
+    burst      the mean of the first ten products after three warm-ups (the method of KINDS.md's reference
+               790 TFLOP/s and, with its short run, of mamf-finder's published MAMF table)
+    sustained  the median of the repeats in the second half of a run of at least SUSTAIN_S seconds: what a
+               training step, which keeps the GPU busy for hours, can use
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -26,6 +34,10 @@ WARMUP_ITERS = 5
 REPEATS = 20
 REPEATS_QUICK = 5
 INNER_ITERS = 10  # ops per timed repeat, so each repeat lasts well above the events' ~µs resolution
+BURST_WARMUP_ITERS = 3
+SUSTAIN_S = 2.0  # seconds of back-to-back matmuls per dtype; the H200 settled within 0.1 s
+SUSTAIN_S_QUICK = 0.5
+COOL_DOWN_S = 1.0  # idle before each dtype's burst: the H200's clock was back at 1980 MHz within 2 s
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 FP8_MIN_CAPABILITY = (8, 9)  # Ada and Hopper have fp8 tensor cores
 
@@ -37,7 +49,9 @@ class GpuResult:
     total_memory_bytes: int
     free_memory_bytes: int
     copy_gb_s: float  # device-to-device, reads + writes
-    tflops: dict[str, float] = field(default_factory=dict)  # dense matmul, per dtype
+    tflops: dict[str, float] = field(default_factory=dict)  # dense matmul per dtype, sustained
+    tflops_burst: dict[str, float] = field(default_factory=dict)  # the first ten products, clocks still high
+    sm_clock_mhz: dict[str, int] = field(default_factory=dict)  # SM clock at the end of each sustained run (NVML)
     h2d_pinned_gb_s: float = 0.0
     h2d_pageable_gb_s: float = 0.0
     d2h_pinned_gb_s: float = 0.0
@@ -78,7 +92,49 @@ def copy_gb_s(device: int, buffer_bytes: int, repeats: int) -> float:
     return copy_bytes_moved(nbytes) / seconds / 1e9
 
 
-def matmul_tflops(device: int, dtype: str, dim: int, repeats: int) -> float:
+@dataclass(frozen=True)
+class MatmulRate:
+    burst_tflops: float
+    sustained_tflops: float
+    sm_clock_mhz: int | None  # at the end of the sustained run; None without NVML
+
+
+def _burst_and_sustained(fn: Callable[[], None], sustain_s: float) -> tuple[float, float]:
+    """Seconds per call of `fn`: the first timed repeat after a short warm-up, and the median of the second half
+    of repeats run back to back for at least `sustain_s` seconds."""
+    import torch
+
+    for _ in range(BURST_WARMUP_ITERS):
+        fn()
+    torch.cuda.synchronize()
+    times: list[float] = []
+    while sum(times) * INNER_ITERS < sustain_s or len(times) < 4:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(INNER_ITERS):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / INNER_ITERS)
+    return times[0], statistics.median(times[len(times) // 2 :])
+
+
+def sm_clock_mhz(device: int) -> int | None:
+    """The SM clock now, from NVML (nvidia-ml-py); None where NVML is missing."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(device)
+            return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no NVML library, no permission, a non-NVIDIA device: the clock is optional
+        return None
+
+
+def matmul_tflops(device: int, dtype: str, dim: int, sustain_s: float = SUSTAIN_S) -> MatmulRate:
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
@@ -99,11 +155,15 @@ def matmul_tflops(device: int, dtype: str, dim: int, repeats: int) -> float:
         def run() -> None:
             torch.matmul(a, b, out=out)
 
+    torch.cuda.synchronize()
+    time.sleep(COOL_DOWN_S if sustain_s >= SUSTAIN_S else COOL_DOWN_S / 4)
     try:
-        seconds = _time_s(run, repeats)
+        burst, sustained = _burst_and_sustained(run, sustain_s)
+        clock = sm_clock_mhz(device)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = False
-    return 2 * dim**3 / seconds / 1e12
+    flops = 2 * dim**3 / 1e12
+    return MatmulRate(flops / burst, flops / sustained, clock)
 
 
 def host_gb_s(device: int, nbytes: int, pinned: bool, to_device: bool, repeats: int) -> float:
@@ -154,6 +214,7 @@ def measure_gpus(quick: bool) -> list[GpuResult]:
         dim = MATMUL_DIM_QUICK if quick else MATMUL_DIM
         dtypes = [d for d in DTYPES if d != "fp8" or torch.cuda.get_device_capability(i) >= FP8_MIN_CAPABILITY]
         host_bytes = HOST_BUFFER_BYTES_QUICK if quick else HOST_BUFFER_BYTES
+        rates = {d: matmul_tflops(i, d, dim, SUSTAIN_S_QUICK if quick else SUSTAIN_S) for d in dtypes}
         results.append(
             GpuResult(
                 index=i,
@@ -161,7 +222,9 @@ def measure_gpus(quick: bool) -> list[GpuResult]:
                 total_memory_bytes=int(total),
                 free_memory_bytes=int(free),
                 copy_gb_s=copy_gb_s(i, buffer, repeats),
-                tflops={d: matmul_tflops(i, d, dim, repeats) for d in dtypes},
+                tflops={d: r.sustained_tflops for d, r in rates.items()},
+                tflops_burst={d: r.burst_tflops for d, r in rates.items()},
+                sm_clock_mhz={d: r.sm_clock_mhz for d, r in rates.items() if r.sm_clock_mhz is not None},
                 h2d_pinned_gb_s=host_gb_s(i, host_bytes, True, True, repeats),
                 h2d_pageable_gb_s=host_gb_s(i, host_bytes, False, True, repeats),
                 d2h_pinned_gb_s=host_gb_s(i, host_bytes, True, False, repeats),

@@ -4,13 +4,23 @@
       "schema_version": 1,
       "measured_at": "2026-11-29T21:30:00+00:00",
       "gpu": {"name": "NVIDIA H200", "catalog_name": "h200-sxm", "count": 8,
-              "hbm_bandwidth_gb_s": 4300.0, "tflops": {"bf16": 790.0, ...}} | null,
+              "hbm_bandwidth_gb_s": 4300.0, "tflops": {"bf16": 674.0, ...}, "tflops_burst": {"bf16": 789.0, ...}}
+             | null,
       "busbw": [{"op": "all_reduce", "backend": "nccl", "ranks": 8, "bytes": 1073741824, "busbw_gb_s": 360.0}],
       "storage_read_gb_s": 6.8, "storage_method": "O_DIRECT",
       "dataloader_samples_per_s": 19000.0, "dataloader_workers": 2
     }
 The measured device copy (reads + writes) is the figure the planner's roofline divides by: the datasheet's HBM
 bandwidth counts the same bytes.
+
+Matmul rates do not replace the datasheet peak one for one: the planner's MFU priors are fractions of the datasheet
+peak, taken from training runs on GPUs that reached the typical maximum achievable matmul rate (MAMF), about 0.80
+of the datasheet in bf16 on NVIDIA (hardware-and-prices.md §4.1, S01 mamf-finder). So the profile scales the peak by
+how this GPU's burst rate compares with that typical one: peak' = burst / typical efficiency. An H200 measuring
+789 TFLOP/s burst behaves as a 986 TFLOP/s datasheet part, within 0.4 % of its 989.5. The burst rate is the one to
+compare because mamf-finder's short runs are bursts too; the sustained rate (clocks lowered by the power limit) is
+already inside the MFU that the published training runs achieved. TF32 and FP32 have no published MAMF and keep the
+datasheet figure.
 """
 
 from __future__ import annotations
@@ -30,6 +40,9 @@ from treino.plan.performance import NVLINK_BUSBW_EFFICIENCY
 SCHEMA_VERSION = 1
 TFLOPS_FIELDS = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "bf16": "bf16_tflops", "fp16": "fp16_tflops"}
 TFLOPS_FIELDS["fp8"] = "fp8_tflops"
+# Typical MAMF / dense datasheet peak on NVIDIA (hardware-and-prices.md §4.1 and its defaults table,
+# matmul_efficiency_nvidia_bf16 = 0.80 and _fp8 = 0.73, from S01's mamf-finder table).
+TYPICAL_MATMUL_EFFICIENCY = {"bf16": 0.80, "fp16": 0.80, "fp8": 0.73}
 
 
 def build_profile(result: dict[str, Any], catalog_name: str | None) -> dict[str, Any]:
@@ -44,6 +57,7 @@ def build_profile(result: dict[str, Any], catalog_name: str | None) -> dict[str,
             "count": len(gpus),
             "hbm_bandwidth_gb_s": first["copy_gb_s"],
             "tflops": dict(first["tflops"]),
+            "tflops_burst": dict(first.get("tflops_burst", {})),
         }
     storage = result.get("storage") or {}
     loader = result.get("dataloader") or {}
@@ -95,7 +109,10 @@ class MeasuredGpu:
 
     def line(self) -> str:
         """One line for the plan's output: which figures came from a measurement."""
-        parts = ", ".join(f"{k} {m:,.0f} (datasheet {d:,.0f})" for k, (d, m) in self.measured.items())
+        parts = ", ".join(
+            f"{k} {m:,.0f}{' datasheet-equivalent' if k.endswith('_tflops') else ''} (datasheet {d:,.0f})"
+            for k, (d, m) in self.measured.items()
+        )
         return f"Measured ({self.path or 'profile'}, {self.measured_at}): {parts}."
 
 
@@ -115,9 +132,11 @@ def apply_profile(spec: GpuSpec, profile: dict[str, Any], path: str = "") -> Mea
     changes: dict[str, float] = {}
     if gpu.get("hbm_bandwidth_gb_s"):
         changes["hbm_bandwidth_gb_s"] = float(gpu["hbm_bandwidth_gb_s"])
-    for dtype, value in (gpu.get("tflops") or {}).items():
-        if dtype in TFLOPS_FIELDS and value:
-            changes[TFLOPS_FIELDS[dtype]] = float(value)
+    # Profiles from before the burst figure existed hold only "tflops"; take it as the burst then.
+    burst = gpu.get("tflops_burst") or gpu.get("tflops") or {}
+    for dtype, value in burst.items():
+        if dtype in TYPICAL_MATMUL_EFFICIENCY and value:
+            changes[TFLOPS_FIELDS[dtype]] = float(value) / TYPICAL_MATMUL_EFFICIENCY[dtype]
     nccl = [b for b in profile.get("busbw", []) if b["op"] == "all_reduce" and b["backend"] == "nccl"]
     if nccl and spec.gpu_link != "none":
         # The planner derives NVLink busbw as gpu_link_gb_s_bidir / 2 x its efficiency; invert that so it

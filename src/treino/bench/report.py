@@ -158,12 +158,15 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         )
         for dtype, tflops in g["tflops"].items():
             sheet = spec.dense_tflops(dtype) if spec else 0
+            burst = g.get("tflops_burst", {}).get(dtype)
+            clock = g.get("sm_clock_mhz", {}).get(dtype)
+            at = f" at {clock:,} MHz" if clock else ""
             table.append(
                 (
                     f"{label} matmul {dtype}",
-                    f"{tflops:,.0f} TFLOP/s",
+                    f"{tflops:,.0f} TFLOP/s sustained{at}" + (f", {burst:,.0f} burst" if burst else ""),
                     _sheet(spec, f"{dtype}_tflops", "TFLOP/s"),
-                    pct(tflops, sheet),
+                    pct(tflops, sheet) + (f", {pct(burst, sheet)}" if burst and sheet else ""),
                 )
             )
         for key in ("h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable"):

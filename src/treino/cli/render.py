@@ -132,11 +132,13 @@ def time_line(t: TimeEstimate, interconnect: str) -> Text:
 
 def pipeline_line(p: PipelineEstimate) -> Group:
     ok = p.gpu_idle_fraction == 0
+    need = p.needed_bytes_per_s
+    rate = f"{need / 1e6:,.1f} MB/s" if need >= 1e5 else f"{need / 1e3:,.1f} kB/s"
     head = Text(
-        f"Data: the GPUs consume {p.needed_bytes_per_s / 1e6:,.1f} MB/s "
-        f"({p.needed_samples_per_s:,.0f} samples/s); storage gives {p.storage_bytes_per_s / 1e9:,.2f} GB/s"
+        f"Data: the GPUs consume {rate} ({p.needed_samples_per_s:,.0f} {p.unit}/s); "
+        f"storage gives {p.storage_bytes_per_s / 1e9:,.2f} GB/s"
         + (" from the page cache" if p.dataset_in_page_cache else "")
-        + f", {p.worker_cores} worker cores {p.cpu_samples_per_s:,.0f} samples/s. ",
+        + f", {p.worker_cores} worker cores {p.cpu_samples_per_s:,.3g} {p.unit}/s. ",
         style="" if ok else "yellow",
     )
     head.append(

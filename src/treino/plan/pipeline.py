@@ -57,6 +57,7 @@ class PipelineEstimate:
     gpu_idle_fraction: float  # share of step time the GPUs would wait for data
     bottleneck: str  # "none", "storage", "cpu"
     advice: tuple[str, ...]
+    unit: str = "tokens"  # what the samples/s figures count: "tokens" or "images"
 
 
 def estimate_pipeline(
@@ -119,4 +120,5 @@ def estimate_pipeline(
         gpu_idle_fraction=idle,
         bottleneck=bottleneck,
         advice=tuple(advice),
+        unit="tokens" if kind.per_token else "images",
     )
