@@ -138,7 +138,7 @@ def pipeline_line(p: PipelineEstimate) -> Group:
         f"Data: the GPUs consume {rate} ({p.needed_samples_per_s:,.0f} {p.unit}/s); "
         f"storage gives {p.storage_bytes_per_s / 1e9:,.2f} GB/s"
         + (" from the page cache" if p.dataset_in_page_cache else "")
-        + f", {p.worker_cores} worker cores {p.cpu_samples_per_s:,.3g} {p.unit}/s. ",
+        + f", {p.worker_cores} worker cores {p.cpu_samples_per_s:,.0f} {p.unit}/s. ",
         style="" if ok else "yellow",
     )
     head.append(
