@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from treino.errors import CatalogError, PlanError
 from treino.plan.hardware import GpuSpec
@@ -29,7 +29,10 @@ class GpuRow(BaseModel):
     display_name: str
     vendor: str
     form_factor: str
-    memory_gb: float = Field(gt=0)
+    memory_gb: float = Field(gt=0)  # the datasheet's "GB", for display
+    smi_memory_mib: int | None = Field(default=None, gt=0)  # nvidia-smi memory.total
+    runtime_memory_bytes: int | None = Field(default=None, gt=0)  # cudaMemGetInfo / HIP total
+    memory_source: str | None = None
     memory_type: str
     hbm_bandwidth_gb_s: float = Field(gt=0)
     fp32_tflops: float = Field(gt=0)
@@ -43,6 +46,21 @@ class GpuRow(BaseModel):
     tdp_w: float = Field(gt=0)
     source: str = Field(min_length=1)
     as_of: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+    @model_validator(mode="after")
+    def _memory_readings_cited(self) -> GpuRow:
+        has_reading = self.smi_memory_mib is not None or self.runtime_memory_bytes is not None
+        if has_reading and not self.memory_source:
+            raise ValueError("a memory reading needs memory_source. To fix: cite where it was read, or leave it empty.")
+        if self.memory_source and not has_reading:
+            raise ValueError("memory_source without a reading. To fix: fill smi_memory_mib or runtime_memory_bytes.")
+        if (
+            self.smi_memory_mib is not None
+            and self.runtime_memory_bytes is not None
+            and self.runtime_memory_bytes > self.smi_memory_mib * 2**20
+        ):
+            raise ValueError("runtime_memory_bytes exceeds smi_memory_mib; CUDA sees at most nvidia-smi's total.")
+        return self
 
     def spec(self) -> GpuSpec:
         return GpuSpec(
@@ -61,6 +79,9 @@ class GpuRow(BaseModel):
             tdp_w=self.tdp_w,
             source=self.source,
             as_of=self.as_of,
+            smi_memory_mib=self.smi_memory_mib,
+            runtime_memory_bytes=self.runtime_memory_bytes,
+            memory_source=self.memory_source,
         )
 
 
@@ -74,9 +95,9 @@ def gpus() -> dict[str, GpuSpec]:
             try:
                 out[raw["name"]] = GpuRow.model_validate(row).spec()
             except ValidationError as exc:
-                raise CatalogError(
-                    f"gpus.csv line {line}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}"
-                ) from exc
+                error = exc.errors()[0]
+                where = error["loc"][0] if error["loc"] else "row"  # a model_validator error has no field
+                raise CatalogError(f"gpus.csv line {line}: {where}: {error['msg']}") from exc
     return out
 
 

@@ -79,7 +79,9 @@ class TrainPlan:
             "gpu": {
                 "name": self.gpu.name,
                 "display_name": self.gpu.display_name,
+                "memory_gb": self.gpu.memory_gb,
                 "memory_bytes": self.gpu.memory_bytes,
+                "memory_source": self.gpu.memory_source,
                 "source": self.gpu.source,
                 "as_of": self.gpu.as_of,
             },

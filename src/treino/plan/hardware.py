@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-BYTES_PER_GB = 10**9  # vendors' "GB" (decimal); a 141 GB H200 is planned as 141e9 bytes, a slight understatement
+BYTES_PER_GB = 10**9  # vendors' "GB" (decimal): the fallback capacity when the catalog has no reading
+BYTES_PER_MIB = 2**20  # nvidia-smi's "MiB"
 
 
 @dataclass(frozen=True)
@@ -24,9 +25,27 @@ class GpuSpec:
     tdp_w: float
     source: str
     as_of: str
+    smi_memory_mib: int | None = None  # nvidia-smi memory.total; None where no cited reading
+    runtime_memory_bytes: int | None = None  # CUDA's cudaMemGetInfo total (HIP's for AMD); None where unknown
+    memory_source: str | None = None  # where the two readings above come from
 
     @property
     def memory_bytes(self) -> int:
+        """What one process can fill: the capacity the planner compares its peak against.
+
+        Vendors' "GB" is neither GB nor GiB of usable memory (an H200 "141 GB" reads 143771 MiB in nvidia-smi
+        and 150.11e9 B in torch.cuda.mem_get_info), so the catalog carries readings. Preference:
+        1. The runtime's total (cudaMemGetInfo / torch.cuda.mem_get_info()[1]): the pool cudaMalloc draws
+           from; the CUDA context (in the planner's overhead) is allocated inside it. nvidia-smi's total is
+           453-621 MiB larger (H100, H200, A100), memory the driver keeps that no process can allocate.
+        2. nvidia-smi's total, where no runtime reading is cited: overstates by that ~0.5 GiB, less than the
+           ~1000 MiB CUDA context the planner already counts, and far closer than (3).
+        3. memory_gb x 1e9: conservative (L4: 24e9 B vs 23034 MiB = 24.15e9 B; H200: 141e9 B vs 150.11e9 B).
+        """
+        if self.runtime_memory_bytes is not None:
+            return self.runtime_memory_bytes
+        if self.smi_memory_mib is not None:
+            return self.smi_memory_mib * BYTES_PER_MIB
         return int(self.memory_gb * BYTES_PER_GB)
 
     def dense_tflops(self, dtype: str) -> float:
