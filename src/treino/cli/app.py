@@ -12,6 +12,7 @@ import typer
 
 from treino import catalog
 from treino.cli.bench import bench
+from treino.cli.server import server
 from treino.errors import TreinoError
 
 app = typer.Typer(
@@ -24,6 +25,7 @@ plan_app = typer.Typer(no_args_is_help=True, help="Will it fit, and with which s
 app.add_typer(plan_app, name="plan")
 
 app.command("bench")(bench)
+app.command("server")(server)
 
 _state = {"debug": False}
 

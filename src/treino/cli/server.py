@@ -1,0 +1,75 @@
+"""`treino server`: the job server on this machine."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+DEFAULT_DATA_DIR = Path("~/.local/share/treino").expanduser()
+
+
+def server(
+    data_dir: Annotated[
+        Path, typer.Option("--data-dir", help="Database, job logs and checkpoints.")
+    ] = DEFAULT_DATA_DIR,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    devices: Annotated[
+        str, typer.Option(help="'auto': NVIDIA GPUs through NVML; 'cpu:N': N CPU slots (jobs use gloo).")
+    ] = "auto",
+    db: Annotated[
+        str, typer.Option(help="Database URL (default: SQLite in the data dir), e.g. postgresql+psycopg://...")
+    ] = "",
+    admission_gpu: Annotated[
+        str,
+        typer.Option(help="Catalog GPU to plan jobs against (default: the GPUs found; none on CPU slots)."),
+    ] = "",
+) -> None:
+    """Queue and run training jobs on this machine's GPUs: whole GPUs per job, priorities, preemption, restarts
+    from checkpoints, live metrics. Jobs survive a server crash and are adopted when it starts again."""
+    import uvicorn
+    from rich.console import Console
+
+    from treino import catalog
+    from treino.server.admission import admission_for, gpu_for
+    from treino.server.api import build_app, create_admin_token
+    from treino.server.backend import LocalBackend
+    from treino.server.db import make_engine, make_sessionmaker, migrate, sqlite_url
+    from treino.server.inventory import discover
+    from treino.server.service import Service, Settings
+
+    out = Console(stderr=True, highlight=False)
+    data_dir = data_dir.expanduser().resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    inventory = discover(devices)
+    engine = make_engine(db or sqlite_url(data_dir))
+    migrate(engine)
+    public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    service = Service(
+        Settings(data_dir, f"http://{public_host}:{port}"), make_sessionmaker(engine), inventory, LocalBackend()
+    )
+    gpu = catalog.gpu(admission_gpu) if admission_gpu else None
+    if gpu is None and inventory.kind == "gpu":
+        gpu = gpu_for(inventory.devices[0].name)
+    token = create_admin_token(service)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    counts = service.reconcile()
+    out.print(f"treino server: {inventory.describe()}; data in {data_dir}")
+    if any(counts.values()):
+        out.print(
+            f"Reconciled after restart: {counts['adopted']} job(s) adopted, {counts['requeued']} requeued, "
+            f"{counts['finished']} finished while the server was down."
+        )
+    out.print(f"Admission control: {'plans checked against ' + gpu.display_name if gpu else 'off (no GPU model)'}")
+    if token:
+        out.print(f"Admin token (shown once; also in {data_dir / 'admin-token'}, mode 0600): {token}")
+    service.start(reconcile=False)
+    app = build_app(service, admission_for(gpu) if gpu else None)
+    out.print(f"Listening on http://{host}:{port}")
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    finally:
+        service.shutdown()

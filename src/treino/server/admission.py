@@ -1,0 +1,54 @@
+"""Admission control: a job with a `plan` is refused at submit when the planner says it cannot fit on this server's
+GPUs, with the planner's advice in the message (a late OOM costs hours; reference job-servers-compared §9)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from treino import catalog
+from treino.errors import JobError
+from treino.plan import TrainSetup, plan_training
+from treino.plan.hardware import GpuSpec
+from treino.server.spec import JobSpec
+
+GIB = 2**30
+
+
+def gpu_for(device_name: str) -> GpuSpec | None:
+    """The catalog GPU an NVML device name is; None when the catalog has no match."""
+    from treino.bench.profile import catalog_match
+
+    name = catalog_match(device_name, catalog.gpus())
+    return catalog.gpu(name) if name else None
+
+
+def admission_for(gpu: GpuSpec) -> Callable[[JobSpec], str]:
+    """A check for `gpu`: returns the plan's one-line verdict, raises JobError when the job cannot fit."""
+
+    def check(spec: JobSpec) -> str:
+        assert spec.plan is not None
+        p = spec.plan
+        setup = TrainSetup(
+            micro_batch=p.micro_batch,
+            seq_len=p.seq_len,
+            precision=p.precision,
+            optimizer=p.optimizer,
+            attention=p.attention,
+            checkpointing=p.checkpointing,
+            gpus=spec.gpus,
+            zero=p.zero,
+            tp=p.tp,
+            lora_rank=p.lora_rank,
+        )
+        plan = plan_training(catalog.model(p.model), gpu, setup)
+        need, have = plan.memory.peak_bytes / GIB, gpu.memory_bytes / GIB
+        if plan.fits:
+            return f"fits: {need:.1f} of {have:.1f} GiB per {gpu.display_name}"
+        options = [a for a in plan.advice() if a.fits][:3]
+        advice = "; ".join(f"{a.change} ({a.flags}: {a.peak_bytes / GIB:.1f} GiB)" for a in options)
+        raise JobError(
+            f"does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu.display_name} has {have:.1f} GiB. "
+            + (f"To fix: {advice}." if advice else "To fix: more GPUs with ZeRO-3, or a smaller model.")
+        )
+
+    return check

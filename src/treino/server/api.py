@@ -1,0 +1,277 @@
+"""The HTTP API (FastAPI). Every route but /healthz needs `Authorization: Bearer <token>`.
+
+GET  /healthz                              liveness, no token
+GET  /api/v1/inventory                     devices the server hands out
+POST /api/v1/jobs                          submit a spec -> 201 {job, ...}; 422 field errors, too many GPUs,
+                                           or a plan that does not fit (with the planner's advice)
+GET  /api/v1/jobs?state=&limit=&offset=    newest first
+GET  /api/v1/jobs/{id}                     one job, its attempts and checkpoints
+POST /api/v1/jobs/{id}/cancel
+GET  /api/v1/jobs/{id}/logs?attempt=&offset=   a chunk of the attempt's output, and the next offset
+GET  /api/v1/jobs/{id}/metrics?since_step=
+POST /api/v1/jobs/{id}/metrics             the job's own token (TREINO_JOB_TOKEN) or a user token
+POST /api/v1/jobs/{id}/checkpoints         likewise
+GET  /metrics                              Prometheus text format
+"""
+
+
+import secrets
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, ValidationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from treino.errors import JobError, TreinoError
+from treino.server.db import Attempt, Checkpoint, Job, JobState, MetricPoint, Token
+from treino.server.service import Service, job_json, token_hash
+from treino.server.spec import JobSpec, field_errors
+
+LOG_CHUNK_BYTES_MAX = 1024**2
+JOBS_PAGE_MAX = 1000
+
+
+class MetricIn(BaseModel):
+    step: int = Field(ge=0)
+    time: float
+    values: dict[str, float]
+
+
+class MetricsIn(BaseModel):
+    points: list[MetricIn] = Field(max_length=10_000)
+
+
+class CheckpointIn(BaseModel):
+    step: int = Field(ge=0)
+    path: str
+    bytes: int = Field(ge=0)
+
+
+def create_admin_token(service: Service) -> str | None:
+    """The first start's admin token: stored as a hash, written once to DATA_DIR/admin-token (mode 0600)."""
+    with service.sessions.begin() as s:
+        if s.scalar(select(Token).limit(1)) is not None:
+            return None
+        token = "trn_" + secrets.token_urlsafe(32)
+        s.add(Token(name="admin", role="admin", token_hash=token_hash(token), created_at=time.time()))
+    path = service.settings.data_dir / "admin-token"
+    path.touch(mode=0o600, exist_ok=True)
+    path.chmod(0o600)
+    path.write_text(token + "\n")
+    return token
+
+
+def build_app(service: Service, admission: Any = None) -> FastAPI:
+    """The app for `service`; `admission(spec) -> None` raises JobError with the planner's verdict."""
+    app = FastAPI(title="treino", version="1", docs_url=None, redoc_url=None)
+
+    def session() -> Any:
+        with service.sessions() as s:
+            yield s
+
+    SessionDep = Annotated[Session, Depends(session)]
+
+    def bearer(authorization: str | None) -> str:
+        if not authorization or not authorization.lower().startswith("bearer "):
+            raise HTTPException(401, "Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token).")
+        return authorization.split(" ", 1)[1].strip()
+
+    def user(s: SessionDep, authorization: Annotated[str | None, Header()] = None) -> Token:
+        token = s.scalar(select(Token).where(Token.token_hash == token_hash(bearer(authorization))))
+        now = time.time()
+        if token is None or token.revoked_at is not None or (token.expires_at and token.expires_at < now):
+            raise HTTPException(401, "Invalid, expired or revoked token. To fix: use a valid API token.")
+        return token
+
+    UserDep = Annotated[Token, Depends(user)]
+
+    def job_or_404(s: Session, job_id: int) -> Job:
+        job = s.get(Job, job_id)
+        if job is None:
+            raise HTTPException(404, f"No job {job_id}. To fix: list jobs with 'treino jobs'.")
+        return job
+
+    def writer(job_id: int, s: SessionDep, authorization: Annotated[str | None, Header()] = None) -> Job:
+        """The job itself (its attempt's token) or any valid user token may write its metrics and checkpoints."""
+        raw = bearer(authorization)
+        job = job_or_404(s, job_id)
+        if secrets.compare_digest(job.job_token_hash, token_hash(raw)):
+            return job
+        user(s, authorization)
+        return job
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"field": ".".join(str(p) for p in e["loc"] if p != "body") or "(body)", "message": e["msg"]}
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, Any]:
+        return {"ok": True, "devices": service.inventory.describe()}
+
+    @app.get("/api/v1/inventory")
+    def inventory(_user: UserDep) -> dict[str, Any]:
+        return service.inventory.to_json()
+
+    @app.post("/api/v1/jobs", status_code=201)
+    def submit(body: dict[str, Any], who: UserDep) -> dict[str, Any]:
+        try:
+            spec = JobSpec.model_validate(body)
+        except ValidationError as exc:
+            raise HTTPException(422, field_errors(exc)) from exc
+        total = len(service.inventory.devices)
+        if spec.gpus > total:
+            raise HTTPException(
+                422,
+                [
+                    {
+                        "field": "gpus",
+                        "message": f"asks for {spec.gpus} but this server has {total} "
+                        f"({service.inventory.describe()}). To fix: gpus <= {total}.",
+                    }
+                ],
+            )
+        if admission is not None and spec.plan is not None:
+            try:
+                admission(spec)
+            except TreinoError as exc:
+                raise HTTPException(422, [{"field": "plan", "message": str(exc)}]) from exc
+        job, _ = service.submit(spec, who.name)
+        return job_json(job)
+
+    @app.get("/api/v1/jobs")
+    def jobs(
+        s: SessionDep,
+        _user: UserDep,
+        state: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=JOBS_PAGE_MAX)] = 100,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> dict[str, Any]:
+        query = select(Job).order_by(Job.id.desc()).limit(limit).offset(offset)
+        if state:
+            if state not in set(JobState):
+                raise HTTPException(422, [{"field": "state", "message": f"one of {', '.join(JobState)}"}])
+            query = query.where(Job.state == state)
+        return {"jobs": [job_json(j) for j in s.scalars(query)]}
+
+    @app.get("/api/v1/jobs/{job_id}")
+    def job(job_id: int, s: SessionDep, _user: UserDep) -> dict[str, Any]:
+        j = job_or_404(s, job_id)
+        attempts = s.scalars(select(Attempt).where(Attempt.job_id == job_id).order_by(Attempt.number))
+        checkpoints = s.scalars(select(Checkpoint).where(Checkpoint.job_id == job_id).order_by(Checkpoint.step))
+        return {
+            **job_json(j),
+            "history": [
+                {
+                    "number": a.number,
+                    "devices": a.devices,
+                    "started_at": a.started_at,
+                    "ended_at": a.ended_at,
+                    "exit_code": a.exit_code,
+                    "outcome": a.outcome,
+                }
+                for a in attempts
+            ],
+            "checkpoints": [
+                {"step": c.step, "path": c.path, "bytes": c.bytes, "attempt": c.attempt, "created_at": c.created_at}
+                for c in checkpoints
+            ],
+        }
+
+    @app.post("/api/v1/jobs/{job_id}/cancel")
+    def cancel(job_id: int, _user: UserDep) -> dict[str, Any]:
+        try:
+            return job_json(service.cancel(job_id))
+        except JobError as exc:
+            raise HTTPException(409 if "already" in str(exc) else 404, str(exc)) from exc
+
+    @app.get("/api/v1/jobs/{job_id}/logs")
+    def logs(
+        job_id: int,
+        s: SessionDep,
+        _user: UserDep,
+        attempt: int | None = None,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> dict[str, Any]:
+        j = job_or_404(s, job_id)
+        number = attempt or j.attempts
+        if number < 1:
+            return {"attempt": 0, "text": "", "offset": 0, "final": j.state in (JobState.CANCELLED,)}
+        path = service.job_dir(job_id) / f"attempt-{number}" / "output.log"
+        text, next_offset = _read_chunk(path, offset)
+        final = number < j.attempts or j.state in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+        return {"attempt": number, "attempts": j.attempts, "text": text, "offset": next_offset, "final": final}
+
+    @app.get("/api/v1/jobs/{job_id}/metrics")
+    def metrics_of(
+        job_id: int, s: SessionDep, _user: UserDep, since_step: Annotated[int, Query(ge=-1)] = -1
+    ) -> dict[str, Any]:
+        job_or_404(s, job_id)
+        rows = s.scalars(
+            select(MetricPoint)
+            .where(MetricPoint.job_id == job_id, MetricPoint.step > since_step)
+            .order_by(MetricPoint.step, MetricPoint.id)
+            .limit(100_000)
+        )
+        return {"points": [{"step": m.step, "time": m.time, "values": m.values} for m in rows]}
+
+    @app.post("/api/v1/jobs/{job_id}/metrics", status_code=204)
+    def post_metrics(job_id: int, body: MetricsIn, job: Annotated[Job, Depends(writer)]) -> Response:
+        if not body.points:
+            return Response(status_code=204)
+        with service.sessions.begin() as s:
+            s.add_all(MetricPoint(job_id=job_id, step=p.step, time=p.time, values=p.values) for p in body.points)
+            j = s.get(Job, job_id)
+            assert j is not None
+            last = max(body.points, key=lambda p: p.step)
+            first = min(body.points, key=lambda p: p.step)
+            if last.time > first.time:
+                j.steps_per_s = (last.step - first.step) / (last.time - first.time)
+            elif j.last_step is not None and j.last_metric_at and last.time > j.last_metric_at:
+                j.steps_per_s = (last.step - j.last_step) / (last.time - j.last_metric_at)
+            j.last_step, j.last_metric_at = last.step, last.time
+            if "loss" in last.values:
+                j.last_loss = last.values["loss"]
+        return Response(status_code=204)
+
+    @app.post("/api/v1/jobs/{job_id}/checkpoints", status_code=201)
+    def post_checkpoint(job_id: int, body: CheckpointIn, job: Annotated[Job, Depends(writer)]) -> dict[str, Any]:
+        with service.sessions.begin() as s:
+            j = s.get(Job, job_id)
+            assert j is not None
+            s.add(Checkpoint(job_id=job_id, attempt=j.attempts, step=body.step, path=body.path, bytes=body.bytes))
+            j.checkpoint_step = max(body.step, j.checkpoint_step or 0)
+        return {"job": job_id, "step": body.step}
+
+    @app.get("/metrics")
+    def prometheus(_user: UserDep) -> Response:
+        from treino.server.metrics import render
+
+        body, content_type = render(service)
+        return Response(body, media_type=content_type)
+
+    return app
+
+
+def _read_chunk(path: Path, offset: int) -> tuple[str, int]:
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            data = f.read(LOG_CHUNK_BYTES_MAX)
+    except OSError:
+        return "", offset
+    # Do not split a UTF-8 character across chunks: drop at most 3 bytes of a partial one; the next read gets them.
+    for back in range(min(4, len(data))):
+        try:
+            return data[: len(data) - back].decode(), offset + len(data) - back
+        except UnicodeDecodeError:
+            continue
+    return data.decode(errors="replace"), offset + len(data)

@@ -1,0 +1,184 @@
+"""The server's database: SQLAlchemy 2 models, the job state machine, and engine setup.
+
+SQLite (WAL) under the data dir is the embedded default; PostgreSQL works by URL (`--db postgresql+psycopg://...`).
+The schema is created and upgraded by Alembic (treino/server/migrations), never by `create_all`.
+
+Job states and their transitions (`TRANSITIONS`):
+    queued ──start──> running ──exit 0──> succeeded
+      ^                 │  └──crash, restarts left──> queued (attempt + 1, from its last checkpoint)
+      │                 ├──crash, none left / OOM──> failed
+      └──preempted──── stopping <──cancel / preempt / timeout── running
+                        └──cancel / timeout──> cancelled / failed
+    queued ──cancel──> cancelled
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, create_engine, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+class JobState(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    STOPPING = "stopping"  # SIGTERM sent (cancel, preemption or timeout); waiting for the processes to exit
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    JobState.QUEUED: frozenset({JobState.RUNNING, JobState.CANCELLED}),
+    JobState.RUNNING: frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.QUEUED, JobState.STOPPING}),
+    JobState.STOPPING: frozenset({JobState.QUEUED, JobState.CANCELLED, JobState.FAILED, JobState.SUCCEEDED}),
+    JobState.SUCCEEDED: frozenset(),
+    JobState.FAILED: frozenset(),
+    JobState.CANCELLED: frozenset(),
+}
+FINAL_STATES = frozenset(s for s, nxt in TRANSITIONS.items() if not nxt)
+ACTIVE_STATES = frozenset({JobState.RUNNING, JobState.STOPPING})  # holding devices
+
+
+class StopRequest(enum.StrEnum):
+    CANCEL = "cancel"
+    PREEMPT = "preempt"
+    TIMEOUT = "timeout"
+
+
+class FailureReason(enum.StrEnum):
+    OOM = "oom"
+    USER_ERROR = "user_error"
+    SIGNAL = "signal"
+    NODE_FAULT = "node_fault"
+    TIMEOUT = "timeout"
+
+
+class Base(DeclarativeBase):
+    # Times are unix seconds (float): one representation that SQLite and PostgreSQL compare the same way.
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}  # noqa: RUF012 (SQLAlchemy's documented form)
+
+
+class Token(Base):
+    __tablename__ = "tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100))
+    role: Mapped[str] = mapped_column(String(20))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 hex; the token itself is never stored
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+    expires_at: Mapped[float | None] = mapped_column(Float, default=None)
+    revoked_at: Mapped[float | None] = mapped_column(Float, default=None)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_state_priority", "state", "priority", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100))
+    spec: Mapped[dict[str, Any]]
+    owner: Mapped[str] = mapped_column(String(100))
+    state: Mapped[str] = mapped_column(String(20), default=JobState.QUEUED)
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+    gpus: Mapped[int] = mapped_column(Integer)
+    submitted_at: Mapped[float] = mapped_column(Float, default=time.time)
+    started_at: Mapped[float | None] = mapped_column(Float, default=None)  # first attempt
+    ended_at: Mapped[float | None] = mapped_column(Float, default=None)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    restarts: Mapped[int] = mapped_column(Integer, default=0)  # attempts after a crash (counted by max_restarts)
+    preemptions: Mapped[int] = mapped_column(Integer, default=0)
+    devices: Mapped[list[Any] | None] = mapped_column(default=None)  # held while running or stopping
+    stop_request: Mapped[str | None] = mapped_column(String(20), default=None)
+    stop_requested_at: Mapped[float | None] = mapped_column(Float, default=None)
+    exit_code: Mapped[int | None] = mapped_column(Integer, default=None)
+    failure_reason: Mapped[str | None] = mapped_column(String(20), default=None)
+    failure_detail: Mapped[str | None] = mapped_column(Text, default=None)
+    job_token_hash: Mapped[str] = mapped_column(String(64))
+    checkpoint_step: Mapped[int | None] = mapped_column(Integer, default=None)
+    last_step: Mapped[int | None] = mapped_column(Integer, default=None)
+    last_loss: Mapped[float | None] = mapped_column(Float, default=None)
+    steps_per_s: Mapped[float | None] = mapped_column(Float, default=None)
+    last_metric_at: Mapped[float | None] = mapped_column(Float, default=None)
+
+
+class Attempt(Base):
+    __tablename__ = "attempts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    devices: Mapped[list[Any]]
+    handle: Mapped[dict[str, Any]]  # the backend's record of the launched processes (pids, key, paths)
+    started_at: Mapped[float] = mapped_column(Float, default=time.time)
+    ended_at: Mapped[float | None] = mapped_column(Float, default=None)
+    exit_code: Mapped[int | None] = mapped_column(Integer, default=None)
+    outcome: Mapped[str | None] = mapped_column(String(20), default=None)  # succeeded or a FailureReason/StopRequest
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoints"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    step: Mapped[int] = mapped_column(Integer)
+    path: Mapped[str] = mapped_column(Text)
+    bytes: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class MetricPoint(Base):
+    __tablename__ = "metric_points"
+    __table_args__ = (Index("ix_metric_points_job_step", "job_id", "step"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"))
+    step: Mapped[int] = mapped_column(Integer)
+    time: Mapped[float] = mapped_column(Float)  # unix seconds, from the training process
+    values: Mapped[dict[str, Any]]
+
+
+def sqlite_url(data_dir: Path) -> str:
+    return f"sqlite:///{data_dir / 'treino.db'}"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`. SQLite gets WAL, a busy timeout and foreign keys through connect-time pragmas: the
+    settings PostgreSQL has by default; no query or model differs between the two."""
+    engine = create_engine(url, pool_pre_ping=True)
+    if engine.dialect.name == "sqlite":
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cur = dbapi_connection.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+    return engine
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Any]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest Alembic revision (creates it on a fresh database)."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+    with engine.begin() as connection:
+        cfg.attributes["connection"] = connection
+        command.upgrade(cfg, "head")

@@ -1,0 +1,21 @@
+"""Alembic environment: treino runs migrations in-process (treino.server.db.migrate) on the connection it passes."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine
+
+from treino.server.db import Base
+
+target_metadata = Base.metadata
+connection = context.config.attributes.get("connection")
+if connection is None:  # `alembic` on the command line (developers): the URL from -x url=... or alembic.ini
+    url = context.get_x_argument(as_dictionary=True).get("url") or context.config.get_main_option("sqlalchemy.url")
+    with create_engine(url).begin() as connection:
+        context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
+        with context.begin_transaction():
+            context.run_migrations()
+else:
+    context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
+    with context.begin_transaction():
+        context.run_migrations()

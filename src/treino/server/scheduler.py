@@ -1,0 +1,152 @@
+"""Who runs next, on which devices: a pure function over the queue, the running jobs and the inventory.
+
+Rules (the issue's, and Slurm's EASY backfill, which small GPU clusters use):
+1. Whole devices only: a device is held by at most one job; a job's devices come from one NVLink domain when
+   one has enough free (best fit: the domain with the fewest free devices that still fits, keeping big domains
+   whole), else from the fullest domains first.
+2. Order: higher priority first, FIFO (submission order) within a priority.
+3. The first job that cannot start is the head. It gets a reservation: the earliest time enough devices free up,
+   from the running jobs' known ends (start + timeout_minutes; stopping jobs: now + their grace). A later job may
+   backfill when it fits in the free devices and either ends before the reservation (it has a timeout that says
+   so) or uses only devices the head will not need at the reservation. A job without a timeout has no known end,
+   so behind a head whose reservation is unknown nothing backfills: backfill never delays the head.
+4. Preemption: a head that outranks running jobs takes their devices: the lowest priority first, then the most
+   recently started (the least progress to lose), only as many as it needs, and only when that is enough.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from treino.server.inventory import Device
+
+
+@dataclass(frozen=True)
+class Queued:
+    id: int
+    priority: int
+    gpus: int
+    submitted_at: float
+    timeout_s: float | None
+
+
+@dataclass(frozen=True)
+class Running:
+    id: int
+    priority: int
+    devices: tuple[int, ...]
+    started_at: float
+    timeout_s: float | None
+    stopping_until: float | None = None  # set while stopping: when the grace period ends
+
+    def expected_end(self) -> float:
+        if self.stopping_until is not None:
+            return self.stopping_until
+        return self.started_at + self.timeout_s if self.timeout_s else math.inf
+
+
+@dataclass(frozen=True)
+class Decision:
+    start: tuple[tuple[int, tuple[int, ...]], ...]  # (job id, device indices)
+    preempt: tuple[int, ...]  # job ids to stop and requeue
+    head: int | None  # the job holding the reservation, if any
+    reservation_at: float | None  # when the head is expected to start (None: unknown)
+
+
+def order(queue: Sequence[Queued]) -> list[Queued]:
+    return sorted(queue, key=lambda q: (-q.priority, q.submitted_at, q.id))
+
+
+def choose_devices(free: Sequence[Device], count: int) -> tuple[int, ...] | None:
+    """`count` device indices from `free`, inside one NVLink domain when possible; None if too few."""
+    if count > len(free):
+        return None
+    by_domain: dict[int, list[Device]] = {}
+    for d in sorted(free, key=lambda d: d.index):
+        by_domain.setdefault(d.domain, []).append(d)
+    fitting = [devs for devs in by_domain.values() if len(devs) >= count]
+    if fitting:
+        best = min(fitting, key=lambda devs: (len(devs), devs[0].index))
+        return tuple(d.index for d in best[:count])
+    chosen: list[int] = []
+    for devs in sorted(by_domain.values(), key=lambda devs: (-len(devs), devs[0].index)):
+        chosen.extend(d.index for d in devs[: count - len(chosen)])
+        if len(chosen) == count:
+            break
+    return tuple(chosen)
+
+
+def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequence[Running], now: float) -> Decision:
+    held = {i for r in running for i in r.devices}
+    free = [d for d in devices if d.index not in held]
+    starts: list[tuple[int, tuple[int, ...]]] = []
+    preempt: list[int] = []
+    head: Queued | None = None
+    reservation = math.inf
+    spare_at_reservation = 0  # devices beyond the head's need when it starts
+    for job in order(queue):
+        if job.gpus > len(devices):
+            continue  # refused at submit; never blocks the queue
+        if head is None:
+            chosen = choose_devices(free, job.gpus)
+            if chosen is not None:
+                starts.append((job.id, chosen))
+                free = [d for d in free if d.index not in chosen]
+                continue
+            head = job
+            reservation, spare_at_reservation = _reservation(len(free), running, job.gpus)
+            victims = _victims(job, len(free), running)
+            if victims:
+                preempt.extend(victims)
+                stopping = {r.id for r in running if r.stopping_until is not None}
+                reservation = max((r.expected_end() for r in running if r.id in set(victims) | stopping), default=now)
+                spare_at_reservation = 0
+            continue
+        chosen = choose_devices(free, job.gpus)
+        if chosen is None:
+            continue
+        ends_in_time = job.timeout_s is not None and now + job.timeout_s <= reservation
+        if ends_in_time or job.gpus <= spare_at_reservation:
+            starts.append((job.id, chosen))
+            free = [d for d in free if d.index not in chosen]
+            if not ends_in_time:
+                spare_at_reservation -= job.gpus
+    return Decision(
+        tuple(starts),
+        tuple(preempt),
+        head.id if head else None,
+        None if head is None or math.isinf(reservation) else reservation,
+    )
+
+
+def _reservation(free: int, running: Sequence[Running], need: int) -> tuple[float, int]:
+    """When `need` devices will be free (from known ends), and how many beyond `need` are free then."""
+    available = free
+    for r in sorted(running, key=lambda r: r.expected_end()):
+        if math.isinf(r.expected_end()):
+            break
+        available += len(r.devices)
+        if available >= need:
+            return r.expected_end(), available - need
+    return math.inf, 0
+
+
+def _victims(head: Queued, free: int, running: Sequence[Running]) -> list[int]:
+    """Running jobs of lower priority whose devices, with the free and the already stopping ones, seat the head."""
+    stopping = sum(len(r.devices) for r in running if r.stopping_until is not None)
+    if free + stopping >= head.gpus:
+        return []  # devices are already on their way back
+    candidates = sorted(
+        (r for r in running if r.stopping_until is None and r.priority < head.priority),
+        key=lambda r: (r.priority, -r.started_at),
+    )
+    chosen: list[int] = []
+    available = free + stopping
+    for r in candidates:
+        if available >= head.gpus:
+            break
+        chosen.append(r.id)
+        available += len(r.devices)
+    return chosen if available >= head.gpus else []

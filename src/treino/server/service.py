@@ -1,0 +1,373 @@
+"""The server's engine room: submit, cancel, the scheduling loop, attempt outcomes and crash reconciliation.
+
+All job state lives in the database; this object holds nothing that a restart could lose. One loop thread calls
+`tick()` every TICK_S (and at once after a submit or cancel): it collects finished attempts, enforces timeouts and
+grace periods, then asks the pure scheduler (treino.server.scheduler) what to start and what to preempt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from treino.errors import JobError
+from treino.server import scheduler
+from treino.server.backend import Backend, ExitInfo, LaunchRequest
+from treino.server.db import (
+    ACTIVE_STATES,
+    FINAL_STATES,
+    TRANSITIONS,
+    Attempt,
+    FailureReason,
+    Job,
+    JobState,
+    StopRequest,
+)
+from treino.server.inventory import Inventory
+from treino.server.spec import JobSpec
+
+log = logging.getLogger("treino.server")
+
+TICK_S = 0.2  # scheduling loop period; submits and cancels wake it at once
+KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor gets before the server SIGKILLs itself
+# What a failed attempt's output says about why (the classes SkyPilot and Determined separate, reference §2-3).
+OOM_PATTERNS = re.compile(r"CUDA out of memory|OutOfMemoryError|HIP out of memory|CUBLAS_STATUS_ALLOC_FAILED")
+SIGNAL_PATTERNS = re.compile(r"Signal \d+ \(SIG\w+\) received|exitcode\s*:\s*-\d+|Killed")
+NODE_PATTERNS = re.compile(r"uncorrectable ECC|Xid \d+|GPU has fallen off the bus|NCCL error.*unhandled system error")
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def classify(info: ExitInfo) -> tuple[str, str]:
+    """(outcome, detail) of an ended attempt: succeeded, or a FailureReason with the line that shows it."""
+    if info.returncode == 0:
+        return "succeeded", ""
+    if info.returncode is None:
+        return FailureReason.NODE_FAULT, "the attempt's supervisor vanished without an exit status (crash or reboot)"
+    for reason, pattern in (
+        (FailureReason.OOM, OOM_PATTERNS),
+        (FailureReason.NODE_FAULT, NODE_PATTERNS),
+        (FailureReason.SIGNAL, SIGNAL_PATTERNS),
+    ):
+        lines = [line for line in info.log_tail.splitlines() if pattern.search(line)]
+        if lines:
+            return reason, lines[-1].strip()[:500]
+    if info.returncode < 0:
+        return FailureReason.SIGNAL, f"killed by signal {-info.returncode}"
+    last = [line for line in info.log_tail.splitlines() if line.strip()]
+    return FailureReason.USER_ERROR, (last[-1].strip()[:500] if last else f"exit code {info.returncode}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    url: str  # how job processes reach this server (TREINO_URL)
+    python: str = sys.executable
+
+
+class Service:
+    def __init__(self, settings: Settings, sessions: sessionmaker[Session], inventory: Inventory, backend: Backend):
+        self.settings = settings
+        self.sessions = sessions
+        self.inventory = inventory
+        self.backend = backend
+        self.lock = threading.RLock()  # one writer of job state at a time: the loop, submit and cancel
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.advice: dict[int, str] = {}  # job id -> the planner's advice, for OOM failures
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+    def start(self, reconcile: bool = True) -> None:
+        if reconcile:
+            self.reconcile()
+        self._thread = threading.Thread(target=self._loop, name="treino-scheduler", daemon=True)
+        self._thread.start()
+
+    def shutdown(self) -> None:
+        """Stop scheduling; running jobs keep running (their supervisors are detached) and are adopted next start."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception:  # the loop must survive a bad tick; the error is logged with its traceback
+                log.exception("scheduler tick failed")
+            self._wake.wait(TICK_S)
+            self._wake.clear()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # --- API-facing ------------------------------------------------------------------------------------------
+    def submit(self, spec: JobSpec, owner: str) -> tuple[Job, str]:
+        """A queued job and its job token (returned once, passed to the job's processes)."""
+        job_token = "trj_" + secrets.token_urlsafe(24)
+        with self.lock, self.sessions.begin() as s:
+            job = Job(
+                name=spec.name,
+                spec=spec.model_dump(mode="json"),
+                owner=owner,
+                state=JobState.QUEUED,
+                priority=spec.priority,
+                gpus=spec.gpus,
+                submitted_at=time.time(),
+                job_token_hash=token_hash(job_token),
+            )
+            s.add(job)
+        self.wake()
+        return job, job_token
+
+    def cancel(self, job_id: int) -> Job:
+        with self.lock, self.sessions.begin() as s:
+            job = s.get(Job, job_id)
+            if job is None:
+                raise JobError(f"No job {job_id}.")
+            if job.state in FINAL_STATES:
+                raise JobError(f"Job {job_id} is already {job.state}; nothing to cancel.")
+            if job.state == JobState.QUEUED:
+                self._transition(job, JobState.CANCELLED)
+                job.ended_at = time.time()
+            elif job.stop_request != StopRequest.CANCEL:
+                self._request_stop(s, job, StopRequest.CANCEL)
+        self.wake()
+        return job
+
+    # --- the loop --------------------------------------------------------------------------------------------
+    def tick(self) -> None:
+        with self.lock, self.sessions.begin() as s:
+            now = time.time()
+            for job in s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES)))):
+                attempt = self._latest_attempt(s, job)
+                info = self.backend.poll(attempt.handle)
+                if info is not None:
+                    self._finish(s, job, attempt, info)
+                    continue
+                spec = JobSpec.model_validate(job.spec)
+                if (
+                    job.state == JobState.RUNNING
+                    and spec.timeout_minutes
+                    and now > (attempt.started_at + spec.timeout_minutes * 60)
+                ):
+                    self._request_stop(s, job, StopRequest.TIMEOUT)
+                elif (
+                    job.state == JobState.STOPPING
+                    and job.stop_requested_at is not None
+                    and now > job.stop_requested_at + spec.grace_seconds + KILL_MARGIN_S
+                ):
+                    self.backend.kill(attempt.handle)  # the supervisor did not finish the job off: we do
+            self._schedule(s, now)
+
+    def _schedule(self, s: Session, now: float) -> None:
+        queued = list(s.scalars(select(Job).where(Job.state == JobState.QUEUED)))
+        if not queued:
+            return
+        active = list(s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES)))))
+        running = []
+        for job in active:
+            spec = JobSpec.model_validate(job.spec)
+            attempt = self._latest_attempt(s, job)
+            stopping_until = (
+                (job.stop_requested_at or now) + spec.grace_seconds if job.state == JobState.STOPPING else None
+            )
+            running.append(
+                scheduler.Running(
+                    job.id,
+                    job.priority,
+                    tuple(job.devices or ()),
+                    attempt.started_at,
+                    spec.timeout_minutes * 60 if spec.timeout_minutes else None,
+                    stopping_until,
+                )
+            )
+        waiting = [
+            scheduler.Queued(
+                j.id,
+                j.priority,
+                j.gpus,
+                j.submitted_at,
+                (JobSpec.model_validate(j.spec).timeout_minutes or 0) * 60 or None,
+            )
+            for j in queued
+        ]
+        decision = scheduler.schedule(self.inventory.devices, waiting, running, now)
+        by_id = {j.id: j for j in [*queued, *active]}
+        for job_id in decision.preempt:
+            self._request_stop(s, by_id[job_id], StopRequest.PREEMPT)
+        for job_id, devices in decision.start:
+            self._launch(s, by_id[job_id], devices)
+
+    # --- transitions -----------------------------------------------------------------------------------------
+    @staticmethod
+    def _transition(job: Job, new: JobState) -> None:
+        old = JobState(job.state)
+        if new not in TRANSITIONS[old]:
+            raise AssertionError(f"job {job.id}: {old} -> {new} is not a transition")
+        job.state = new
+
+    @staticmethod
+    def _latest_attempt(s: Session, job: Job) -> Attempt:
+        attempt = s.scalars(
+            select(Attempt).where(Attempt.job_id == job.id).order_by(Attempt.number.desc()).limit(1)
+        ).one()
+        return attempt
+
+    def job_dir(self, job_id: int) -> Path:
+        return self.settings.data_dir / "jobs" / str(job_id)
+
+    def _launch(self, s: Session, job: Job, devices: tuple[int, ...]) -> None:
+        spec = JobSpec.model_validate(job.spec)
+        number = job.attempts + 1
+        job_token = "trj_" + secrets.token_urlsafe(24)  # a fresh token per attempt; the old one stops working
+        job.job_token_hash = token_hash(job_token)
+        checkpoint_dir = self.job_dir(job.id) / "checkpoints"
+        checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        env = {
+            **_base_env(),
+            **spec.env,
+            "TREINO_URL": self.settings.url,
+            "TREINO_JOB_ID": str(job.id),
+            "TREINO_JOB_TOKEN": job_token,
+            "TREINO_CHECKPOINT_DIR": str(checkpoint_dir),
+            "TREINO_ATTEMPT": str(number),
+            # GPUs: the job sees only its own. CPU slots: no GPU at all, so torch picks gloo.
+            "CUDA_VISIBLE_DEVICES": ",".join(map(str, devices)) if self.inventory.kind == "gpu" else "",
+        }
+        request = LaunchRequest(
+            job_id=job.id,
+            attempt=number,
+            argv=spec.argv(len(devices), self.settings.python),
+            cwd=spec.workdir or str(self.settings.data_dir),
+            env=env,
+            grace_s=spec.grace_seconds,
+            attempt_dir=self.job_dir(job.id) / f"attempt-{number}",
+        )
+        handle = self.backend.launch(request)
+        s.add(Attempt(job_id=job.id, number=number, devices=list(devices), handle=handle, started_at=time.time()))
+        self._transition(job, JobState.RUNNING)
+        job.attempts = number
+        job.devices = list(devices)
+        job.started_at = job.started_at or time.time()
+        log.info("job %s attempt %s started on devices %s", job.id, number, devices)
+
+    def _request_stop(self, s: Session, job: Job, why: StopRequest) -> None:
+        if job.state == JobState.RUNNING:
+            self._transition(job, JobState.STOPPING)
+        job.stop_request = why
+        job.stop_requested_at = time.time()
+        self.backend.stop(self._latest_attempt(s, job).handle)
+        log.info("job %s: %s requested", job.id, why)
+
+    def _finish(self, s: Session, job: Job, attempt: Attempt, info: ExitInfo) -> None:
+        outcome, detail = classify(info)
+        attempt.ended_at = time.time()
+        attempt.exit_code = info.returncode
+        spec = JobSpec.model_validate(job.spec)
+        job.devices = None
+        job.exit_code = info.returncode
+        stop = job.stop_request
+        job.stop_request, job.stop_requested_at = None, None
+        attempt.outcome = stop or outcome
+        if stop == StopRequest.CANCEL:
+            self._end(job, JobState.CANCELLED)
+        elif stop == StopRequest.PREEMPT:
+            job.preemptions += 1
+            self._transition(job, JobState.QUEUED)  # keeps its submission time: first in line again
+        elif stop == StopRequest.TIMEOUT:
+            self._end(job, JobState.FAILED, FailureReason.TIMEOUT, f"ran past timeout_minutes={spec.timeout_minutes}")
+        elif outcome == "succeeded":
+            self._end(job, JobState.SUCCEEDED)
+            job.failure_reason = job.failure_detail = None
+        elif outcome == FailureReason.OOM:
+            advice = self.advice.get(job.id, "")
+            self._end(job, JobState.FAILED, outcome, detail + (f" | planner: {advice}" if advice else ""))
+        elif outcome == FailureReason.NODE_FAULT and info.returncode is None:
+            # Not the job's fault (the server or machine went down): requeue without spending a restart.
+            job.failure_reason, job.failure_detail = outcome, detail
+            self._transition(job, JobState.QUEUED)
+        elif job.restarts < spec.max_restarts:
+            job.restarts += 1
+            job.failure_reason, job.failure_detail = outcome, detail
+            self._transition(job, JobState.QUEUED)
+        else:
+            self._end(job, JobState.FAILED, outcome, detail)
+        log.info("job %s attempt %s ended: %s (%s) -> %s", job.id, attempt.number, outcome, detail, job.state)
+
+    def _end(self, job: Job, state: JobState, reason: str | None = None, detail: str | None = None) -> None:
+        self._transition(job, state)
+        job.ended_at = time.time()
+        if reason:
+            job.failure_reason, job.failure_detail = reason, detail
+
+    # --- restart ---------------------------------------------------------------------------------------------
+    def reconcile(self) -> dict[str, int]:
+        """After a (crashed) server starts: finished attempts are recorded, live ones adopted, lost ones requeued.
+        Devices are taken from the database's active jobs only, so none is handed out twice."""
+        counts = {"adopted": 0, "finished": 0, "requeued": 0}
+        with self.lock, self.sessions.begin() as s:
+            for job in s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES)))):
+                attempt = self._latest_attempt(s, job)
+                info = self.backend.poll(attempt.handle)
+                if info is None:
+                    counts["adopted"] += 1
+                    log.info("job %s: attempt %s still running, adopted", job.id, attempt.number)
+                    continue
+                self.backend.kill(attempt.handle)  # nothing of a lost attempt may keep a GPU
+                self._finish(s, job, attempt, info)
+                counts["requeued" if job.state == JobState.QUEUED else "finished"] += 1
+        return counts
+
+    def queue_length(self) -> int:
+        with self.sessions() as s:
+            return int(s.scalar(select(func.count()).select_from(Job).where(Job.state == JobState.QUEUED)) or 0)
+
+
+def _base_env() -> dict[str, str]:
+    """The server's environment minus treino's own variables: PATH, HOME, locale, proxies for the job."""
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("TREINO_") and k != "CUDA_VISIBLE_DEVICES"}
+
+
+def job_json(job: Job) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "name": job.name,
+        "owner": job.owner,
+        "state": job.state,
+        "priority": job.priority,
+        "gpus": job.gpus,
+        "devices": job.devices,
+        "submitted_at": job.submitted_at,
+        "started_at": job.started_at,
+        "ended_at": job.ended_at,
+        "attempts": job.attempts,
+        "restarts": job.restarts,
+        "preemptions": job.preemptions,
+        "stop_request": job.stop_request,
+        "exit_code": job.exit_code,
+        "failure_reason": job.failure_reason,
+        "failure_detail": job.failure_detail,
+        "checkpoint_step": job.checkpoint_step,
+        "last_step": job.last_step,
+        "last_loss": job.last_loss,
+        "steps_per_s": job.steps_per_s,
+        "spec": job.spec,
+    }

@@ -1,0 +1,119 @@
+"""The job spec: what `treino submit job.yaml` sends and `POST /api/v1/jobs` validates.
+
+name: llama-ft                 # letters, digits, '.', '_', '-'
+script: train.py               # run as `torchrun --standalone --nproc-per-node=<gpus> train.py <args>`
+args: [--steps, "1000"]        #   (plain `python train.py` when the job has one process)
+# or: command: [python, -m, mypkg.train]   an argv list, run as is
+workdir: /srv/projects/llm     # default: the server's data dir
+gpus: 2                        # whole GPUs (or CPU slots on a `--devices cpu:N` server)
+priority: 0                    # higher runs first; FIFO within a priority
+max_restarts: 3                # restarts after a crash (OOM is never retried)
+timeout_minutes: 600           # optional wall-clock limit of one attempt; also lets small jobs backfill
+grace_seconds: 30              # SIGTERM -> SIGKILL on cancel and preemption, time to save a checkpoint
+env: {HF_HOME: /data/hf}
+plan: {model: llama-3.1-8b, micro_batch: 1, seq_len: 4096, precision: bf16-mixed, checkpointing: full}
+datasets: [clientes-2026]      # enforced by the governance issue
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from treino.errors import JobError
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+MAX_GPUS_PER_JOB = 1024  # a sanity bound; the server checks its own inventory
+
+
+class PlanSpec(BaseModel):
+    """The planner's inputs for admission control (the fields of `treino plan train`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    micro_batch: int = Field(1, ge=1)
+    seq_len: int = Field(2048, ge=1)
+    precision: str = "bf16-mixed"
+    optimizer: str = "adamw"
+    attention: str = "sdpa"
+    checkpointing: str = "none"
+    zero: int = Field(0, ge=0, le=3)
+    tp: int = Field(1, ge=1)
+    lora_rank: int = Field(0, ge=0)
+
+
+class JobSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=NAME_PATTERN)
+    command: list[str] | None = Field(None, min_length=1)
+    script: str | None = None
+    args: list[str] = Field(default_factory=list)
+    workdir: str | None = None
+    gpus: int = Field(1, ge=1, le=MAX_GPUS_PER_JOB)
+    env: dict[str, str] = Field(default_factory=dict)
+    priority: int = Field(0, ge=-100, le=100)
+    max_restarts: int = Field(0, ge=0, le=100)
+    timeout_minutes: float | None = Field(None, gt=0)
+    grace_seconds: float = Field(30.0, ge=0, le=3600)
+    plan: PlanSpec | None = None
+    datasets: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_entry_point(self) -> JobSpec:
+        if (self.command is None) == (self.script is None):
+            raise ValueError("give exactly one of 'command' (an argv list) or 'script' (a Python file)")
+        if self.command is not None and self.args:
+            raise ValueError("'args' goes with 'script'; put a command's arguments in the 'command' list")
+        reserved = sorted(k for k in self.env if k.startswith("TREINO_") or k == "CUDA_VISIBLE_DEVICES")
+        if reserved:
+            raise ValueError(f"env may not set {', '.join(reserved)}: the server sets them")
+        return self
+
+    def argv(self, processes: int, python: str) -> list[str]:
+        """The command line of one attempt: torchrun for several processes, plain Python for one."""
+        if self.command is not None:
+            return list(self.command)
+        assert self.script is not None
+        if processes == 1:
+            return [python, self.script, *self.args]
+        torchrun = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"]
+        return [*torchrun, self.script, *self.args]
+
+
+def field_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic's errors as `{field, message}`: what the API's 422 `detail` lists and the CLI prints."""
+    out = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(spec)"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        out.append({"field": where, "message": message})
+    return out
+
+
+def load_spec_file(path: Path) -> dict[str, Any]:
+    """A spec file's raw mapping (YAML or JSON); validation happens on the server, which knows its GPUs."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise JobError(f"Cannot read the job spec {path}: {exc.strerror}. To fix: check the path.") from exc
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise JobError(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise JobError(f"{path} must hold a mapping (name, script or command, gpus, ...), not {type(data).__name__}.")
+    return data
+
+
+def parse_spec(data: dict[str, Any]) -> JobSpec:
+    try:
+        return JobSpec.model_validate(data)
+    except ValidationError as exc:
+        lines = "; ".join(f"{e['field']}: {e['message']}" for e in field_errors(exc))
+        raise JobError(f"Invalid job spec: {lines}.") from exc

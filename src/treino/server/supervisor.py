@@ -1,0 +1,116 @@
+"""One attempt's supervisor: `python -m treino.server.supervisor ATTEMPT_DIR`, started detached by the local backend.
+
+It outlives the server (its own session), so a server killed with SIGKILL leaves jobs running and adoptable.
+    ATTEMPT_DIR/launch.json   in:  {"argv": [...], "cwd": "...", "env": {...}, "key": "...", "grace_s": 30}
+    ATTEMPT_DIR/output.log    the command's stdout and stderr (torchrun prefixes each line with its rank)
+    ATTEMPT_DIR/state.json    {"supervisor_pid", "child_pid", "started_at"}, once the command runs
+    ATTEMPT_DIR/exit.json     {"returncode", "ended_at", "leftovers_killed"}, written atomically at the end
+Every process of the attempt carries TREINO_ATTEMPT_KEY in its environment, even ones that start their own session
+(torchrun's workers do): the supervisor finds and kills them by that key, the way cgroup tracking would, so no
+process of a finished attempt is left holding a GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+KEY_VAR = "TREINO_ATTEMPT_KEY"
+LEFTOVER_WAIT_S = 5.0  # after the command exits: SIGTERM its leftover processes, SIGKILL them after this
+POLL_S = 0.1
+
+
+def write_json_atomic(path: Path, data: dict[str, object]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w") as f:
+        json.dump(data, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def pids_with_key(key: str) -> list[int]:
+    """Processes whose environment holds TREINO_ATTEMPT_KEY=key (this user's; /proc/PID/environ)."""
+    needle = f"{KEY_VAR}={key}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _alive_not_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def kill_key(key: str, grace_s: float) -> int:
+    """SIGTERM every process of `key`, SIGKILL those still alive after `grace_s`; the number that needed SIGKILL."""
+    for pid in pids_with_key(key):
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(_alive_not_zombie(p) for p in pids_with_key(key)):
+        time.sleep(POLL_S)
+    stubborn = [p for p in pids_with_key(key) if _alive_not_zombie(p)]
+    for pid in stubborn:
+        _signal(pid, signal.SIGKILL)
+    return len(stubborn)
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def main(attempt_dir: Path) -> int:
+    launch = json.loads((attempt_dir / "launch.json").read_text())
+    key, grace_s = launch["key"], float(launch["grace_s"])
+    env = {**launch["env"], KEY_VAR: key}
+    stopping = {"at": 0.0}
+
+    def on_term(_sig: int, _frame: object) -> None:
+        # Preemption, cancel or timeout: every process of the attempt gets SIGTERM now (torchrun forwards it
+        # to its workers, which run in their own sessions, so they get it directly as well).
+        if not stopping["at"]:
+            stopping["at"] = time.monotonic()
+            for pid in pids_with_key(key):
+                _signal(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_term)
+    with (attempt_dir / "output.log").open("ab") as log:
+        child = subprocess.Popen(
+            launch["argv"], cwd=launch["cwd"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    write_json_atomic(
+        attempt_dir / "state.json", {"supervisor_pid": os.getpid(), "child_pid": child.pid, "started_at": time.time()}
+    )
+    while child.poll() is None:
+        if stopping["at"] and time.monotonic() - stopping["at"] > grace_s:
+            for pid in pids_with_key(key):
+                _signal(pid, signal.SIGKILL)
+        time.sleep(POLL_S)
+    leftovers = kill_key(key, LEFTOVER_WAIT_S)
+    write_json_atomic(
+        attempt_dir / "exit.json",
+        {"returncode": child.returncode, "ended_at": time.time(), "leftovers_killed": leftovers},
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(Path(sys.argv[1])))
