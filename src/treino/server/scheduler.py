@@ -107,7 +107,7 @@ def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequen
         chosen = choose_devices(free, job.gpus)
         if chosen is None:
             continue
-        ends_in_time = job.timeout_s is not None and now + job.timeout_s <= reservation
+        ends_in_time = job.timeout_s is not None and not math.isinf(reservation) and now + job.timeout_s <= reservation
         if ends_in_time or job.gpus <= spare_at_reservation:
             starts.append((job.id, chosen))
             free = [d for d in free if d.index not in chosen]

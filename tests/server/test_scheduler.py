@@ -1,0 +1,79 @@
+"""The scheduler's rules on hand-made queues: whole devices, priority + FIFO, EASY backfill, preemption, NVLink."""
+
+from treino.server.inventory import Device
+from treino.server.scheduler import Queued, Running, choose_devices, schedule
+
+NOW = 1000.0
+
+
+def gpus(domains: list[int]) -> list[Device]:
+    return [Device(i, "gpu", "H100", 80 * 2**30, dom) for i, dom in enumerate(domains)]
+
+
+def q(id: int, gpus: int, priority: int = 0, at: float = 0.0, timeout_s: float | None = None) -> Queued:
+    return Queued(id, priority, gpus, at or float(id), timeout_s)
+
+
+def test_priority_then_fifo_and_never_two_jobs_on_one_device() -> None:
+    d = schedule(gpus([0, 0, 0, 0]), [q(1, 2), q(2, 2, priority=5), q(3, 1)], [], NOW)
+    started = dict(d.start)
+    assert list(started) == [2, 1]  # priority 5 first, then FIFO; job 3 finds no device left
+    assert not set(started[2]) & set(started[1])
+
+
+def test_gpus_of_a_job_stay_in_one_nvlink_domain_best_fit() -> None:
+    # Domain 0 has 4 free, domain 1 has 2 free: a 2-GPU job takes domain 1, keeping domain 0 whole for a 4-GPU job.
+    free = gpus([0, 0, 0, 0, 1, 1])
+    assert choose_devices(free, 2) == (4, 5)
+    assert choose_devices(free, 4) == (0, 1, 2, 3)
+    assert choose_devices(free, 5) is not None and len(set(choose_devices(free, 5) or ())) == 5
+    assert choose_devices(free, 7) is None
+
+
+def test_backfill_only_when_it_cannot_delay_the_head() -> None:
+    devices = gpus([0, 0, 0, 0])
+    # Job 10 holds 3 GPUs until NOW + 600 s. Head (job 1) needs 4: its reservation is NOW + 600.
+    running = [Running(10, 0, (0, 1, 2), NOW - 100, 700.0)]
+    small_short = q(2, 1, timeout_s=300)  # ends by NOW + 300 < reservation: backfills
+    small_long = q(3, 1, timeout_s=3000)  # would still run at the reservation: waits
+    d = schedule(devices, [q(1, 4), small_long, small_short], running, NOW)
+    assert dict(d.start) == {2: (3,)}
+    assert d.head == 1 and d.reservation_at == NOW + 600
+
+
+def test_no_backfill_behind_a_head_whose_reservation_is_unknown() -> None:
+    devices = gpus([0, 0, 0, 0])
+    running = [Running(10, 0, (0, 1, 2), NOW - 100, None)]  # no timeout: its end is unknown
+    d = schedule(devices, [q(1, 4), q(2, 1, timeout_s=60)], running, NOW)
+    assert d.start == () and d.head == 1 and d.reservation_at is None
+
+
+def test_backfill_into_devices_the_head_will_not_need() -> None:
+    devices = gpus([0] * 8)
+    running = [Running(10, 0, (0, 1, 2, 3, 4, 5), NOW - 10, 60.0)]  # 2 free now, 8 free at NOW + 50
+    d = schedule(devices, [q(1, 4), q(2, 2)], running, NOW)  # head needs 4 of the 8: 4 to spare
+    assert dict(d.start) == {2: (6, 7)}
+
+
+def test_preemption_takes_the_lowest_priority_newest_jobs_only_as_needed() -> None:
+    devices = gpus([0, 0, 0, 0])
+    running = [
+        Running(10, 0, (0,), NOW - 500, None),
+        Running(11, 0, (1,), NOW - 100, None),  # same priority, started later: less progress to lose
+        Running(12, 3, (2, 3), NOW - 50, None),
+    ]
+    d = schedule(devices, [q(1, 1, priority=5)], running, NOW)
+    assert d.preempt == (11,) and d.start == ()
+    # Nothing to preempt for a head of equal priority.
+    assert schedule(devices, [q(1, 1, priority=0)], running, NOW).preempt == ()
+
+
+def test_no_second_preemption_while_devices_are_on_their_way_back() -> None:
+    devices = gpus([0, 0])
+    running = [Running(10, 0, (0,), NOW - 100, None, stopping_until=NOW + 30), Running(11, 0, (1,), NOW, None)]
+    assert schedule(devices, [q(1, 1, priority=5)], running, NOW).preempt == ()
+
+
+def test_a_job_larger_than_the_server_never_blocks_the_queue() -> None:
+    d = schedule(gpus([0, 0]), [q(1, 3), q(2, 1)], [], NOW)
+    assert dict(d.start) == {2: (0,)}
