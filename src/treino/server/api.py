@@ -14,7 +14,7 @@ POST /api/v1/jobs/{id}/checkpoints         likewise
 GET  /metrics                              Prometheus text format
 """
 
-
+import json
 import secrets
 import time
 from pathlib import Path
@@ -33,6 +33,8 @@ from treino.server.service import Service, job_json, token_hash
 from treino.server.spec import JobSpec, field_errors
 
 LOG_CHUNK_BYTES_MAX = 1024**2
+AUTH_CACHE_S = 2.0  # how long a checked token is trusted without a query (and a revocation may lag)
+JOBS_CACHE_S = 0.5  # how stale GET /api/v1/jobs may be
 JOBS_PAGE_MAX = 1000
 
 
@@ -81,11 +83,25 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
             raise HTTPException(401, "Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token).")
         return authorization.split(" ", 1)[1].strip()
 
-    def user(s: SessionDep, authorization: Annotated[str | None, Header()] = None) -> Token:
-        token = s.scalar(select(Token).where(Token.token_hash == token_hash(bearer(authorization))))
+    token_cache: dict[str, tuple[float, Token]] = {}  # token hash -> (checked at, token): AUTH_CACHE_S
+    list_cache: dict[tuple[str | None, int, int], tuple[float, bytes]] = {}  # (state, limit, offset): JOBS_CACHE_S
+
+    async def user(authorization: Annotated[str | None, Header()] = None) -> Token:
+        # async with a short cache: a hot endpoint authenticates without a thread hop or a query (revocation
+        # takes effect within AUTH_CACHE_S).
+        digest = token_hash(bearer(authorization))
         now = time.time()
+        cached = token_cache.get(digest)
+        if cached and now - cached[0] < AUTH_CACHE_S:
+            token: Token | None = cached[1]
+        else:
+            with service.sessions() as s:
+                token = s.scalar(select(Token).where(Token.token_hash == digest))
         if token is None or token.revoked_at is not None or (token.expires_at and token.expires_at < now):
+            token_cache.pop(digest, None)
             raise HTTPException(401, "Invalid, expired or revoked token. To fix: use a valid API token.")
+        if not cached or now - cached[0] >= AUTH_CACHE_S:
+            token_cache[digest] = (now, token)
         return token
 
     UserDep = Annotated[Token, Depends(user)]
@@ -102,7 +118,9 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
         job = job_or_404(s, job_id)
         if secrets.compare_digest(job.job_token_hash, token_hash(raw)):
             return job
-        user(s, authorization)
+        token = s.scalar(select(Token).where(Token.token_hash == token_hash(raw)))
+        if token is None or token.revoked_at is not None or (token.expires_at and token.expires_at < time.time()):
+            raise HTTPException(401, "Invalid, expired or revoked token. To fix: use the job's TREINO_JOB_TOKEN.")
         return job
 
     @app.exception_handler(RequestValidationError)
@@ -145,22 +163,33 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
             except TreinoError as exc:
                 raise HTTPException(422, [{"field": "plan", "message": str(exc)}]) from exc
         job, _ = service.submit(spec, who.name)
+        list_cache.clear()  # a submitter's next listing shows the job
         return job_json(job)
 
     @app.get("/api/v1/jobs")
-    def jobs(
-        s: SessionDep,
+    async def jobs(
         _user: UserDep,
         state: str | None = None,
         limit: Annotated[int, Query(ge=1, le=JOBS_PAGE_MAX)] = 100,
         offset: Annotated[int, Query(ge=0)] = 0,
-    ) -> dict[str, Any]:
+    ) -> Response:
+        # The list is served from a cache at most JOBS_CACHE_S old: dashboards and `treino jobs -w` poll it, and
+        # 50 clients polling must not each re-read and re-serialise the table (benchmarks/server_bench.py).
+        if state and state not in set(JobState):
+            raise HTTPException(422, [{"field": "state", "message": f"one of {', '.join(JobState)}"}])
+        key, now = (state, limit, offset), time.monotonic()
+        hit = list_cache.get(key)
+        if hit and now - hit[0] < JOBS_CACHE_S:
+            return Response(hit[1], media_type="application/json")
         query = select(Job).order_by(Job.id.desc()).limit(limit).offset(offset)
         if state:
-            if state not in set(JobState):
-                raise HTTPException(422, [{"field": "state", "message": f"one of {', '.join(JobState)}"}])
             query = query.where(Job.state == state)
-        return {"jobs": [job_json(j) for j in s.scalars(query)]}
+        with service.sessions() as s:
+            body = json.dumps({"jobs": [job_json(j) for j in s.scalars(query)]}).encode()
+        if len(list_cache) > 1000:
+            list_cache.clear()
+        list_cache[key] = (now, body)
+        return Response(body, media_type="application/json")
 
     @app.get("/api/v1/jobs/{job_id}")
     def job(job_id: int, s: SessionDep, _user: UserDep) -> dict[str, Any]:
@@ -188,6 +217,7 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
 
     @app.post("/api/v1/jobs/{job_id}/cancel")
     def cancel(job_id: int, _user: UserDep) -> dict[str, Any]:
+        list_cache.clear()
         try:
             return job_json(service.cancel(job_id))
         except JobError as exc:
