@@ -39,6 +39,7 @@ lint: venv
 bench: venv
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/plan_accuracy.py
+	$(BIN)/python benchmarks/server_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -12,6 +12,7 @@ import typer
 
 from treino import catalog
 from treino.cli.bench import bench
+from treino.cli.client import cancel, jobs, logs, show, submit
 from treino.cli.server import server
 from treino.errors import TreinoError
 
@@ -26,6 +27,11 @@ app.add_typer(plan_app, name="plan")
 
 app.command("bench")(bench)
 app.command("server")(server)
+app.command("submit")(submit)
+app.command("jobs")(jobs)
+app.command("show")(show)
+app.command("logs")(logs)
+app.command("cancel")(cancel)
 
 _state = {"debug": False}
 

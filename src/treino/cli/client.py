@@ -1,0 +1,412 @@
+"""`treino submit | jobs | show | logs | cancel`: the job server's client, over its HTTP API (treino.server.api).
+
+The server and token come from, first to last: `--url`/`--token`, the TREINO_URL/TREINO_TOKEN environment variables,
+then `url:`/`token:` in $XDG_CONFIG_HOME/treino/config.yaml (default ~/.config/treino/config.yaml).
+Every failure is a TreinoError, so the CLI prints one red line and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+import yaml
+
+from treino.errors import JobError, TreinoError
+
+if TYPE_CHECKING:  # httpx is imported when a command talks to a server, not for every `treino` command
+    import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+HTTP_TIMEOUT_S = 10.0
+LOG_POLL_S = 0.5  # `treino logs -f`: how often to ask for new output
+SPARK_WIDTH_CHARS = 60
+SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
+STATE_STYLES = {
+    "queued": "yellow",
+    "running": "bold green",
+    "stopping": "magenta",
+    "succeeded": "green",
+    "failed": "bold red",
+    "cancelled": "dim",
+}
+
+UrlOpt = Annotated[str | None, typer.Option("--url", help="Server URL (else TREINO_URL, the config file).")]
+TokenOpt = Annotated[str | None, typer.Option("--token", help="API token (else TREINO_TOKEN, the config file).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+# --- server and token ----------------------------------------------------------------------------------------
+def config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "treino" / "config.yaml"
+
+
+def _config() -> dict[str, Any]:
+    path = config_path()
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise TreinoError(f"Cannot read {path}: {exc}. To fix: write it as YAML with 'url:' and 'token:'.") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise TreinoError(f"{path} must hold a mapping with 'url:' and 'token:', not {type(data).__name__}.")
+    return data
+
+
+def resolve_server(url: str | None, token: str | None) -> tuple[str, str]:
+    """(url, token): options first, then the environment, then the config file; the URL defaults to DEFAULT_URL."""
+    config = _config() if not (url and token) else {}
+    url = url or os.environ.get("TREINO_URL") or str(config.get("url") or "") or DEFAULT_URL
+    token = token or os.environ.get("TREINO_TOKEN") or str(config.get("token") or "")
+    if not token:
+        raise TreinoError(
+            f"No API token for {url}. The server writes its admin token to 'admin-token' in its data dir "
+            "(default ~/.local/share/treino/admin-token) and prints it at its first start. To fix: pass it with "
+            f"--token, set TREINO_TOKEN, or add 'token: ...' to {config_path()}."
+        )
+    return url.rstrip("/"), token
+
+
+class ServerClient:
+    """The job server's HTTP API; every failure comes out as a TreinoError whose message says how to fix it."""
+
+    def __init__(self, url: str, token: str) -> None:
+        import httpx
+
+        self.url = url
+        self._http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=HTTP_TIMEOUT_S)
+
+    def __enter__(self) -> ServerClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._http.close()
+
+    def request(self, method: str, path: str, what: str = "the request", **kwargs: Any) -> Any:
+        import httpx
+
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.ConnectError as exc:
+            raise TreinoError(
+                f"No treino server at {self.url}. To fix: start one with 'treino server' or pass --url."
+            ) from exc
+        except httpx.TimeoutException as exc:
+            raise TreinoError(f"The treino server at {self.url} did not answer within {HTTP_TIMEOUT_S:g} s.") from exc
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+            raise TreinoError(f"Cannot use the server URL {self.url!r}: {exc}. To fix: e.g. {DEFAULT_URL}.") from exc
+        except httpx.HTTPError as exc:
+            raise TreinoError(f"Talking to the treino server at {self.url} failed: {exc}") from exc
+        if response.is_success:
+            return response.json()
+        raise _http_error(response, what)
+
+    def submit(self, spec: dict[str, Any], what: str = "the job spec") -> dict[str, Any]:
+        return self.request("POST", "/api/v1/jobs", what, json=spec)  # type: ignore[no-any-return]
+
+    def jobs(self, state: str | None, limit: int) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"limit": limit, **({"state": state} if state else {})}
+        return self.request("GET", "/api/v1/jobs", params=params)["jobs"]  # type: ignore[no-any-return]
+
+    def job(self, job_id: int) -> dict[str, Any]:
+        return self.request("GET", f"/api/v1/jobs/{job_id}")  # type: ignore[no-any-return]
+
+    def cancel(self, job_id: int) -> dict[str, Any]:
+        return self.request("POST", f"/api/v1/jobs/{job_id}/cancel")  # type: ignore[no-any-return]
+
+    def logs(self, job_id: int, attempt: int | None, offset: int) -> dict[str, Any]:
+        params = {"offset": offset, **({"attempt": attempt} if attempt else {})}
+        return self.request("GET", f"/api/v1/jobs/{job_id}/logs", params=params)  # type: ignore[no-any-return]
+
+    def metrics(self, job_id: int) -> list[dict[str, Any]]:
+        return self.request("GET", f"/api/v1/jobs/{job_id}/metrics")["points"]  # type: ignore[no-any-return]
+
+
+def _http_error(response: httpx.Response, what: str) -> TreinoError:
+    """The server's `detail` as the message: a string (401, 404, 409) or a list of {field, message} (422)."""
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    if isinstance(detail, list):
+        lines = "\n".join(
+            f"  {d.get('field', '?')}: {d.get('message', d)}" if isinstance(d, dict) else f"  {d}" for d in detail
+        )
+        return JobError(f"The server refused {what} ({response.status_code}):\n{lines}")
+    if isinstance(detail, str):
+        return TreinoError(detail)
+    return TreinoError(f"The treino server answered {response.status_code}: {response.text[:500]}")
+
+
+def _client(url: str | None, token: str | None) -> ServerClient:
+    return ServerClient(*resolve_server(url, token))
+
+
+def _print_json(data: object) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+# --- pure helpers for rendering --------------------------------------------------------------------------------
+def spec_for_submit(path: Path) -> dict[str, Any]:
+    """The spec file's mapping with `workdir` made absolute: relative to the file's directory, which is also its
+    default, so `treino submit examples/job.yaml` means the same from any directory (the server runs here)."""
+    from treino.server.spec import load_spec_file
+
+    data = load_spec_file(path)
+    base = path.expanduser().resolve().parent
+    workdir = data.get("workdir")
+    if workdir is None:
+        data["workdir"] = str(base)
+    elif isinstance(workdir, str):
+        data["workdir"] = str((base / Path(workdir).expanduser()).resolve())
+    else:
+        return data  # not a string: the server's validation says so, field by field
+    if not Path(data["workdir"]).is_dir():
+        raise JobError(f"{path}: workdir {data['workdir']} is not a directory. To fix: give an existing one.")
+    script = data.get("script")
+    if isinstance(script, str) and not (Path(data["workdir"]) / Path(script).expanduser()).is_file():
+        raise JobError(
+            f"{path}: script {script!r} is not a file in the workdir {data['workdir']}. To fix: give 'script' "
+            "relative to the spec file's directory (or to 'workdir'), or as an absolute path."
+        )
+    return data
+
+
+def sparkline(values: list[float], width: int = SPARK_WIDTH_CHARS) -> str:
+    """One block character per value, lowest '▁' to highest '█'; more values than `width` are averaged in buckets."""
+    if not values:
+        return ""
+    if len(values) > width:
+        buckets = [values[i * len(values) // width : (i + 1) * len(values) // width] for i in range(width)]
+        values = [sum(b) / len(b) for b in buckets]
+    lo, hi = min(values), max(values)
+    top = len(SPARK_BLOCKS) - 1
+    if hi == lo:
+        return SPARK_BLOCKS[top // 2] * len(values)
+    return "".join(SPARK_BLOCKS[round((v - lo) / (hi - lo) * top)] for v in values)
+
+
+def age(seconds: float) -> str:
+    """'42s', '7m', '3h', '2d': the largest whole unit."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{max(0, int(seconds))}s"
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _state(state: str) -> Any:
+    from rich.text import Text
+
+    return Text(state, style=STATE_STYLES.get(state, ""))
+
+
+def _devices(job: dict[str, Any]) -> str:
+    held = job.get("devices")
+    return f"{job['gpus']} [{','.join(map(str, held))}]" if held else str(job["gpus"])
+
+
+# --- commands ------------------------------------------------------------------------------------------------
+def submit(
+    spec_file: Annotated[Path, typer.Argument(help="Job spec, YAML or JSON (see treino.server.spec).")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Submit a job spec to the server's queue."""
+    spec = spec_for_submit(spec_file)
+    with _client(url, token) as client:
+        job = client.submit(spec, what=f"the job spec {spec_file}")
+    if as_json:
+        _print_json(job)
+        return
+    typer.echo(f"Submitted job {job['id']} ({job['name']}), {job['state']}.")
+
+
+def jobs(
+    state: Annotated[str | None, typer.Option("--state", help="queued, running, stopping, succeeded, ...")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Newest first, at most this many.")] = 50,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """The server's jobs, newest first."""
+    with _client(url, token) as client:
+        rows = client.jobs(state, limit)
+    if as_json:
+        _print_json(rows)
+        return
+    from rich.table import Table
+
+    from treino.cli.render import console
+
+    now = time.time()
+    table = Table(title_justify="left", title=f"{len(rows)} job(s)" + (f", {state}" if state else ""))
+    # Short headers, so the ten columns fit 80 characters; the state is never cut.
+    for col in ("id", "name", "state", "gpus", "prio", "tries", "step", "loss", "steps/s", "age"):
+        table.add_column(col, justify="left" if col in ("name", "state") else "right", no_wrap=col != "name")
+    for j in rows:
+        table.add_row(
+            str(j["id"]),
+            j["name"],
+            _state(j["state"]),
+            _devices(j),
+            str(j["priority"]),
+            str(j["attempts"]),
+            _num(j["last_step"], "d"),
+            _num(j["last_loss"], ".4g"),
+            _num(j["steps_per_s"], ".2f"),
+            age(now - j["submitted_at"]),
+        )
+    console().print(table)
+
+
+def show(
+    job_id: Annotated[int, typer.Argument(help="Job id, from 'treino jobs'.")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """One job: its fields, attempts, checkpoints, why it failed, and its loss curve."""
+    with _client(url, token) as client:
+        job = client.job(job_id)
+        points = [] if as_json else client.metrics(job_id)
+    if as_json:
+        _print_json(job)
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    from treino.cli.render import console
+
+    out = console()
+    spec = job.get("spec") or {}
+    entry = spec.get("command") or [spec.get("script"), *spec.get("args", [])]
+    fields = Table.grid(padding=(0, 2))
+    fields.add_column(style="bold")
+    fields.add_column()
+    for label, value in (
+        ("state", _state(job["state"])),
+        ("owner", job["owner"]),
+        ("command", shlex.join(map(str, entry))),
+        ("workdir", spec.get("workdir") or "(server data dir)"),
+        ("gpus", _devices(job)),
+        ("priority", str(job["priority"])),
+        ("attempts", f"{job['attempts']} ({job['restarts']} restart(s), {job['preemptions']} preemption(s))"),
+        ("submitted", _when(job["submitted_at"])),
+        ("started", _when(job["started_at"])),
+        ("ended", _when(job["ended_at"])),
+        ("exit code", _num(job["exit_code"], "d")),
+        ("step", _num(job["last_step"], "d")),
+        ("loss", _num(job["last_loss"], ".4g")),
+        ("steps/s", _num(job["steps_per_s"], ".2f")),
+        ("checkpoint", _num(job["checkpoint_step"], "d")),
+    ):
+        fields.add_row(label, value)
+    out.print(Text(f"Job {job['id']} ({job['name']})", style="bold"))
+    out.print(fields)
+    if job.get("failure_reason"):
+        out.print(Text(f"Failure: {job['failure_reason']}: {job.get('failure_detail') or ''}", style="red"))
+    if job.get("history"):
+        table = Table(title="attempts", title_justify="left")
+        for col in ("#", "devices", "started", "ended", "exit code", "outcome"):
+            table.add_column(col, justify="right" if col in ("#", "exit code") else "left", no_wrap=True)
+        for a in job["history"]:
+            table.add_row(
+                str(a["number"]),
+                ",".join(map(str, a["devices"])),
+                _when(a["started_at"]),
+                _when(a["ended_at"]),
+                _num(a["exit_code"], "d"),
+                a["outcome"] or "running",
+            )
+        out.print(table)
+    if job.get("checkpoints"):
+        table = Table(title="checkpoints", title_justify="left")
+        for col in ("step", "attempt", "bytes", "path"):
+            table.add_column(col, justify="left" if col == "path" else "right")
+        for c in job["checkpoints"]:
+            table.add_row(str(c["step"]), str(c["attempt"]), f"{c['bytes']:,}", c["path"])
+        out.print(table)
+    losses = [p["values"]["loss"] for p in points if "loss" in p["values"]]
+    if losses:
+        out.print(Text(f"loss  {sparkline(losses)}", style="cyan"))
+        out.print(
+            f"      first {losses[0]:.4g} · last {losses[-1]:.4g} · min {min(losses):.4g} over {len(losses)} point(s)",
+            highlight=False,
+        )
+
+
+def logs(
+    job_id: Annotated[int, typer.Argument(help="Job id, from 'treino jobs'.")],
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing until the job ends.")] = False,
+    attempt: Annotated[int | None, typer.Option("--attempt", help="Attempt number (default: the latest).")] = None,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """A job's output. With -f, follows it (and the next attempts, if the job restarts) until the job ends."""
+    with _client(url, token) as client:
+        try:
+            _print_logs(client, job_id, attempt, follow)
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+
+
+def _print_logs(client: ServerClient, job_id: int, attempt: int | None, follow: bool) -> None:
+    current, offset = attempt, 0
+    while True:
+        chunk = client.logs(job_id, current, offset)
+        attempts = chunk.get("attempts", 0)  # absent before the first attempt starts
+        if attempt is not None and attempt > attempts:
+            raise JobError(f"Job {job_id} has {attempts} attempt(s), not {attempt}. To fix: --attempt 1..{attempts}.")
+        if chunk["text"]:
+            sys.stdout.write(chunk["text"])
+            sys.stdout.flush()
+            current, offset = chunk["attempt"], chunk["offset"]
+            continue  # the server sends at most LOG_CHUNK_BYTES_MAX at a time: ask again at once
+        if chunk["attempt"]:
+            current = chunk["attempt"]
+        if not follow:
+            return
+        if chunk["final"]:
+            if attempt is not None or not current or attempts <= current:
+                return
+            current, offset = current + 1, 0  # the job restarted: go on with the next attempt's output
+            typer.echo(f"--- attempt {current} ---")
+            continue
+        time.sleep(LOG_POLL_S)
+
+
+def cancel(
+    job_id: Annotated[int, typer.Argument(help="Job id, from 'treino jobs'.")],
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Cancel a job: a queued one at once, a running one with SIGTERM and its grace period, then SIGKILL."""
+    with _client(url, token) as client:
+        job = client.cancel(job_id)
+    if job["state"] == "cancelled":
+        typer.echo(f"Cancelled job {job['id']} ({job['name']}).")
+    else:
+        grace = (job.get("spec") or {}).get("grace_seconds", 30)
+        typer.echo(
+            f"Cancelling job {job['id']} ({job['name']}): SIGTERM sent, SIGKILL after {grace:g} s. "
+            f"Watch it with 'treino show {job['id']}'."
+        )

@@ -1,0 +1,151 @@
+"""A real `treino server` process per test: `server` (2 CPU slots) or `start_server(devices=..., extra_args=[...])`.
+
+Each server runs as a subprocess on a free port with its own data dir, is stopped with SIGTERM (SIGKILL after
+SERVER_STOP_S) at teardown, and every job process it started is killed then too: attempts run under detached
+supervisors that outlive the server by design, so the fixture finds them by their attempt key (launch.json).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from treino.server.supervisor import kill_key
+
+SERVER_START_S = 20.0  # until /healthz answers
+SERVER_STOP_S = 10.0  # SIGTERM -> SIGKILL
+HEALTH_POLL_S = 0.1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This environment without treino's own variables, the venv's `python` first on PATH, and `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TREINO_") and k != "XDG_CONFIG_HOME"}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "/usr/bin:/bin")])
+    return {**env, **extra}
+
+
+@dataclass
+class ServerProcess:
+    url: str
+    token: str
+    data_dir: Path
+    port: int
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    devices: str
+    extra_args: list[str] = field(default_factory=list)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=10)
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """SIGTERM (or `sig`, e.g. SIGKILL to crash it), then SIGKILL after SERVER_STOP_S; the exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(SERVER_STOP_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def kill_jobs(data_dir: Path) -> None:
+    """SIGKILL every process of every attempt under `data_dir`, and the attempts' supervisors."""
+    for launch in data_dir.glob("jobs/*/attempt-*/launch.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            kill_key(json.loads(launch.read_text())["key"], grace_s=0.0)
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            pid = int(json.loads((launch.parent / "state.json").read_text())["supervisor_pid"])
+            # Only if that pid is still this attempt's supervisor, not a reused pid.
+            if str(launch.parent).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGKILL)
+
+
+StartServer = Callable[..., ServerProcess]
+
+
+class Servers:
+    """Starts servers and, at `close()`, stops them and kills their jobs. Fixtures of any scope wrap one."""
+
+    def __init__(self, tmp: pytest.TempPathFactory) -> None:
+        self.tmp = tmp
+        self.started: list[ServerProcess] = []
+
+    def start(
+        self,
+        devices: str = "cpu:2",
+        extra_args: Sequence[str] = (),
+        data_dir: Path | None = None,
+        port: int | None = None,
+    ) -> ServerProcess:
+        """A running server. Pass the data dir (and port) of a stopped one to restart it on the same database."""
+        data_dir = data_dir or self.tmp.mktemp("server") / "data"
+        port = port or free_port()
+        log_path = data_dir.parent / f"server-{port}-{len(self.started)}.log"
+        argv = [sys.executable, "-m", "treino", "server", "--data-dir", str(data_dir), "--devices", devices]
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [*argv, "--port", str(port), *extra_args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=clean_env(COLUMNS="200"),
+            )
+        server = ServerProcess(f"http://127.0.0.1:{port}", "", data_dir, port, proc, log_path, devices, [*extra_args])
+        self.started.append(server)
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"treino server exited with {proc.returncode}:\n{server.log()}")
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"treino server did not answer /healthz in {SERVER_START_S:g} s:\n{server.log()}")
+            time.sleep(HEALTH_POLL_S)
+        server.token = (data_dir / "admin-token").read_text().strip()
+        return server
+
+    def close(self) -> None:
+        for server in reversed(self.started):
+            server.stop()
+        for data_dir in {s.data_dir for s in self.started}:
+            kill_jobs(data_dir)
+
+
+@pytest.fixture
+def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServer]:
+    """`start_server(devices="cpu:2", extra_args=[], data_dir=None, port=None)` -> a running ServerProcess."""
+    servers = Servers(tmp_path_factory)
+    try:
+        yield servers.start
+    finally:
+        servers.close()
+
+
+@pytest.fixture
+def server(start_server: StartServer) -> ServerProcess:
+    """A running server with 2 CPU slots."""
+    return start_server()
