@@ -249,3 +249,11 @@ def test_api_rejects_bad_specs_tokens_and_jobs_that_cannot_fit(make_server: Call
     assert httpx.get(server.url + "/metrics").status_code == 401
     assert httpx.get(server.url + "/healthz").status_code == 200
     assert (server.data_dir / "admin-token").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_command_that_cannot_start_fails_once_with_the_reason(make_server: Callable[..., Server]) -> None:
+    server = make_server()
+    job_id = server.submit({"name": "typo", "command": ["no-such-program-xyz"], "max_restarts": 0})
+    job = server.wait(job_id, final, timeout_s=30)
+    assert job["state"] == "failed" and job["attempts"] == 1 and job["exit_code"] == 127
+    assert "cannot start 'no-such-program-xyz'" in server.logs(job_id)

@@ -234,7 +234,7 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
         j = job_or_404(s, job_id)
         number = attempt or j.attempts
         if number < 1:
-            return {"attempt": 0, "text": "", "offset": 0, "final": j.state in (JobState.CANCELLED,)}
+            return {"attempt": 0, "attempts": 0, "text": "", "offset": 0, "final": j.state == JobState.CANCELLED}
         path = service.job_dir(job_id) / f"attempt-{number}" / "output.log"
         text, next_offset = _read_chunk(path, offset)
         final = number < j.attempts or j.state in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)

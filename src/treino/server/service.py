@@ -40,6 +40,7 @@ from treino.server.spec import JobSpec
 log = logging.getLogger("treino.server")
 
 TICK_S = 0.2  # scheduling loop period; submits and cancels wake it at once
+LOST_ATTEMPTS_MAX = 3  # attempts in a row whose supervisor vanished before the job is failed, not requeued
 KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor gets before the server SIGKILLs itself
 # What a failed attempt's output says about why (the classes SkyPilot and Determined separate, reference §2-3).
 OOM_PATTERNS = re.compile(r"CUDA out of memory|OutOfMemoryError|HIP out of memory|CUBLAS_STATUS_ALLOC_FAILED")
@@ -298,8 +299,8 @@ class Service:
         elif outcome == FailureReason.OOM:
             advice = self.advice.get(job.id, "")
             self._end(job, JobState.FAILED, outcome, detail + (f" | planner: {advice}" if advice else ""))
-        elif outcome == FailureReason.NODE_FAULT and info.returncode is None:
-            # Not the job's fault (the server or machine went down): requeue without spending a restart.
+        elif outcome == FailureReason.NODE_FAULT and info.returncode is None and not self._lost_repeatedly(s, job):
+            # Not the job's fault (the machine went down): requeue without spending a restart.
             job.failure_reason, job.failure_detail = outcome, detail
             self._transition(job, JobState.QUEUED)
         elif job.restarts < spec.max_restarts:
@@ -309,6 +310,18 @@ class Service:
         else:
             self._end(job, JobState.FAILED, outcome, detail)
         log.info("job %s attempt %s ended: %s (%s) -> %s", job.id, attempt.number, outcome, detail, job.state)
+
+    @staticmethod
+    def _lost_repeatedly(s: Session, job: Job) -> bool:
+        """The last LOST_ATTEMPTS_MAX attempts all vanished: something about this job kills its supervisor, so
+        requeueing it for free again would loop forever."""
+        outcomes = s.scalars(
+            select(Attempt.outcome)
+            .where(Attempt.job_id == job.id)
+            .order_by(Attempt.number.desc())
+            .limit(LOST_ATTEMPTS_MAX)
+        ).all()
+        return len(outcomes) == LOST_ATTEMPTS_MAX and all(o == FailureReason.NODE_FAULT for o in outcomes)
 
     def _end(self, job: Job, state: JobState, reason: str | None = None, detail: str | None = None) -> None:
         self._transition(job, state)

@@ -24,6 +24,7 @@ from pathlib import Path
 KEY_VAR = "TREINO_ATTEMPT_KEY"
 LEFTOVER_WAIT_S = 5.0  # after the command exits: SIGTERM its leftover processes, SIGKILL them after this
 POLL_S = 0.1
+LAUNCH_FAILED_EXIT = 127  # the shell's "command not found"
 
 
 def write_json_atomic(path: Path, data: dict[str, object]) -> None:
@@ -93,9 +94,18 @@ def main(attempt_dir: Path) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     with (attempt_dir / "output.log").open("ab") as log:
-        child = subprocess.Popen(
-            launch["argv"], cwd=launch["cwd"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        try:
+            child = subprocess.Popen(
+                launch["argv"], cwd=launch["cwd"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        except OSError as exc:  # no such program or working directory: the job's error, said in its log
+            log.write(f"treino: cannot start {launch['argv'][0]!r} in {launch['cwd']!r}: {exc}\n".encode())
+            log.flush()
+            write_json_atomic(
+                attempt_dir / "exit.json",
+                {"returncode": LAUNCH_FAILED_EXIT, "ended_at": time.time(), "leftovers_killed": 0},
+            )
+            return 0
     write_json_atomic(
         attempt_dir / "state.json", {"supervisor_pid": os.getpid(), "child_pid": child.pid, "started_at": time.time()}
     )
