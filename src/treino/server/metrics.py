@@ -23,6 +23,12 @@ def render(service: Service) -> tuple[bytes, str]:
     step = Gauge("treino_job_last_step", "The last step a job logged.", ["job", "name"], registry=registry)
     util = Gauge("treino_gpu_utilization_percent", "GPU utilisation (NVML).", ["gpu"], registry=registry)
     mem = Gauge("treino_gpu_memory_used_bytes", "GPU memory in use (NVML).", ["gpu"], registry=registry)
+    foreign = Gauge(
+        "treino_gpu_foreign_processes", "Processes on a GPU that no treino job owns (NVML).", ["gpu"], registry=registry
+    )
+    orphans = Gauge(
+        "treino_orphan_processes_killed", "Processes of finished attempts found on GPUs.", registry=registry
+    )
     temp = Gauge("treino_gpu_temperature_celsius", "GPU temperature (NVML).", ["gpu"], registry=registry)
     with service.sessions() as s:
         counts = dict(s.execute(select(Job.state, func.count()).group_by(Job.state)).tuples().all())
@@ -45,4 +51,7 @@ def render(service: Service) -> tuple[bytes, str]:
         util.labels(gpu=str(g["index"])).set(g["util_percent"])
         mem.labels(gpu=str(g["index"])).set(g["memory_used_bytes"])
         temp.labels(gpu=str(g["index"])).set(g["temperature_c"])
+    for gpu_index, pids in service.foreign_gpu_pids.items():
+        foreign.labels(gpu=str(gpu_index)).set(len(pids))
+    orphans.set(service.orphans_killed)
     return generate_latest(registry), CONTENT_TYPE_LATEST

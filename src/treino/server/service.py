@@ -40,6 +40,7 @@ from treino.server.spec import JobSpec
 log = logging.getLogger("treino.server")
 
 TICK_S = 0.2  # scheduling loop period; submits and cancels wake it at once
+GPU_PROCESS_CHECK_S = 5.0  # how often NVML's process list is checked against the running jobs
 LOST_ATTEMPTS_MAX = 3  # attempts in a row whose supervisor vanished before the job is failed, not requeued
 KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor gets before the server SIGKILLs itself
 # What a failed attempt's output says about why (the classes SkyPilot and Determined separate, reference §2-3).
@@ -90,6 +91,9 @@ class Service:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.advice: dict[int, str] = {}  # job id -> the planner's advice, for OOM failures
+        self.foreign_gpu_pids: dict[int, list[int]] = {}  # GPU index -> pids no job of this server owns
+        self.orphans_killed = 0  # processes of finished attempts found on a GPU and killed
+        self._last_gpu_check = 0.0
 
     # --- lifecycle -------------------------------------------------------------------------------------------
     def start(self, reconcile: bool = True) -> None:
@@ -175,6 +179,31 @@ class Service:
                 ):
                     self.backend.kill(attempt.handle)  # the supervisor did not finish the job off: we do
             self._schedule(s, now)
+            if self.inventory.kind == "gpu" and now - self._last_gpu_check > GPU_PROCESS_CHECK_S:
+                self._last_gpu_check = now
+                self.check_gpu_processes(s)
+
+    def check_gpu_processes(self, s: Session) -> None:
+        """NVML's compute processes against the running jobs: a process of a finished attempt (it carries a
+        treino attempt key no active attempt has) is killed; a process with no key is someone else's and is
+        reported (/metrics treino_gpu_foreign_processes), since it takes memory a job was promised."""
+        from treino.server.inventory import gpu_process_pids
+        from treino.server.supervisor import KEY_VAR
+
+        active_keys = set()
+        for job in s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES)))):
+            active_keys.add(self._latest_attempt(s, job).handle.get("key"))
+        foreign: dict[int, list[int]] = {}
+        for gpu, pids in gpu_process_pids().items():
+            for pid in pids:
+                key = _env_of(pid).get(KEY_VAR)
+                if key is None:
+                    foreign.setdefault(gpu, []).append(pid)
+                elif key not in active_keys:
+                    log.warning("GPU %s: pid %s of a finished attempt still holds memory; killing it", gpu, pid)
+                    _kill(pid)
+                    self.orphans_killed += 1
+        self.foreign_gpu_pids = foreign
 
     def _schedule(self, s: Session, now: float) -> None:
         queued = list(s.scalars(select(Job).where(Job.state == JobState.QUEUED)))
@@ -350,6 +379,24 @@ class Service:
     def queue_length(self) -> int:
         with self.sessions() as s:
             return int(s.scalar(select(func.count()).select_from(Job).where(Job.state == JobState.QUEUED)) or 0)
+
+
+def _env_of(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:  # gone, or another user's (then it is not ours either)
+        return {}
+    return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+
+
+def _kill(pid: int) -> None:
+    import os
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        log.warning("could not kill pid %s", pid)
 
 
 def _base_env() -> dict[str, str]:
