@@ -41,7 +41,7 @@ JOBS_PAGE_MAX = 1000
 class MetricIn(BaseModel):
     step: int = Field(ge=0)
     time: float
-    values: dict[str, float]
+    values: dict[str, float | None]  # NaN and inf arrive as null from the SDK
 
 
 class MetricsIn(BaseModel):
@@ -268,7 +268,7 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
             elif j.last_step is not None and j.last_metric_at and last.time > j.last_metric_at:
                 j.steps_per_s = (last.step - j.last_step) / (last.time - j.last_metric_at)
             j.last_step, j.last_metric_at = last.step, last.time
-            if "loss" in last.values:
+            if last.values.get("loss") is not None:
                 j.last_loss = last.values["loss"]
         return Response(status_code=204)
 

@@ -28,6 +28,7 @@ from treino.errors import JobError
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 MAX_GPUS_PER_JOB = 1024  # a sanity bound; the server checks its own inventory
+TORCHRUN_SHUTDOWN_TIMEOUT_S = 30  # torchrun's default --shutdown-timeout
 
 
 class PlanSpec(BaseModel):
@@ -83,6 +84,10 @@ class JobSpec(BaseModel):
         if processes == 1:
             return [python, self.script, *self.args]
         torchrun = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"]
+        if self.grace_seconds > TORCHRUN_SHUTDOWN_TIMEOUT_S:
+            # torchrun SIGKILLs its workers this long after passing SIGTERM on; a longer grace needs the flag
+            # (torch >= 2.13 has it; older torchrun refuses it, so it is only added when it matters).
+            torchrun.append(f"--shutdown-timeout={int(self.grace_seconds) + 1}")
         return [*torchrun, self.script, *self.args]
 
 

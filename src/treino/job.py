@@ -1,0 +1,490 @@
+"""The Job SDK: what a training script imports to run under `treino server` (and, unchanged, on a laptop).
+
+    from treino import job
+
+    run = job.init()                        # reads the job's environment; outside the server a local run
+    state = run.restore()                   # the newest checkpoint that loads, or None
+    for step in range((run.checkpoint_step or 0) + 1, steps + 1):
+        if run.should_stop:                 # SIGTERM: preemption or cancel. Check it once per step.
+            run.save(state, step=step - 1)
+            break
+        ...
+        run.log(step=step, loss=loss)       # batched, sent by a background thread; never blocks the loop
+        if step % 100 == 0:
+            run.save(state, step=step)      # atomic; rank 0 writes, every rank waits at a barrier
+    run.finish()                            # flushes metrics (also runs at interpreter exit)
+
+Environment the server sets for every process of a job:
+
+    TREINO_URL              the server, e.g. http://127.0.0.1:8765 (reached directly: proxies are ignored)
+    TREINO_JOB_ID           the job's id (int); its presence is what makes a run *managed*
+    TREINO_JOB_TOKEN        bearer token accepted for this job's metrics and checkpoints
+    TREINO_CHECKPOINT_DIR   the job's checkpoint folder; it persists across attempts of the job
+    TREINO_ATTEMPT          1 for the first start, 2 after the first restart, ...
+    RANK, LOCAL_RANK, WORLD_SIZE   set by torchrun; a plain `python script.py` is rank 0 of 1
+
+Outside the server (no TREINO_JOB_ID) the run is *local*: checkpoints go to TREINO_CHECKPOINT_DIR if set,
+else to `init(checkpoint_dir=...)`, else to ./checkpoints; metrics stay in memory (`run.metrics`), nothing is
+printed and nothing is sent.
+
+HTTP contract (stdlib urllib: treino does not depend on an HTTP client library):
+
+    POST {TREINO_URL}/api/v1/jobs/{id}/metrics       {"points": [{"step": 1, "time": 1.7e9, "values": {"loss": 2.3}}]}
+    POST {TREINO_URL}/api/v1/jobs/{id}/checkpoints   {"step": 100, "path": "/abs/step-000000100.pt", "bytes": 123}
+
+both with `Authorization: Bearer {TREINO_JOB_TOKEN}`. Metrics are sent by rank 0 only, every
+METRICS_FLUSH_INTERVAL_S or as soon as METRICS_FLUSH_POINTS are waiting. A failed send (no answer, 408, 429,
+5xx) keeps the points and retries with backoff; the buffer holds at most METRICS_BUFFER_POINTS and then drops
+the oldest, with one warning. Another 4xx drops that batch with a warning (retrying cannot fix it). Non-finite
+values (nan, inf) are sent as JSON null. A checkpoint is reported synchronously after each save; a failure
+only warns.
+
+Checkpoints are `{dir}/step-{step:09d}.pt`, written as a hidden temp file in the same folder, flushed and
+fsynced, renamed over the final name, and the folder fsynced: a kill at any moment leaves either the old set
+or the new file, never a torn `step-*.pt`. `restore()` still skips a torn or corrupt file (one that is not a
+complete zip archive with matching CRCs: a disk that lied, a file cut while copied) with a warning and falls
+back to the previous one; an intact file that fails to load (e.g. refused by weights_only) raises JobError
+instead, since skipping it would silently throw progress away. Temp files are never read; the next save
+removes them.
+
+Distributed (torch.distributed initialised, world size > 1): `save` writes on rank 0 and ends with a barrier;
+`restore` loads on every rank with map_location="cpu" (the ranks must see the same folder: one node, or a
+shared file system); `should_stop` all-reduces the local SIGTERM flag with MAX so that every rank stops at
+the same step (a rank that stops alone leaves the others waiting in DDP's all-reduce forever). That costs
+one tiny collective (a 4-byte all-reduce, tens of microseconds on NCCL) per check: check it once per step.
+
+Under torchrun the agent forwards SIGTERM to its workers and SIGKILLs them after `--shutdown-timeout`
+(default 30 s, or TORCH_ELASTIC_SHUTDOWN_TIMEOUT): a launcher that grants a longer grace period must raise it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import http.client
+import json
+import logging
+import math
+import os
+import pickle
+import re
+import signal
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from collections import deque
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from treino.errors import JobError
+
+log = logging.getLogger("treino.job")
+
+# --- every default, interval and limit of the SDK, with its unit -----------------------------------------
+ENV_URL = "TREINO_URL"
+ENV_JOB_ID = "TREINO_JOB_ID"
+ENV_JOB_TOKEN = "TREINO_JOB_TOKEN"
+ENV_CHECKPOINT_DIR = "TREINO_CHECKPOINT_DIR"
+ENV_ATTEMPT = "TREINO_ATTEMPT"
+DEFAULT_LOCAL_CHECKPOINT_DIR = "checkpoints"  # relative to the working directory, for local runs
+DEFAULT_KEEP_CHECKPOINTS = 3
+METRICS_FLUSH_INTERVAL_S = 1.0  # the background thread sends at least this often
+METRICS_FLUSH_POINTS = 100  # ... or as soon as this many points wait
+METRICS_BATCH_POINTS_MAX = 1000  # points per POST when catching up after failures
+METRICS_BUFFER_POINTS = 10_000  # unsent points kept; the oldest are dropped beyond this
+METRICS_RETRY_MAX_S = 30.0  # backoff after failed sends doubles from METRICS_FLUSH_INTERVAL_S up to this
+FINISH_FLUSH_TIMEOUT_S = 5.0  # finish() keeps retrying unsent metrics for at most this long
+FINISH_RETRY_S = 0.5  # wait between those retries
+HTTP_TIMEOUT_S = 5.0  # per request, metrics and checkpoint reports
+
+_CHECKPOINT_RE = re.compile(r"^step-(\d{9,})\.pt$")
+_TEMP_RE = re.compile(r"^\.step-\d{9,}\.pt\.tmp-\d+$")
+_RETRYABLE_HTTP = frozenset({408, 429})
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    """One `log()` call: values are floats, or None where the value was nan or inf."""
+
+    step: int
+    time: float  # unix seconds
+    values: dict[str, float | None]
+
+
+# --- HTTP -------------------------------------------------------------------------------------------------
+class _Client:
+    """POSTs JSON to the job's endpoints; returns the HTTP status, or None when no answer came."""
+
+    def __init__(self, url: str, job_id: int, token: str) -> None:
+        self.base = f"{url.rstrip('/')}/api/v1/jobs/{job_id}"
+        self._token = token
+        # The server runs on the same machine: an http_proxy in the training environment must not reroute it.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def post(self, endpoint: str, payload: dict[str, Any]) -> int | None:
+        request = urllib.request.Request(
+            f"{self.base}/{endpoint}",
+            data=json.dumps(payload).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._token}"},
+        )
+        try:
+            with self._opener.open(request, timeout=HTTP_TIMEOUT_S) as response:
+                status: int = response.status
+                return status
+        except urllib.error.HTTPError as e:  # a 4xx/5xx answer
+            return e.code
+        except (OSError, http.client.HTTPException) as e:  # refused, reset, timed out, garbled
+            log.debug("POST %s/%s failed: %s", self.base, endpoint, e)
+            return None
+
+
+def _is_retryable(status: int | None) -> bool:
+    return status is None or status in _RETRYABLE_HTTP or status >= 500
+
+
+# --- metrics sender ---------------------------------------------------------------------------------------
+class _MetricsSender:
+    """A daemon thread that batches points to the server; `add` only appends under a lock."""
+
+    def __init__(self, client: _Client, max_points: int = METRICS_BUFFER_POINTS) -> None:
+        self._client = client
+        self._max_points = max_points
+        self._buffer: deque[tuple[int, MetricPoint]] = deque()  # (sequence number, point), oldest first
+        self._seq = 0
+        self._dropped = 0
+        self._stopping = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="treino-metrics", daemon=True)
+        self._thread.start()
+
+    def add(self, point: MetricPoint) -> None:
+        with self._cond:
+            if len(self._buffer) >= self._max_points:
+                self._buffer.popleft()
+                self._dropped += 1
+                if self._dropped == 1:
+                    log.warning(
+                        "treino: the metrics server is not taking points; %d are buffered, dropping the oldest "
+                        "from now on (this warning is shown once).",
+                        self._max_points,
+                    )
+            self._seq += 1
+            self._buffer.append((self._seq, point))
+            if len(self._buffer) >= METRICS_FLUSH_POINTS:
+                self._cond.notify()
+
+    def close(self) -> None:
+        """Stop the thread after a last flush (bounded by FINISH_FLUSH_TIMEOUT_S); idempotent."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        self._thread.join(timeout=FINISH_FLUSH_TIMEOUT_S + 2 * HTTP_TIMEOUT_S)
+
+    def _loop(self) -> None:
+        failures = 0
+        while True:
+            wait_s = min(METRICS_RETRY_MAX_S, METRICS_FLUSH_INTERVAL_S * 2**failures)
+            deadline = time.monotonic() + wait_s
+            with self._cond:
+                while not self._stopping:
+                    remaining_s = deadline - time.monotonic()
+                    if remaining_s <= 0 or (failures == 0 and len(self._buffer) >= METRICS_FLUSH_POINTS):
+                        break
+                    self._cond.wait(remaining_s)
+                if self._stopping:
+                    break
+            failures = 0 if self._send_pending() else min(failures + 1, 10)
+        self._final_flush()
+
+    def _send_pending(self) -> bool:
+        """Send everything buffered, batch by batch; False at the first retryable failure."""
+        while True:
+            with self._cond:
+                batch = [self._buffer[i] for i in range(min(len(self._buffer), METRICS_BATCH_POINTS_MAX))]
+            if not batch:
+                return True
+            status = self._client.post("metrics", {"points": [asdict(p) for _, p in batch]})
+            if _is_retryable(status):
+                return False
+            if not 200 <= (status or 0) < 300:
+                log.warning("treino: the server refused %d metric points with HTTP %s; dropped.", len(batch), status)
+            last_seq = batch[-1][0]
+            with self._cond:  # the oldest may have been dropped meanwhile: remove by sequence number
+                while self._buffer and self._buffer[0][0] <= last_seq:
+                    self._buffer.popleft()
+
+    def _final_flush(self) -> None:
+        deadline = time.monotonic() + FINISH_FLUSH_TIMEOUT_S
+        while not self._send_pending():
+            remaining_s = deadline - time.monotonic()
+            if remaining_s <= 0:
+                break
+            time.sleep(min(FINISH_RETRY_S, remaining_s))
+        with self._cond:
+            unsent = len(self._buffer)
+        if unsent:
+            log.warning("treino: %d metric points could not be sent to %s.", unsent, self._client.base)
+
+
+# --- torch.distributed, only if the script uses it ---------------------------------------------------------
+def _dist_world() -> tuple[int, int] | None:
+    """(rank, world size) of an initialised process group with more than one rank, else None.
+
+    Never imports torch itself: a script that has not imported torch.distributed has no process group.
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    world_size: int = dist.get_world_size()
+    return (dist.get_rank(), world_size) if world_size > 1 else None
+
+
+def _collective_device() -> Any:
+    """The device a collective's tensor must live on: the current CUDA device under NCCL, else the CPU."""
+    import torch
+    import torch.distributed as dist
+
+    if "nccl" in str(dist.get_backend()).lower():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise JobError(f"{name}={raw!r} is not an integer. To fix: set it to a whole number or unset it.") from None
+
+
+def _is_intact_archive(path: Path) -> bool:
+    """True if `path` is a complete zip archive (torch.save's format) whose every member matches its CRC-32."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.testzip() is None
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return False
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# --- the run -----------------------------------------------------------------------------------------------
+class Run:
+    """One process's view of a job attempt. Create it with `job.init()`."""
+
+    def __init__(
+        self, checkpoint_dir: str | os.PathLike[str] | None = None, keep: int = DEFAULT_KEEP_CHECKPOINTS
+    ) -> None:
+        if keep < 1:
+            raise JobError(f"keep={keep}: at least one checkpoint must be kept. To fix: pass keep >= 1.")
+        self.keep = keep
+        self.job_id: int | None = None
+        self._client: _Client | None = None
+        raw_job_id = os.environ.get(ENV_JOB_ID, "")
+        env_dir = os.environ.get(ENV_CHECKPOINT_DIR, "")
+        if raw_job_id:
+            missing = [n for n in (ENV_URL, ENV_JOB_TOKEN, ENV_CHECKPOINT_DIR) if not os.environ.get(n)]
+            if missing:
+                raise JobError(
+                    f"{ENV_JOB_ID} is set but {', '.join(missing)} is not. To fix: start the script with "
+                    f"'treino server', or unset {ENV_JOB_ID} for a local run."
+                )
+            self.job_id = _env_int(ENV_JOB_ID, 0)
+            self._client = _Client(os.environ[ENV_URL], self.job_id, os.environ[ENV_JOB_TOKEN])
+        self.checkpoint_dir = Path(env_dir or checkpoint_dir or DEFAULT_LOCAL_CHECKPOINT_DIR).absolute()
+        self.attempt = _env_int(ENV_ATTEMPT, 1)
+        self.checkpoint_step: int | None = None  # step of the checkpoint restore() returned
+        self._env_rank = _env_int("RANK", 0)
+        self._env_world_size = _env_int("WORLD_SIZE", 1)
+        self.local_rank = _env_int("LOCAL_RANK", 0)
+        self._sigterm = False  # set by the signal handler: this process was asked to stop
+        self._stop_agreed = False  # every rank agreed to stop (sticky: all ranks learn it at the same check)
+        self._previous_handler: Any = None
+        self._handler_installed = False
+        self._finished = False
+        self._local_points: deque[MetricPoint] = deque(maxlen=METRICS_BUFFER_POINTS)
+        self._sender = _MetricsSender(self._client) if self._client is not None and self._env_rank == 0 else None
+        if threading.current_thread() is threading.main_thread():
+            self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
+            self._handler_installed = True
+        atexit.register(self.finish)
+
+    # -- identity
+    @property
+    def is_managed(self) -> bool:
+        """True when started by `treino server` (TREINO_JOB_ID is set)."""
+        return self.job_id is not None
+
+    @property
+    def rank(self) -> int:
+        world = _dist_world()
+        return world[0] if world else self._env_rank
+
+    @property
+    def world_size(self) -> int:
+        world = _dist_world()
+        return world[1] if world else self._env_world_size
+
+    # -- stopping
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        self._sigterm = True
+
+    @property
+    def should_stop(self) -> bool:
+        """True once SIGTERM arrived (on any rank, under DDP). One tiny all-reduce per check under DDP."""
+        if self._stop_agreed:
+            return True
+        if _dist_world() is None:
+            self._stop_agreed = self._sigterm
+            return self._stop_agreed
+        import torch
+        import torch.distributed as dist
+
+        flag = torch.tensor([int(self._sigterm)], dtype=torch.int32, device=_collective_device())
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        self._stop_agreed = bool(flag.item())
+        return self._stop_agreed
+
+    # -- checkpoints
+    def checkpoints(self) -> list[tuple[int, Path]]:
+        """(step, path) of every `step-*.pt` in the checkpoint folder, oldest first."""
+        if not self.checkpoint_dir.is_dir():
+            return []
+        found = [(int(m.group(1)), p) for p in self.checkpoint_dir.iterdir() if (m := _CHECKPOINT_RE.match(p.name))]
+        return sorted(found)
+
+    def restore(self, weights_only: bool = True) -> Any:
+        """The state of the newest checkpoint that loads (on the CPU), or None; sets `checkpoint_step`.
+
+        weights_only=True (torch's default) loads tensors, containers and numbers only; pass False for
+        checkpoints holding other Python objects you trust.
+        """
+        import torch
+
+        self.checkpoint_step = None
+        for step, path in reversed(self.checkpoints()):
+            try:
+                state = torch.load(path, map_location="cpu", weights_only=weights_only)
+            except (pickle.UnpicklingError, RuntimeError, ValueError, EOFError, OSError, zipfile.BadZipFile) as e:
+                if _is_intact_archive(path):  # not torn: skipping it would silently lose progress
+                    hint = "call run.restore(weights_only=False) if you trust it" if weights_only else "see the cause"
+                    raise JobError(
+                        f"{path} is intact but does not load ({type(e).__name__}, the cause above). To fix: {hint}."
+                    ) from e
+                log.warning("treino: skipping checkpoint %s: torn or corrupt (%s).", path, type(e).__name__)
+                continue
+            self.checkpoint_step = step
+            return state
+        return None
+
+    def save(self, state: Any, step: int) -> Path:
+        """Write `state` atomically as step `step` (rank 0), keep the newest `keep`, report it; all ranks wait.
+
+        Returns the checkpoint's path (on every rank).
+        """
+        if step < 0:
+            raise JobError(f"step={step}: checkpoint steps are >= 0. To fix: pass the step just completed.")
+        path = self.checkpoint_dir / f"step-{step:09d}.pt"
+        if self.rank == 0:
+            self._write(state, path)
+            self._prune()
+            if self._client is not None:
+                status = self._client.post(
+                    "checkpoints", {"step": step, "path": str(path), "bytes": path.stat().st_size}
+                )
+                if not (status is not None and 200 <= status < 300):
+                    log.warning("treino: could not report checkpoint %s to the server (HTTP %s).", path, status)
+        if _dist_world() is not None:
+            import torch.distributed as dist
+
+            dist.barrier()
+        return path
+
+    def _write(self, state: Any, path: Path) -> None:
+        import torch
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        try:
+            with open(temp, "wb") as f:
+                torch.save(state, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temp, path)
+        finally:
+            temp.unlink(missing_ok=True)
+        _fsync_dir(path.parent)
+
+    def _prune(self) -> None:
+        """Delete all but the newest `keep` checkpoints, and temp files left by killed writers."""
+        for _, old in self.checkpoints()[: -self.keep]:
+            old.unlink(missing_ok=True)
+        for p in self.checkpoint_dir.iterdir():
+            if _TEMP_RE.match(p.name):
+                p.unlink(missing_ok=True)
+
+    # -- metrics
+    def log(self, step: int, **values: float) -> None:
+        """Record metrics for `step`; returns at once (rank 0 sends them in the background, others ignore them).
+
+        A 0-d tensor is accepted; converting it waits for the GPU, so prefer logging floats you already have.
+        """
+        if self._finished or self.rank != 0:
+            return
+        try:
+            floats = {name: float(v) for name, v in values.items()}
+        except (TypeError, ValueError) as e:
+            raise JobError(f"run.log(step={step}): every value must be a number ({e}).") from e
+        point = MetricPoint(
+            step=int(step), time=time.time(), values={k: v if math.isfinite(v) else None for k, v in floats.items()}
+        )
+        if self._sender is not None:
+            self._sender.add(point)
+        else:
+            self._local_points.append(point)
+
+    @property
+    def metrics(self) -> list[MetricPoint]:
+        """The points logged by a local run (the newest METRICS_BUFFER_POINTS); empty for a managed run."""
+        return list(self._local_points)
+
+    def finish(self) -> None:
+        """Flush metrics and restore the previous SIGTERM handler; idempotent, also runs at interpreter exit."""
+        if self._finished:
+            return
+        self._finished = True
+        if self._sender is not None:
+            self._sender.close()
+        if self._handler_installed and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._previous_handler)
+            self._handler_installed = False
+        atexit.unregister(self.finish)
+
+
+_current: Run | None = None
+
+
+def init(checkpoint_dir: str | os.PathLike[str] | None = None, keep: int = DEFAULT_KEEP_CHECKPOINTS) -> Run:
+    """Start this process's run from the job's environment (see the module docstring); finishes a previous one.
+
+    checkpoint_dir is used by local runs only (TREINO_CHECKPOINT_DIR wins when set); keep is how many
+    checkpoints `save` keeps, newest first.
+    """
+    global _current
+    if _current is not None:
+        _current.finish()
+    _current = Run(checkpoint_dir=checkpoint_dir, keep=keep)
+    return _current
