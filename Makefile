@@ -27,6 +27,9 @@ demo: venv
 	@echo
 	@echo "== which server: Llama-3-8B on 2 B tokens within 3 days, data resident in Brazil =="
 	@$(BIN)/treino recommend --model llama-3-8b --tokens 2e9 --deadline 3d --residency BR
+	@echo
+	@echo "== treino server on 2 CPU slots: the example DDP job, submitted, followed to its last checkpoint =="
+	@$(BIN)/python scripts/demo_server.py
 
 test: venv
 	$(BIN)/python -m pytest -q

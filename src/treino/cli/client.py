@@ -343,7 +343,8 @@ def show(
         for col in ("step", "attempt", "bytes", "path"):
             table.add_column(col, justify="left" if col == "path" else "right")
         for c in job["checkpoints"]:
-            table.add_row(str(c["step"]), str(c["attempt"]), f"{c['bytes']:,}", c["path"])
+            path = c["path"] if c.get("exists", True) else f"[dim]{c['path']} (deleted: keeps the last K)[/dim]"
+            table.add_row(str(c["step"]), str(c["attempt"]), f"{c['bytes']:,}", path)
         out.print(table)
     losses = [p["values"]["loss"] for p in points if "loss" in p["values"]]
     if losses:

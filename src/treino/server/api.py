@@ -210,7 +210,14 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
                 for a in attempts
             ],
             "checkpoints": [
-                {"step": c.step, "path": c.path, "bytes": c.bytes, "attempt": c.attempt, "created_at": c.created_at}
+                {
+                    "step": c.step,
+                    "path": c.path,
+                    "bytes": c.bytes,
+                    "attempt": c.attempt,
+                    "created_at": c.created_at,
+                    "exists": Path(c.path).exists(),  # the SDK keeps the last K; older ones are deleted
+                }
                 for c in checkpoints
             ],
         }
