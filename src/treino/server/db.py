@@ -73,6 +73,8 @@ class Token(Base):
     name: Mapped[str] = mapped_column(String(100))
     role: Mapped[str] = mapped_column(String(20))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 hex; the token itself is never stored
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), default=None)
+    last_used_at: Mapped[float | None] = mapped_column(Float, default=None)
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
     expires_at: Mapped[float | None] = mapped_column(Float, default=None)
     revoked_at: Mapped[float | None] = mapped_column(Float, default=None)
@@ -170,6 +172,11 @@ def make_engine(url: str) -> Engine:
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Any]:
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def all_models() -> None:
+    """Import every module that defines tables, so Base.metadata is complete (migrations, tests)."""
+    import treino.govern.models  # noqa: F401
 
 
 def migrate(engine: Engine) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from treino.server.db import Base
+from treino.server.db import Base, all_models
+
+all_models()
 
 target_metadata = Base.metadata
 connection = context.config.attributes.get("connection")
