@@ -1,0 +1,789 @@
+"""Datasets under LGPD: registration with a legal basis, content-addressed immutable versions, erasure of one data
+subject, and the access report. Functions over a SQLAlchemy Session and the store's root directory; they flush but
+never commit (the caller commits, and records what they return in the audit log).
+
+    register_dataset(...)  refuses a missing legal basis (Art. 7), sensitive data on a basis Art. 11 does not allow,
+                           no purpose (Art. 6 I), a path outside the import roots; writes the content as Parquet to
+                           STORE/sha256/ab/abcdef....parquet (SHA-256 of the file's bytes, mode 0444) and scans it
+                           for CPFs (cpf.py): CPFs in a dataset not flagged as personal data give a warning
+    new_version(...)       a re-import: a new version when the content changed
+    erase_subject(...)     Art. 18 VI: a new version without the subject's rows, the old versions' bytes deleted
+                           (their hashes stay in dataset_versions), every model of a job that read them marked
+    subject_report(...)    Art. 18 II: which datasets and versions hold the subject, which jobs and models used them
+
+Versions are immutable: a change is always a new DatasetVersion row with a new hash. `DatasetVersion.path` is
+relative to the store (see `version_path`). The raw subject id never leaves these functions: the results carry
+counts, dataset names, version numbers and hashes only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import hashlib
+import os
+import re
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+import pyarrow.parquet as pq
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from treino.errors import PolicyViolation, TreinoError
+from treino.govern.cpf import ColumnFinding, cpf_digits, scan_column, scan_table
+from treino.govern.models import Dataset, DatasetVersion, Erasure, JobDataset, Model
+
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+RESIDENCY_RE = re.compile(r"^(?:[A-Z]{2}|any)$")  # ISO 3166-1 alpha-2, or "any"
+STORE_FILE_MODE = 0o444  # versions are immutable: read-only for everyone
+HASH_CHUNK_BYTES = 8 << 20
+ERASURE_DEADLINE_S = 15 * 86_400.0  # Art. 19 II: a complete answer within 15 days
+SUBJECT_SCAN_ROWS = 1_000  # rows sampled to decide whether the subject column holds CPFs
+
+
+class LegalBasis(enum.StrEnum):
+    """The legal bases of LGPD Art. 7 (personal data) and Art. 11 (sensitive data), plus `not-personal` for data
+    the LGPD does not cover (no personal data, Art. 5 I; the CPF scanner still checks the claim)."""
+
+    ART7_I = "art7-i"
+    ART7_II = "art7-ii"
+    ART7_III = "art7-iii"
+    ART7_IV = "art7-iv"
+    ART7_V = "art7-v"
+    ART7_VI = "art7-vi"
+    ART7_VII = "art7-vii"
+    ART7_VIII = "art7-viii"
+    ART7_IX = "art7-ix"
+    ART7_X = "art7-x"
+    ART11_I = "art11-i"
+    ART11_II_A = "art11-ii-a"
+    ART11_II_B = "art11-ii-b"
+    ART11_II_C = "art11-ii-c"
+    ART11_II_D = "art11-ii-d"
+    ART11_II_E = "art11-ii-e"
+    ART11_II_F = "art11-ii-f"
+    ART11_II_G = "art11-ii-g"
+    NOT_PERSONAL = "not-personal"
+
+    @property
+    def label(self) -> str:
+        return BASIS_LABELS[self]
+
+    @property
+    def allows_sensitive(self) -> bool:
+        return self.value.startswith("art11-")
+
+
+# Lei 13.709/2018, Art. 7 I-X and Art. 11 I, II a-g (https://www.planalto.gov.br/ccivil_03/_ato2015-2018/2018/lei/l13709.htm).
+BASIS_LABELS: dict[LegalBasis, str] = {
+    LegalBasis.ART7_I: "Art. 7 I: consent of the data subject",
+    LegalBasis.ART7_II: "Art. 7 II: legal or regulatory obligation",
+    LegalBasis.ART7_III: "Art. 7 III: public administration, for public policies",
+    LegalBasis.ART7_IV: "Art. 7 IV: studies by a research body",
+    LegalBasis.ART7_V: "Art. 7 V: performance of a contract",
+    LegalBasis.ART7_VI: "Art. 7 VI: exercise of rights in judicial, administrative or arbitral proceedings",
+    LegalBasis.ART7_VII: "Art. 7 VII: protection of life or physical safety",
+    LegalBasis.ART7_VIII: "Art. 7 VIII: health protection, by health professionals or services",
+    LegalBasis.ART7_IX: "Art. 7 IX: legitimate interest of the controller or a third party",
+    LegalBasis.ART7_X: "Art. 7 X: credit protection",
+    LegalBasis.ART11_I: "Art. 11 I: specific and highlighted consent, for specific purposes",
+    LegalBasis.ART11_II_A: "Art. 11 II a: legal or regulatory obligation",
+    LegalBasis.ART11_II_B: "Art. 11 II b: public administration, for public policies",
+    LegalBasis.ART11_II_C: "Art. 11 II c: studies by a research body",
+    LegalBasis.ART11_II_D: "Art. 11 II d: exercise of rights, including in contracts and proceedings",
+    LegalBasis.ART11_II_E: "Art. 11 II e: protection of life or physical safety",
+    LegalBasis.ART11_II_F: "Art. 11 II f: health protection, by health professionals or services",
+    LegalBasis.ART11_II_G: "Art. 11 II g: fraud prevention and the subject's security in identification",
+    LegalBasis.NOT_PERSONAL: "no personal data (Art. 5 I): the LGPD does not apply",
+}
+# The Art. 11 basis that corresponds to an Art. 7 one, for the refusal's "To fix". Contract (V), legitimate interest
+# (IX) and credit protection (X) have none: they are not available for sensitive data (reference §1.3).
+ART11_FOR_ART7: dict[LegalBasis, LegalBasis] = {
+    LegalBasis.ART7_I: LegalBasis.ART11_I,
+    LegalBasis.ART7_II: LegalBasis.ART11_II_A,
+    LegalBasis.ART7_III: LegalBasis.ART11_II_B,
+    LegalBasis.ART7_IV: LegalBasis.ART11_II_C,
+    LegalBasis.ART7_VI: LegalBasis.ART11_II_D,
+    LegalBasis.ART7_VII: LegalBasis.ART11_II_E,
+    LegalBasis.ART7_VIII: LegalBasis.ART11_II_F,
+}
+
+
+def _bases_list(sensitive: bool) -> str:
+    return ", ".join(b.value for b in LegalBasis if b.allows_sensitive or not sensitive)
+
+
+def validate_registration(
+    *,
+    legal_basis: str | None,
+    purposes: Sequence[str],
+    personal_data: bool,
+    sensitive: bool,
+    residency: str = "BR",
+    retention_days: int | None = None,
+) -> LegalBasis:
+    """The parsed legal basis, or PolicyViolation naming the article the registration breaks."""
+    if not legal_basis or not legal_basis.strip():
+        raise PolicyViolation(
+            "LGPD Art. 7",
+            "a dataset needs a legal basis for its processing (Art. 7; Art. 11 for sensitive data). "
+            f"To fix: pass one of {_bases_list(sensitive)} (or not-personal for data about no one).",
+        )
+    try:
+        basis = LegalBasis(legal_basis.strip().lower())
+    except ValueError:
+        close = difflib.get_close_matches(legal_basis.strip().lower(), [b.value for b in LegalBasis], n=1)
+        hint = f"Did you mean '{close[0]}'? " if close else ""
+        raise PolicyViolation(
+            "LGPD Art. 7",
+            f"unknown legal basis '{legal_basis}'. {hint}To fix: use one of {_bases_list(sensitive)}.",
+        ) from None
+    if sensitive and not personal_data:
+        raise PolicyViolation(
+            "LGPD Art. 5 II",
+            "sensitive data is personal data by definition. To fix: flag the dataset as personal data too.",
+        )
+    if basis is LegalBasis.NOT_PERSONAL and personal_data:
+        raise PolicyViolation(
+            "LGPD Art. 7",
+            "the dataset is flagged as personal data, so 'not-personal' is no legal basis for it. "
+            f"To fix: pass one of {_bases_list(sensitive)}.",
+        )
+    if sensitive and not basis.allows_sensitive:
+        if basis in ART11_FOR_ART7:
+            fix = f"use {ART11_FOR_ART7[basis].value} ({ART11_FOR_ART7[basis].label})"
+            why = f"{basis.label} does not cover sensitive data; Art. 11 has its own, narrower list"
+        else:
+            fix = f"choose one of {_bases_list(True)}, if one truly applies, or drop the sensitive columns"
+            why = f"{basis.label} is not available for sensitive data (only Art. 11 bases are)"
+        raise PolicyViolation("LGPD Art. 11", f"{why}. To fix: {fix}.")
+    if not [p for p in purposes if p and p.strip()]:
+        raise PolicyViolation(
+            "LGPD Art. 6 I",
+            "processing needs legitimate, specific and explicit purposes (purpose principle). "
+            "To fix: name at least one purpose, e.g. --purpose churn-model.",
+        )
+    if not RESIDENCY_RE.match(residency):
+        raise TreinoError(
+            f"Residency '{residency}' is neither an ISO 3166-1 alpha-2 country code nor 'any'. To fix: e.g. BR."
+        )
+    if retention_days is not None and retention_days <= 0:
+        raise TreinoError(f"Retention of {retention_days} days: it must be a positive number of days, or none.")
+    return basis
+
+
+# --------------------------------------------------------------------------------------------------------- store
+
+
+def version_path(store: Path, version: DatasetVersion) -> Path:
+    """Where a version's bytes are (or were, once purged)."""
+    return store / version.path
+
+
+def _check_root(path: Path, allowed_roots: Sequence[Path]) -> Path:
+    """`path` resolved (symlinks followed), or PolicyViolation when it lies outside every import root."""
+    resolved = Path(path).expanduser().resolve()
+    roots = [Path(r).expanduser().resolve() for r in allowed_roots]
+    if not any(resolved.is_relative_to(r) for r in roots):
+        shown = ", ".join(str(r) for r in roots) or "(none configured)"
+        target = f"{path} (resolves to {resolved})" if resolved != Path(path) else str(path)
+        raise PolicyViolation(
+            "import roots",
+            f"{target} is outside the allowed import roots: {shown}. "
+            "To fix: copy the file under one of them, or ask an admin to add its directory as an import root.",
+        )
+    if not resolved.is_file():
+        raise TreinoError(f"No such file: {path}. To fix: check the path (it is read on the server).")
+    return resolved
+
+
+def _format_of(path: Path) -> str:
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise TreinoError(
+            f"Unknown dataset format '{path.suffix}' ({path.name}). To fix: use .parquet, .csv or .jsonl."
+        )
+    return fmt
+
+
+def _as_string(table: pa.Table, column: str) -> pa.Table:
+    col = table.column(column)
+    if pa.types.is_string(col.type):
+        return table
+    i = table.column_names.index(column)
+    return table.set_column(i, pa.field(column, pa.string()), pc.cast(col, pa.string()))
+
+
+def _read(path: Path, fmt: str, subject_column: str | None) -> pa.Table:
+    """The file as an Arrow table, the subject column as strings (ids keep their leading zeros in CSV)."""
+    try:
+        if fmt == "parquet":
+            table = pq.read_table(path)
+        elif fmt == "csv":
+            types = {subject_column: pa.string()} if subject_column else {}
+            table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types=types))
+        else:
+            table = pajson.read_json(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise TreinoError(f"Cannot read {path} as {fmt}: {e}. To fix: check the file's format.") from e
+    if subject_column is not None:
+        if subject_column not in table.column_names:
+            close = difflib.get_close_matches(subject_column, table.column_names, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise TreinoError(
+                f"Subject column '{subject_column}' is not in {path.name} (columns: "
+                f"{', '.join(table.column_names)}).{hint}"
+            )
+        table = _as_string(table, subject_column)
+    return table
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(HASH_CHUNK_BYTES):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Stored:
+    sha256: str
+    path: str  # relative to the store
+    bytes: int
+    rows: int
+
+
+def _store_table(session: Session, store: Path, table: pa.Table, *, import_check: bool) -> _Stored:
+    """Write `table` as Parquet into the store under the SHA-256 of the file's bytes. The same content gives the
+    same file: when it is already there, the new copy is dropped. With `import_check`, content that an erasure
+    purged is refused before it reaches the store."""
+    tmp_dir = store / "tmp"
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=tmp_dir, suffix=".parquet")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        pq.write_table(table, tmp)
+        sha = _sha256_file(tmp)
+        if import_check:
+            _refuse_purged_content(session, sha)
+        stored = _Stored(sha, f"sha256/{sha[:2]}/{sha}.parquet", tmp.stat().st_size, table.num_rows)
+        final = store / stored.path
+        if not final.exists():
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp.chmod(STORE_FILE_MODE)
+            os.replace(tmp, final)
+        return stored
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _refuse_purged_content(session: Session, sha: str) -> None:
+    purged = session.scalar(
+        select(DatasetVersion).where(DatasetVersion.sha256 == sha, DatasetVersion.purged_at.is_not(None)).limit(1)
+    )
+    if purged is not None:
+        raise PolicyViolation(
+            "LGPD Art. 18 VI",
+            f"this content (sha256 {sha[:12]}…) was purged from the store by an erasure; importing it again would "
+            "restore erased subjects' data. To fix: import the data without the erased subjects' rows.",
+        )
+
+
+# ------------------------------------------------------------------------------------------------- registration
+
+
+@dataclass
+class Registered:
+    dataset: Dataset
+    version: DatasetVersion
+    cpf_findings: list[ColumnFinding]
+    warnings: list[str]
+    unchanged: bool = False  # new_version on content identical to the latest version: no version was made
+
+
+def get_dataset(session: Session, name: str) -> Dataset:
+    ds = session.scalar(select(Dataset).where(Dataset.name == name))
+    if ds is None:
+        names = list(session.scalars(select(Dataset.name)))
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"Did you mean '{close[0]}'? " if close else ""
+        raise TreinoError(f"Unknown dataset '{name}'. {hint}See 'treino data list'.")
+    return ds
+
+
+def versions(session: Session, name: str) -> list[DatasetVersion]:
+    """Every version of dataset `name`, oldest first (purged ones included: their hashes are the record)."""
+    ds = get_dataset(session, name)
+    return list(
+        session.scalars(
+            select(DatasetVersion).where(DatasetVersion.dataset_id == ds.id).order_by(DatasetVersion.number)
+        )
+    )
+
+
+def resolve(session: Session, name: str, number: int | None = None) -> DatasetVersion:
+    """Version `number` of dataset `name`, the latest by default."""
+    all_versions = versions(session, name)
+    if not all_versions:
+        raise TreinoError(f"Dataset '{name}' has no versions.")
+    if number is None:
+        return all_versions[-1]
+    for v in all_versions:
+        if v.number == number:
+            return v
+    raise TreinoError(f"Dataset '{name}' has no version {number} (it has v1 to v{all_versions[-1].number}).")
+
+
+def _warnings(ds: Dataset, findings: list[ColumnFinding]) -> list[str]:
+    out = []
+    if findings and not ds.personal_data:
+        cols = "; ".join(f.describe() for f in findings)
+        out.append(
+            f"'{ds.name}' holds CPFs ({cols}) but is registered as not holding personal data; a CPF identifies a "
+            "person (LGPD Art. 5 I). To fix: register it as personal data with its legal basis, or drop the column "
+            "(a plain hash of a CPF is not anonymisation: 10^9 candidates are brute-forced in seconds)."
+        )
+    if ds.personal_data and ds.subject_column is None:
+        out.append(
+            f"'{ds.name}' holds personal data but has no subject column: erasure and subject reports cannot find "
+            "its rows (Art. 18). To fix: register it with --subject-column."
+        )
+    if ds.personal_data and ds.retention_days is None:
+        out.append(f"'{ds.name}' holds personal data with no retention period (Art. 15-16). To fix: set one.")
+    return out
+
+
+def _add_version(
+    session: Session, ds: Dataset, stored: _Stored, *, reason: str, actor: str, parent_id: int | None
+) -> DatasetVersion:
+    last = session.scalar(select(func.max(DatasetVersion.number)).where(DatasetVersion.dataset_id == ds.id))
+    version = DatasetVersion(
+        dataset_id=ds.id,
+        number=(last or 0) + 1,
+        sha256=stored.sha256,
+        path=stored.path,
+        bytes=stored.bytes,
+        rows=stored.rows,
+        reason=reason[:200],
+        parent_id=parent_id,
+        created_by=actor,
+        created_at=time.time(),
+    )
+    session.add(version)
+    session.flush()
+    return version
+
+
+def register_dataset(
+    session: Session,
+    store: Path,
+    *,
+    name: str,
+    path: Path,
+    allowed_roots: Sequence[Path],
+    legal_basis: str | None,
+    purposes: Sequence[str],
+    personal_data: bool,
+    sensitive: bool,
+    residency: str = "BR",
+    retention_days: int | None = None,
+    subject_column: str | None = None,
+    actor: str,
+) -> Registered:
+    """Register dataset `name` from the file at `path` (Parquet, CSV or JSONL) as its version 1."""
+    basis = validate_registration(
+        legal_basis=legal_basis,
+        purposes=purposes,
+        personal_data=personal_data,
+        sensitive=sensitive,
+        residency=residency,
+        retention_days=retention_days,
+    )
+    if not NAME_RE.match(name):
+        raise TreinoError(f"Dataset name '{name}': use lowercase letters, digits, '.', '_' and '-' (at most 100).")
+    if session.scalar(select(Dataset.id).where(Dataset.name == name)) is not None:
+        raise TreinoError(f"Dataset '{name}' exists. To fix: add a version of it, or pick another name.")
+    source = _check_root(path, allowed_roots)
+    fmt = _format_of(source)
+    table = _read(source, fmt, subject_column)
+    ds = Dataset(
+        name=name,
+        format=fmt,
+        legal_basis=basis.value,
+        purposes=list(dict.fromkeys(p.strip() for p in purposes if p and p.strip())),
+        personal_data=personal_data,
+        sensitive=sensitive,
+        residency=residency,
+        retention_days=retention_days,
+        subject_column=subject_column,
+        created_by=actor,
+        created_at=time.time(),
+    )
+    stored = _store_table(session, store, table, import_check=True)
+    session.add(ds)
+    session.flush()
+    version = _add_version(session, ds, stored, reason=f"import {path}", actor=actor, parent_id=None)
+    findings = scan_table(table)
+    return Registered(ds, version, findings, _warnings(ds, findings))
+
+
+def new_version(
+    session: Session,
+    store: Path,
+    *,
+    name: str,
+    path: Path,
+    allowed_roots: Sequence[Path],
+    actor: str,
+    reason: str | None = None,
+) -> Registered:
+    """Re-import dataset `name` from `path`: a new version if the content differs from the latest one."""
+    ds = get_dataset(session, name)
+    source = _check_root(path, allowed_roots)
+    fmt = _format_of(source)
+    table = _read(source, fmt, ds.subject_column)
+    latest = resolve(session, name)
+    findings = scan_table(table)
+    stored = _store_table(session, store, table, import_check=True)
+    if stored.sha256 == latest.sha256 and latest.purged_at is None:
+        return Registered(ds, latest, findings, _warnings(ds, findings), unchanged=True)
+    ds.format = fmt
+    version = _add_version(session, ds, stored, reason=reason or f"import {path}", actor=actor, parent_id=latest.id)
+    return Registered(ds, version, findings, _warnings(ds, findings))
+
+
+# ------------------------------------------------------------------------------------------------ subject search
+
+
+def _holds_cpfs(name: str, column: pa.ChunkedArray) -> bool:
+    return scan_column(name, column, SUBJECT_SCAN_ROWS) is not None
+
+
+def _normalised_cpfs(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Digits only, zero-padded to 11: '063.469.421-90', '06346942190' and 6346942190 all give '06346942190'."""
+    column = pc.replace_substring(column, ".", "")
+    column = pc.replace_substring(column, "-", "")
+    column = pc.utf8_trim_whitespace(column)
+    return pc.utf8_lpad(column, width=11, padding="0")
+
+
+def _subject_mask(name: str, column: pa.ChunkedArray, subject_id: str) -> pa.ChunkedArray:
+    """True on the subject's rows, False elsewhere (null ids included). When the column holds CPFs, both sides are
+    compared as digits, so the id matches whatever mask the data or the request used."""
+    if _holds_cpfs(name, column):
+        wanted = cpf_digits(subject_id).zfill(11)
+        column = _normalised_cpfs(column)
+    else:
+        wanted = subject_id.strip()
+    return pc.fill_null(pc.equal(column, pa.scalar(wanted, pa.string())), False)
+
+
+def _count(mask: pa.ChunkedArray) -> int:
+    return int(pc.sum(mask).as_py() or 0)
+
+
+def _live_versions(session: Session, store: Path, ds: Dataset) -> list[DatasetVersion]:
+    """The dataset's versions whose bytes are still in the store, oldest first."""
+    rows = session.scalars(
+        select(DatasetVersion)
+        .where(DatasetVersion.dataset_id == ds.id, DatasetVersion.purged_at.is_(None))
+        .order_by(DatasetVersion.number)
+    )
+    return [v for v in rows if version_path(store, v).exists()]
+
+
+def _searchable(session: Session, dataset: str | None) -> tuple[list[Dataset], list[str]]:
+    if dataset is not None:
+        candidates = [get_dataset(session, dataset)]
+    else:
+        candidates = list(session.scalars(select(Dataset).order_by(Dataset.name)))
+    with_column = [d for d in candidates if d.subject_column]
+    without = [d.name for d in candidates if not d.subject_column and d.personal_data]
+    return with_column, without
+
+
+@dataclass(frozen=True)
+class ModelUse:
+    model_id: int
+    job_id: int
+    kind: str  # "checkpoint" or "final"
+    dataset: str
+    version: int
+
+
+def _models_of(session: Session, version_ids: dict[int, tuple[str, int]]) -> tuple[list[ModelUse], list[int]]:
+    """The models and jobs that read any of these versions (JobDataset is the lineage edge)."""
+    if not version_ids:
+        return [], []
+    ids = list(version_ids)
+    jobs = sorted(set(session.scalars(select(JobDataset.job_id).where(JobDataset.version_id.in_(ids)))))
+    rows = session.execute(
+        select(Model, JobDataset.version_id)
+        .join(JobDataset, JobDataset.job_id == Model.job_id)
+        .where(JobDataset.version_id.in_(ids))
+        .order_by(Model.id, JobDataset.version_id)
+    )
+    uses = [ModelUse(m.id, m.job_id, m.kind, *version_ids[vid]) for m, vid in rows]
+    return uses, jobs
+
+
+# ---------------------------------------------------------------------------------------------------- erasure
+
+
+@dataclass(frozen=True)
+class PurgedVersion:
+    number: int
+    sha256: str  # kept in dataset_versions; the bytes are gone
+    subject_rows: int
+
+
+@dataclass(frozen=True)
+class ErasedDataset:
+    dataset: str
+    purged: list[PurgedVersion]
+    new_version: int | None  # None when the latest version did not hold the subject (only older ones did)
+    new_sha256: str | None
+    rows_removed: int  # from the latest version
+
+
+@dataclass
+class ErasureResult:
+    erasure_id: int
+    datasets: list[ErasedDataset]
+    models: list[ModelUse]  # now marked with erasure_id
+    job_ids: list[int]  # every job that read an affected version: candidates for retraining
+    searched: list[str]  # dataset names searched
+    unsearched: list[str] = field(default_factory=list)  # personal data with no subject column: not searchable
+    deleted_files: list[str] = field(default_factory=list)  # store paths removed from disk
+
+    @property
+    def rows_removed(self) -> int:
+        return sum(d.rows_removed for d in self.datasets)
+
+    @property
+    def model_ids(self) -> list[int]:
+        return sorted({m.model_id for m in self.models})
+
+    @property
+    def found(self) -> bool:
+        return bool(self.datasets)
+
+    def text(self) -> str:
+        lines = []
+        if not self.found:
+            lines.append(
+                f"no records: the subject is in no stored version of {len(self.searched)} searched dataset(s)"
+                + (f" ({', '.join(self.searched)})" if self.searched else "")
+                + "; nothing was erased."
+            )
+        for d in self.datasets:
+            purged = ", ".join(f"v{p.number} ({p.sha256[:12]}…, {p.subject_rows} rows)" for p in d.purged)
+            new = f"new version v{d.new_version} without {d.rows_removed} row(s); " if d.new_version else ""
+            lines.append(f"{d.dataset}: {new}purged {purged}")
+        if self.models:
+            lines.append(f"marked {len(self.model_ids)} model(s) {self.model_ids} of job(s) {self.job_ids}")
+        elif self.job_ids:
+            lines.append(f"job(s) {self.job_ids} read the erased versions (no models recorded)")
+        if self.unsearched:
+            lines.append(f"not searchable (personal data, no subject column): {', '.join(self.unsearched)}")
+        return "\n".join(lines)
+
+    def report(self) -> dict[str, Any]:
+        """The JSON report (Erasure.report): names, numbers and hashes; never the subject id."""
+        return {
+            "found": self.found,
+            "rows_removed": self.rows_removed,
+            "datasets": [
+                {
+                    "dataset": d.dataset,
+                    "purged": [{"version": p.number, "sha256": p.sha256, "rows": p.subject_rows} for p in d.purged],
+                    "new_version": d.new_version,
+                    "new_sha256": d.new_sha256,
+                    "rows_removed": d.rows_removed,
+                }
+                for d in self.datasets
+            ],
+            "models": self.model_ids,
+            "jobs": self.job_ids,
+            "searched": self.searched,
+            "unsearched": self.unsearched,
+            "text": self.text(),
+        }
+
+
+def open_erasure(
+    session: Session, *, subject_pseudonym: str, dataset: str | None, requested_by: str, now: float | None = None
+) -> Erasure:
+    """The Erasure row for a request, with its Art. 19 deadline (15 days); erase_subject then fills its report."""
+    now = time.time() if now is None else now
+    erasure = Erasure(
+        subject_pseudonym=subject_pseudonym,
+        dataset=dataset,
+        requested_by=requested_by,
+        requested_at=now,
+        deadline_at=now + ERASURE_DEADLINE_S,
+        report={},
+    )
+    session.add(erasure)
+    session.flush()
+    return erasure
+
+
+def erase_subject(
+    session: Session, store: Path, *, subject_id: str, dataset: str | None, actor: str, erasure_id: int
+) -> ErasureResult:
+    """Remove every row of `subject_id` from `dataset` (or from every dataset with a subject column).
+
+    For each dataset whose stored versions hold the subject: the latest version, filtered with pyarrow.compute, is
+    written as a new version (reason "erasure #ID"); every version that held the subject is marked purged and its
+    bytes deleted from the store (unless another live version shares the same bytes); the models of every job that
+    read one of those versions get `erasure_id` and a note. The erasure row `erasure_id` must exist (open_erasure);
+    its report is filled. Flushes, then deletes the files: commit right after.
+    """
+    targets, unsearched = _searchable(session, dataset)
+    now = time.time()
+    erased: list[ErasedDataset] = []
+    affected: dict[int, tuple[str, int]] = {}  # version id -> (dataset, number)
+    to_delete: set[str] = set()
+    for ds in targets:
+        assert ds.subject_column is not None
+        live = _live_versions(session, store, ds)
+        if not live:
+            continue
+        latest = resolve(session, ds.name)
+        held: list[tuple[DatasetVersion, int]] = []
+        new: DatasetVersion | None = None
+        removed = 0
+        for v in live:
+            if v.id == latest.id:
+                table = pq.read_table(version_path(store, v))
+                mask = _subject_mask(ds.subject_column, table.column(ds.subject_column), subject_id)
+                removed = _count(mask)
+                if removed:
+                    held.append((v, removed))
+                    kept = table.filter(pc.invert(mask))
+                    stored = _store_table(session, store, kept, import_check=False)
+                    new = _add_version(
+                        session, ds, stored, reason=f"erasure #{erasure_id}", actor=actor, parent_id=v.id
+                    )
+            else:
+                column = pq.read_table(version_path(store, v), columns=[ds.subject_column]).column(0)
+                n = _count(_subject_mask(ds.subject_column, column, subject_id))
+                if n:
+                    held.append((v, n))
+        if not held:
+            continue
+        for v, _ in held:
+            v.purged_at = now
+            to_delete.add(v.path)
+            affected[v.id] = (ds.name, v.number)
+        erased.append(
+            ErasedDataset(
+                dataset=ds.name,
+                purged=[PurgedVersion(v.number, v.sha256, n) for v, n in held],
+                new_version=new.number if new else None,
+                new_sha256=new.sha256 if new else None,
+                rows_removed=removed,
+            )
+        )
+    uses, jobs = _models_of(session, affected)
+    notes: dict[int, list[str]] = {}
+    for u in uses:
+        notes.setdefault(u.model_id, []).append(f"trained on {u.dataset} v{u.version}, which held the erased subject")
+    for model in session.scalars(select(Model).where(Model.id.in_(list(notes)))):
+        note = f"erasure #{erasure_id}: " + "; ".join(dict.fromkeys(notes[model.id]))
+        if model.erasure_id is None:
+            model.erasure_id = erasure_id
+        model.erasure_note = f"{model.erasure_note}\n{note}" if model.erasure_note else note
+    result = ErasureResult(erasure_id, erased, uses, jobs, [d.name for d in targets], unsearched)
+    session.flush()
+    for rel in sorted(to_delete):
+        shared = session.scalar(
+            select(func.count())
+            .select_from(DatasetVersion)
+            .where(DatasetVersion.path == rel, DatasetVersion.purged_at.is_(None))
+        )
+        if not shared:
+            (store / rel).unlink(missing_ok=True)
+            result.deleted_files.append(rel)
+    erasure = session.get(Erasure, erasure_id)
+    if erasure is not None:
+        erasure.report = result.report()
+        session.flush()
+    return result
+
+
+# ----------------------------------------------------------------------------------------------- access report
+
+
+@dataclass(frozen=True)
+class Holding:
+    dataset: str
+    version: int
+    sha256: str
+    rows: int  # the subject's rows in this version
+    legal_basis: str
+    purposes: list[str]
+    residency: str
+
+
+@dataclass
+class SubjectReport:
+    holdings: list[Holding]
+    models: list[ModelUse]
+    job_ids: list[int]
+    searched: list[str]
+    unsearched: list[str] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        return bool(self.holdings)
+
+    def text(self) -> str:
+        if not self.found:
+            lines = [
+                f"no records: the subject is in no stored version of {len(self.searched)} searched dataset(s)"
+                + (f" ({', '.join(self.searched)})" if self.searched else "")
+                + "."
+            ]
+        else:
+            lines = [
+                f"{h.dataset} v{h.version}: {h.rows} row(s); basis {h.legal_basis}; purposes {', '.join(h.purposes)}; "
+                f"kept in {h.residency}"
+                for h in self.holdings
+            ]
+        for m in self.models:
+            lines.append(f"model #{m.model_id} ({m.kind}) of job #{m.job_id} used {m.dataset} v{m.version}")
+        if self.unsearched:
+            lines.append(f"not searchable (personal data, no subject column): {', '.join(self.unsearched)}")
+        return "\n".join(lines)
+
+
+def subject_report(session: Session, store: Path, subject_id: str, dataset: str | None = None) -> SubjectReport:
+    """Art. 18 II: the stored versions that hold `subject_id` (row counts, basis, purposes), and the jobs and
+    models that read them. Purged versions are not searched: their bytes are gone."""
+    targets, unsearched = _searchable(session, dataset)
+    holdings: list[Holding] = []
+    found: dict[int, tuple[str, int]] = {}
+    for ds in targets:
+        assert ds.subject_column is not None
+        for v in _live_versions(session, store, ds):
+            column = pq.read_table(version_path(store, v), columns=[ds.subject_column]).column(0)
+            n = _count(_subject_mask(ds.subject_column, column, subject_id))
+            if n:
+                holdings.append(Holding(ds.name, v.number, v.sha256, n, ds.legal_basis, ds.purposes, ds.residency))
+                found[v.id] = (ds.name, v.number)
+    uses, jobs = _models_of(session, found)
+    return SubjectReport(holdings, uses, jobs, [d.name for d in targets], unsearched)
