@@ -142,6 +142,25 @@ class _Client:
             log.debug("POST %s/%s failed: %s", self.base, endpoint, e)
             return None
 
+    def get(self, endpoint: str) -> dict[str, Any]:
+        """GET a JSON answer; JobError with the server's detail when it refuses."""
+        request = urllib.request.Request(
+            f"{self.base}/{endpoint}", headers={"Authorization": f"Bearer {self._token}"}, method="GET"
+        )
+        try:
+            with self._opener.open(request, timeout=HTTP_TIMEOUT_S) as response:
+                answer: dict[str, Any] = json.loads(response.read())
+                return answer
+        except urllib.error.HTTPError as e:
+            try:
+                detail = json.loads(e.read()).get("detail")
+            except ValueError:
+                detail = e.reason
+            message = detail.get("message", detail) if isinstance(detail, dict) else detail
+            raise JobError(f"The server refused {endpoint} ({e.code}): {message}") from e
+        except (OSError, http.client.HTTPException) as e:
+            raise JobError(f"The treino server at {self.base} did not answer: {e}") from e
+
 
 def _is_retryable(status: int | None) -> bool:
     return status is None or status in _RETRYABLE_HTTP or status >= 500
@@ -321,6 +340,28 @@ class Run:
             self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
             self._handler_installed = True
         atexit.register(self.finish)
+
+    # -- data
+    def dataset(self, name: str, as_table: bool = False) -> Any:
+        """The dataset version pinned to this job at submit: its path (Parquet), or a pyarrow Table.
+
+        Under the server, the job must have declared the dataset in its spec, and the server records the read
+        in its audit chain (who, which job, which version and hash, for which purpose). Outside the server there is
+        no catalog: pass a path instead of a name, and it is returned (or read) as is."""
+        if self._client is None:
+            path = Path(name)
+            if not path.exists():
+                raise JobError(
+                    f"run.dataset({name!r}) outside the server needs a file path. "
+                    "To fix: pass the path of a Parquet file, or run the script through 'treino submit'."
+                )
+        else:
+            path = Path(self._client.get(f"datasets/{name}")["path"])
+        if not as_table:
+            return path
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path)
 
     # -- identity
     @property

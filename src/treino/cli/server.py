@@ -23,6 +23,13 @@ def server(
     db: Annotated[
         str, typer.Option(help="Database URL (default: SQLite in the data dir), e.g. postgresql+psycopg://...")
     ] = "",
+    site: Annotated[
+        str, typer.Option(help="Where this server is, from the sites catalog (e.g. eveo-sp1): residency decisions.")
+    ] = "",
+    import_root: Annotated[
+        list[Path] | None,
+        typer.Option("--import-root", help="A folder datasets may be registered from (repeatable)."),
+    ] = None,
     admission_gpu: Annotated[
         str,
         typer.Option(help="Catalog GPU to plan jobs against (default: the GPUs found; none on CPU slots)."),
@@ -48,9 +55,16 @@ def server(
     engine = make_engine(db or sqlite_url(data_dir))
     migrate(engine)
     public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    service = Service(
-        Settings(data_dir, f"http://{public_host}:{port}"), make_sessionmaker(engine), inventory, LocalBackend()
+    from treino.govern.access import site as find_site
+
+    settings = Settings(
+        data_dir,
+        f"http://{public_host}:{port}",
+        key=server_key(data_dir),
+        site=find_site(site) if site else None,
+        import_roots=tuple(p.expanduser().resolve() for p in import_root or ()),
     )
+    service = Service(settings, make_sessionmaker(engine), inventory, LocalBackend())
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None
     if gpu is None and inventory.kind == "gpu":
         gpu = gpu_for(inventory.devices[0].name)
@@ -63,6 +77,12 @@ def server(
             f"Reconciled after restart: {counts['adopted']} job(s) adopted, {counts['requeued']} requeued, "
             f"{counts['finished']} finished while the server was down."
         )
+    where = settings.site
+    out.print(
+        f"Site: {where.name} ({where.city}, {where.country}, {where.provider})"
+        if where
+        else "Site: none (--site): jobs on datasets with a residency are refused"
+    )
     out.print(f"Admission control: {'plans checked against ' + gpu.display_name if gpu else 'off (no GPU model)'}")
     if token:
         out.print(f"Admin token (shown once; also in {data_dir / 'admin-token'}, mode 0600): {token}")
@@ -73,3 +93,17 @@ def server(
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         service.shutdown()
+
+
+def server_key(data_dir: Path) -> bytes:
+    """The server's secret (32 random bytes, DATA_DIR/server-key, mode 0600): it signs the audit chain's checkpoints
+    and keys the subject pseudonyms. Lose it and old pseudonyms can no longer be matched; leak it and the
+    checkpoints can be forged."""
+    import secrets
+
+    path = data_dir / "server-key"
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.chmod(0o600)
+        path.write_bytes(secrets.token_bytes(32))
+    return path.read_bytes()

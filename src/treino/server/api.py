@@ -27,7 +27,9 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from treino.errors import JobError, TreinoError
+from treino.errors import JobError, PolicyViolation, TreinoError
+from treino.govern.access import PERMISSIONS, SENSITIVE_PERMISSIONS, Principal, allowed
+from treino.govern.models import Role, User
 from treino.server.db import Attempt, Checkpoint, Job, JobState, MetricPoint, Token
 from treino.server.service import Service, job_json, token_hash
 from treino.server.spec import JobSpec, field_errors
@@ -55,12 +57,16 @@ class CheckpointIn(BaseModel):
 
 
 def create_admin_token(service: Service) -> str | None:
-    """The first start's admin token: stored as a hash, written once to DATA_DIR/admin-token (mode 0600)."""
+    """The first start's admin user and token: stored as a hash, written once to DATA_DIR/admin-token (mode 0600)."""
     with service.sessions.begin() as s:
         if s.scalar(select(Token).limit(1)) is not None:
             return None
+        admin = User(name="admin", role=Role.ADMIN)
+        s.add(admin)
+        s.flush()
         token = "trn_" + secrets.token_urlsafe(32)
-        s.add(Token(name="admin", role="admin", token_hash=token_hash(token), created_at=time.time()))
+        s.add(Token(name="admin", role="admin", token_hash=token_hash(token), user_id=admin.id, created_at=time.time()))
+        service.audit(s, "server", "user.create", detail={"user": "admin", "role": "admin", "first_start": True})
     path = service.settings.data_dir / "admin-token"
     path.touch(mode=0o600, exist_ok=True)
     path.chmod(0o600)
@@ -83,28 +89,58 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
             raise HTTPException(401, "Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token).")
         return authorization.split(" ", 1)[1].strip()
 
-    token_cache: dict[str, tuple[float, Token]] = {}  # token hash -> (checked at, token): AUTH_CACHE_S
+    token_cache = service.token_cache  # token hash -> (checked at, who): AUTH_CACHE_S; cleared on revocation
     list_cache: dict[tuple[str | None, int, int], tuple[float, bytes]] = {}  # (state, limit, offset): JOBS_CACHE_S
 
-    async def user(authorization: Annotated[str | None, Header()] = None) -> Token:
+    def principal_of(digest: str) -> Principal | None:
+        with service.sessions() as s:
+            token = s.scalar(select(Token).where(Token.token_hash == digest))
+            now = time.time()
+            if token is None or token.revoked_at is not None or (token.expires_at and token.expires_at < now):
+                return None
+            user = s.get(User, token.user_id) if token.user_id else None
+            if user is not None and user.disabled_at is not None:
+                return None
+            role = Role(user.role if user else token.role)
+            return Principal(user.name if user else token.name, role, token.id, user.id if user else None)
+
+    async def user(authorization: Annotated[str | None, Header()] = None) -> Principal:
         # async with a short cache: a hot endpoint authenticates without a thread hop or a query (revocation
         # takes effect within AUTH_CACHE_S).
         digest = token_hash(bearer(authorization))
         now = time.time()
         cached = token_cache.get(digest)
-        if cached and now - cached[0] < AUTH_CACHE_S:
-            token: Token | None = cached[1]
-        else:
-            with service.sessions() as s:
-                token = s.scalar(select(Token).where(Token.token_hash == digest))
-        if token is None or token.revoked_at is not None or (token.expires_at and token.expires_at < now):
+        who = cached[1] if cached and now - cached[0] < AUTH_CACHE_S else principal_of(digest)
+        if who is None:
             token_cache.pop(digest, None)
             raise HTTPException(401, "Invalid, expired or revoked token. To fix: use a valid API token.")
         if not cached or now - cached[0] >= AUTH_CACHE_S:
-            token_cache[digest] = (now, token)
-        return token
+            token_cache[digest] = (now, who)
+        return who
 
-    UserDep = Annotated[Token, Depends(user)]
+    def need(permission: str) -> Any:
+        """A dependency: the caller's principal, if its role holds `permission` (access.PERMISSIONS), else 403.
+        Uses of sensitive permissions are recorded in the audit chain (token.use)."""
+
+        async def check(request: Request, who: Annotated[Principal, Depends(user)]) -> Principal:
+            if not allowed(who.role, permission):
+                roles = ", ".join(sorted(r.value for r in PERMISSIONS[permission]))
+                raise HTTPException(
+                    403, f"Role {who.role} may not {permission}. To fix: use a token of a user with role {roles}."
+                )
+            if permission in SENSITIVE_PERMISSIONS:
+                with service.sessions.begin() as s:
+                    service.audit(
+                        s,
+                        who.name,
+                        "token.use",
+                        detail={"permission": permission, "path": request.url.path, "token": who.token_id},
+                    )
+            return who
+
+        return Depends(check)
+
+    UserDep = Annotated[Principal, need("jobs.read")]
 
     def job_or_404(s: Session, job_id: int) -> Job:
         job = s.get(Job, job_id)
@@ -113,14 +149,14 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
         return job
 
     def writer(job_id: int, s: SessionDep, authorization: Annotated[str | None, Header()] = None) -> Job:
-        """The job itself (its attempt's token) or any valid user token may write its metrics and checkpoints."""
+        """The job itself (its attempt's token) or an admin may write its metrics and checkpoints."""
         raw = bearer(authorization)
         job = job_or_404(s, job_id)
         if secrets.compare_digest(job.job_token_hash, token_hash(raw)):
             return job
-        token = s.scalar(select(Token).where(Token.token_hash == token_hash(raw)))
-        if token is None or token.revoked_at is not None or (token.expires_at and token.expires_at < time.time()):
-            raise HTTPException(401, "Invalid, expired or revoked token. To fix: use the job's TREINO_JOB_TOKEN.")
+        who = principal_of(token_hash(raw))
+        if who is None or who.role != Role.ADMIN:
+            raise HTTPException(401, "Only the job's own token (TREINO_JOB_TOKEN) or an admin may write this.")
         return job
 
     @app.exception_handler(RequestValidationError)
@@ -136,11 +172,11 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
         return {"ok": True, "devices": service.inventory.describe()}
 
     @app.get("/api/v1/inventory")
-    def inventory(_user: UserDep) -> dict[str, Any]:
+    def inventory(_user: Annotated[Principal, need("inventory.read")]) -> dict[str, Any]:
         return service.inventory.to_json()
 
     @app.post("/api/v1/jobs", status_code=201)
-    def submit(body: dict[str, Any], who: UserDep) -> dict[str, Any]:
+    def submit(body: dict[str, Any], who: Annotated[Principal, need("jobs.submit")]) -> dict[str, Any]:
         try:
             spec = JobSpec.model_validate(body)
         except ValidationError as exc:
@@ -162,7 +198,10 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
                 admission(spec)
             except TreinoError as exc:
                 raise HTTPException(422, [{"field": "plan", "message": str(exc)}]) from exc
-        job, _ = service.submit(spec, who.name)
+        try:
+            job, _ = service.submit(spec, who)
+        except PolicyViolation as exc:
+            raise HTTPException(403, {"rule": exc.rule, "message": str(exc)}) from exc
         list_cache.clear()  # a submitter's next listing shows the job
         return job_json(job)
 
@@ -223,8 +262,13 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
         }
 
     @app.post("/api/v1/jobs/{job_id}/cancel")
-    def cancel(job_id: int, _user: UserDep) -> dict[str, Any]:
+    def cancel(job_id: int, who: Annotated[Principal, need("jobs.cancel")]) -> dict[str, Any]:
         list_cache.clear()
+        if who.role != Role.ADMIN:
+            with service.sessions() as s:
+                owner = s.scalar(select(Job.owner).where(Job.id == job_id))
+            if owner is not None and owner != who.name:
+                raise HTTPException(403, f"Job {job_id} belongs to {owner}. To fix: ask them or an admin to cancel it.")
         try:
             return job_json(service.cancel(job_id))
         except JobError as exc:
@@ -249,7 +293,10 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
 
     @app.get("/api/v1/jobs/{job_id}/metrics")
     def metrics_of(
-        job_id: int, s: SessionDep, _user: UserDep, since_step: Annotated[int, Query(ge=-1)] = -1
+        job_id: int,
+        s: SessionDep,
+        _user: Annotated[Principal, need("metrics.read")],
+        since_step: Annotated[int, Query(ge=-1)] = -1,
     ) -> dict[str, Any]:
         job_or_404(s, job_id)
         rows = s.scalars(
@@ -286,10 +333,15 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
             assert j is not None
             s.add(Checkpoint(job_id=job_id, attempt=j.attempts, step=body.step, path=body.path, bytes=body.bytes))
             j.checkpoint_step = max(body.step, j.checkpoint_step or 0)
+            service.register_model(s, j, "checkpoint", body.path, body.step)
         return {"job": job_id, "step": body.step}
 
+    from treino.server.govern_api import add_govern_routes
+
+    add_govern_routes(app, service, need, bearer, job_or_404, session)
+
     @app.get("/metrics")
-    def prometheus(_user: UserDep) -> Response:
+    def prometheus(_user: Annotated[Principal, need("metrics.read")]) -> Response:
         from treino.server.metrics import render
 
         body, content_type = render(service)

@@ -21,7 +21,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from treino.errors import JobError
+from treino.errors import JobError, PolicyViolation
+from treino.govern.access import Principal, Site, check_grant, check_residency
+from treino.govern.models import Dataset, DatasetVersion, JobDataset, Model, User
 from treino.server import scheduler
 from treino.server.backend import Backend, ExitInfo, LaunchRequest
 from treino.server.db import (
@@ -29,6 +31,7 @@ from treino.server.db import (
     FINAL_STATES,
     TRANSITIONS,
     Attempt,
+    Checkpoint,
     FailureReason,
     Job,
     JobState,
@@ -78,6 +81,13 @@ class Settings:
     data_dir: Path
     url: str  # how job processes reach this server (TREINO_URL)
     python: str = sys.executable
+    key: bytes = b""  # the server key: audit checkpoints (HMAC) and subject pseudonyms
+    site: Site | None = None  # where this server is (sites catalog): residency decisions
+    import_roots: tuple[Path, ...] = ()  # where datasets may be registered from
+
+    @property
+    def store(self) -> Path:
+        return self.data_dir / "store"
 
 
 class Service:
@@ -91,6 +101,10 @@ class Service:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.advice: dict[int, str] = {}  # job id -> the planner's advice, for OOM failures
+        self.token_cache: dict[str, tuple[float, Principal]] = {}  # the API's authentication cache
+        from treino.govern.audit import AuditLog
+
+        self.audit_log = AuditLog(settings.key or secrets.token_bytes(32))  # no key: an ephemeral one (tests)
         self.foreign_gpu_pids: dict[int, list[int]] = {}  # GPU index -> pids no job of this server owns
         self.orphans_killed = 0  # processes of finished attempts found on a GPU and killed
         self._last_gpu_check = 0.0
@@ -122,23 +136,125 @@ class Service:
         self._wake.set()
 
     # --- API-facing ------------------------------------------------------------------------------------------
-    def submit(self, spec: JobSpec, owner: str) -> tuple[Job, str]:
-        """A queued job and its job token (returned once, passed to the job's processes)."""
+    def submit(self, spec: JobSpec, who: Principal | str) -> tuple[Job, str]:
+        """A queued job and its job token (returned once, passed to the job's processes).
+
+        Datasets are admitted here: each must exist, the submitter must hold a grant for the spec's purpose, and the
+        server's site must satisfy its residency; the latest version of each is pinned to the job. The decision, an
+        admission or a denial naming its rule, goes into the audit chain either way."""
+        owner = who if isinstance(who, str) else who.name
         job_token = "trj_" + secrets.token_urlsafe(24)
-        with self.lock, self.sessions.begin() as s:
-            job = Job(
-                name=spec.name,
-                spec=spec.model_dump(mode="json"),
-                owner=owner,
-                state=JobState.QUEUED,
-                priority=spec.priority,
-                gpus=spec.gpus,
-                submitted_at=time.time(),
-                job_token_hash=token_hash(job_token),
-            )
-            s.add(job)
+        try:
+            with self.lock, self.sessions.begin() as s:
+                pins = self._admit_datasets(s, spec, who)
+                job = Job(
+                    name=spec.name,
+                    spec=spec.model_dump(mode="json"),
+                    owner=owner,
+                    state=JobState.QUEUED,
+                    priority=spec.priority,
+                    gpus=spec.gpus,
+                    submitted_at=time.time(),
+                    job_token_hash=token_hash(job_token),
+                )
+                s.add(job)
+                s.flush()
+                for dataset, version, reason in pins:
+                    s.add(JobDataset(job_id=job.id, version_id=version.id, purpose=spec.purpose or ""))
+                    self.audit(
+                        s,
+                        owner,
+                        "job.admit",
+                        dataset=dataset.name,
+                        job_id=job.id,
+                        detail={
+                            "version": version.number,
+                            "sha256": version.sha256,
+                            "purpose": spec.purpose,
+                            "site": self.settings.site.name if self.settings.site else None,
+                            "residency": reason,
+                        },
+                    )
+        except PolicyViolation as exc:
+            with self.sessions.begin() as s:
+                self.audit(
+                    s,
+                    owner,
+                    "job.deny",
+                    detail={"job": spec.name, "rule": exc.rule, "reason": str(exc), "datasets": spec.datasets},
+                )
+            raise
         self.wake()
         return job, job_token
+
+    def _admit_datasets(
+        self, s: Session, spec: JobSpec, who: Principal | str
+    ) -> list[tuple[Dataset, DatasetVersion, str]]:
+        pins = []
+        for name in spec.datasets:
+            dataset = s.scalar(select(Dataset).where(Dataset.name == name))
+            if dataset is None:
+                raise PolicyViolation("dataset", f"unknown dataset {name!r}. To fix: see 'treino data list'.")
+            user = s.get(User, who.user_id) if isinstance(who, Principal) and who.user_id else None
+            if user is None:
+                raise PolicyViolation("grant", f"the submitter has no user record to hold a grant on {name}.")
+            check_grant(s, user, dataset, spec.purpose)
+            reason = check_residency(s, dataset, self.settings.site)
+            version = s.scalar(
+                select(DatasetVersion)
+                .where(DatasetVersion.dataset_id == dataset.id, DatasetVersion.purged_at.is_(None))
+                .order_by(DatasetVersion.number.desc())
+                .limit(1)
+            )
+            if version is None:
+                raise PolicyViolation("dataset", f"dataset {name} has no version with its bytes present.")
+            pins.append((dataset, version, reason))
+        return pins
+
+    def register_model(self, s: Session, job: Job, kind: str, path: str, step: int | None) -> Model:
+        """A checkpoint or final model in the lineage. It inherits the classification and the strictest residency
+        of the dataset versions its job read, because models memorise (lgpd-requirements.md §2.3, §3.3)."""
+        rows = s.execute(
+            select(Dataset, DatasetVersion)
+            .join(DatasetVersion, DatasetVersion.dataset_id == Dataset.id)
+            .join(JobDataset, JobDataset.version_id == DatasetVersion.id)
+            .where(JobDataset.job_id == job.id)
+        ).all()
+        residencies = sorted({d.residency for d, _ in rows if d.residency not in ("any", "")})
+        model = Model(
+            job_id=job.id,
+            kind=kind,
+            step=step,
+            path=path,
+            personal_data=any(d.personal_data for d, _ in rows),
+            sensitive=any(d.sensitive for d, _ in rows),
+            residency=residencies[0] if len(residencies) == 1 else ("+".join(residencies) or "any"),
+        )
+        s.add(model)
+        s.flush()
+        if rows:
+            self.audit(
+                s,
+                job.owner,
+                "model.register",
+                job_id=job.id,
+                detail={
+                    "model": model.id,
+                    "kind": kind,
+                    "step": step,
+                    "path": path,
+                    "versions": [{"dataset": d.name, "version": v.number, "sha256": v.sha256} for d, v in rows],
+                },
+            )
+        return model
+
+    def forget_tokens(self) -> None:
+        """A token was revoked: the API's authentication cache must not vouch for it any longer."""
+        self.token_cache.clear()
+
+    def audit(self, s: Session, actor: str, action: str, **fields: Any) -> None:
+        """One record in the audit chain, inside the caller's transaction."""
+        self.audit_log.append(s, actor=actor, action=action, **fields)
 
     def cancel(self, job_id: int) -> Job:
         with self.lock, self.sessions.begin() as s:
@@ -325,6 +441,11 @@ class Service:
         elif outcome == "succeeded":
             self._end(job, JobState.SUCCEEDED)
             job.failure_reason = job.failure_detail = None
+            last = s.scalar(
+                select(Checkpoint).where(Checkpoint.job_id == job.id).order_by(Checkpoint.step.desc()).limit(1)
+            )
+            if last is not None:
+                self.register_model(s, job, "final", last.path, last.step)
         elif outcome == FailureReason.OOM:
             advice = self.advice.get(job.id, "")
             self._end(job, JobState.FAILED, outcome, detail + (f" | planner: {advice}" if advice else ""))

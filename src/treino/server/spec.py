@@ -64,6 +64,7 @@ class JobSpec(BaseModel):
     grace_seconds: float = Field(30.0, ge=0, le=3600)
     plan: PlanSpec | None = None
     datasets: list[str] = Field(default_factory=list)
+    purpose: str | None = Field(None, max_length=100)  # why the job reads its datasets (LGPD Art. 6 I)
 
     @model_validator(mode="after")
     def _one_entry_point(self) -> JobSpec:

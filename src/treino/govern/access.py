@@ -1,0 +1,123 @@
+"""Who may do what: four roles, one permission table, per-dataset grants, and residency of data by site.
+
+The table is the whole policy: an endpoint names one permission, and tests/govern/test_authorization.py walks every
+endpoint x every role against it (lgpd-requirements.md §8 C: access control, least privilege).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from treino.errors import PolicyViolation
+from treino.govern.models import Dataset, Grant, Role, Transfer, User
+
+ALL = frozenset(Role)
+PERMISSIONS: dict[str, frozenset[Role]] = {
+    "inventory.read": ALL,
+    "jobs.read": ALL,
+    "metrics.read": ALL,
+    "jobs.submit": frozenset({Role.ADMIN, Role.ENGINEER}),
+    "jobs.cancel": frozenset({Role.ADMIN, Role.ENGINEER}),  # engineers: their own jobs only
+    "users.manage": frozenset({Role.ADMIN}),
+    "tokens.manage": frozenset({Role.ADMIN}),
+    "grants.manage": frozenset({Role.ADMIN, Role.DPO}),
+    "transfers.manage": frozenset({Role.ADMIN, Role.DPO}),
+    "datasets.register": frozenset({Role.ADMIN, Role.ENGINEER}),
+    "datasets.read": frozenset({Role.ADMIN, Role.ENGINEER, Role.DPO}),  # metadata, not the bytes
+    "lineage.read": frozenset({Role.ADMIN, Role.ENGINEER, Role.DPO}),
+    "audit.read": frozenset({Role.ADMIN, Role.DPO}),
+    "erasure.run": frozenset({Role.ADMIN, Role.DPO}),
+    "subject.report": frozenset({Role.ADMIN, Role.DPO}),
+}
+# Reads of these are recorded in the audit as token.use (lgpd-requirements.md §5.3: who accessed what).
+SENSITIVE_PERMISSIONS = frozenset({"audit.read", "erasure.run", "subject.report", "lineage.read", "datasets.read"})
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    role: Role
+    token_id: int
+    user_id: int | None
+
+
+def allowed(role: Role, permission: str) -> bool:
+    return role in PERMISSIONS[permission]
+
+
+@dataclass(frozen=True)
+class Site:
+    name: str
+    country: str
+    city: str
+    provider: str
+
+
+def site(name: str) -> Site:
+    """A site of the sites catalog (catalog/data/v1/sites.csv)."""
+    from treino.catalog.offers import sites
+
+    known = sites()
+    if name not in known:
+        from treino.catalog.loader import _did_you_mean
+
+        raise _did_you_mean("site", name, sorted(known), "catalog/data/v1/sites.csv")
+    row = known[name]
+    return Site(name, row.country, row.city, row.provider)
+
+
+def check_residency(s: Session, dataset: Dataset, server_site: Site | None) -> str:
+    """'' when `dataset` may be processed at `server_site`, else PolicyViolation naming the rule.
+    Brazilian data abroad needs a recorded transfer mechanism for that site (LGPD Art. 33; Res. CD/ANPD 19/2024)."""
+    if dataset.residency in ("any", ""):
+        return "no residency restriction"
+    if server_site is None:
+        raise PolicyViolation(
+            "residency",
+            f"dataset {dataset.name} must stay in {dataset.residency}, and this server has no site configured. "
+            "To fix: start the server with --site (e.g. --site eveo-sp1).",
+        )
+    if server_site.country == dataset.residency:
+        return f"{server_site.name} is in {server_site.country}"
+    transfer = s.scalar(
+        select(Transfer).where(Transfer.site == server_site.name, Transfer.revoked_at.is_(None)).limit(1)
+    )
+    if transfer is not None:
+        return f"transfer to {server_site.name} under {transfer.mechanism} {transfer.reference} ({transfer.signed_on})"
+    raise PolicyViolation(
+        "residency",
+        f"dataset {dataset.name} must stay in {dataset.residency} (LGPD Art. 33), but this server's site "
+        f"{server_site.name} ({server_site.city}) is in {server_site.country}, and no transfer mechanism is recorded "
+        f"for it. To fix: run the job on a site in {dataset.residency}, or record ANPD standard contractual clauses "
+        f"with 'treino transfer add --site {server_site.name} ...'.",
+    )
+
+
+def check_grant(s: Session, user: User, dataset: Dataset, purpose: str | None) -> Grant:
+    """The submitter's active grant on `dataset` covering `purpose`, which the dataset itself must allow
+    (purpose limitation, LGPD Art. 6 I)."""
+    if not purpose:
+        raise PolicyViolation(
+            "purpose",
+            f"a job that reads dataset {dataset.name} must state its purpose (LGPD Art. 6 I). "
+            f"To fix: add 'purpose:' to the spec, one of {', '.join(dataset.purposes)}.",
+        )
+    if purpose not in dataset.purposes:
+        raise PolicyViolation(
+            "purpose",
+            f"dataset {dataset.name} was collected for {', '.join(dataset.purposes)}, not {purpose!r} "
+            "(LGPD Art. 6 I, purpose limitation). To fix: use an allowed purpose, or register a new legal basis.",
+        )
+    for grant in s.scalars(
+        select(Grant).where(Grant.user_id == user.id, Grant.dataset == dataset.name, Grant.revoked_at.is_(None))
+    ):
+        if purpose in grant.purposes:
+            return grant
+    raise PolicyViolation(
+        "grant",
+        f"{user.name} has no grant on dataset {dataset.name} for {purpose!r}. "
+        f"To fix: a DPO or admin runs 'treino grant {user.name} {dataset.name} --purpose {purpose}'.",
+    )

@@ -1,0 +1,685 @@
+"""The audit log: append-only, hash-chained, with HMAC-signed checkpoints (lgpd-requirements.md §5, R27-R29).
+
+Every record is one row of `audit_records`; rows are never updated or deleted. An auditor re-implements the check
+from this docstring alone:
+
+    fields    = {seq, time, actor, action, dataset, subject, job_id, detail, prev_hash}   (every column but hash)
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    hash      = sha256(utf8(prev_hash + canonical)).hexdigest()
+    seq starts at 1 and grows by 1; record 1 has prev_hash = GENESIS_HASH ("0" * 64); record n has
+    prev_hash = hash of record n - 1. `time` is unix seconds as a JSON float, `job_id` an int or null, `detail`
+    a JSON object.
+
+    checkpoint (audit_checkpoints, every `checkpoint_every` records and on demand):
+    hmac = HMAC-SHA256(server key, utf8(f"{seq}:{hash}")).hexdigest(), where hash is the hash of record `seq`.
+
+What `verify` catches, and how:
+    a record edited in place            its recomputed hash differs from its stored hash
+    a record deleted                    a gap in seq (or prev_hash not linking) at the record after it
+    a record inserted, the rest renumbered   the next record's prev_hash no longer links
+    records swapped or reordered        prev_hash no longer links, at the first of them
+    the tail cut off                    the last checkpoint names a seq beyond the last record
+    the chain rewritten wholesale       a checkpoint's signed hash no longer matches the recomputed one; without
+      (hashes recomputed correctly)     the key, new checkpoints cannot be signed
+    a checkpoint forged or edited       its HMAC does not verify under the server key
+What it cannot catch alone: records appended after the last checkpoint and then cut off together with every
+checkpoint that covers them (publish `VerifyResult.last_hash` or checkpoints to an outside witness for that, R28).
+
+Records hold pseudonyms, never raw identifiers: `subject` must be `pseudonym(key, id)` (keyed HMAC, §7.1), and a
+detail that carries a CPF is refused (R29: a CPF scan of the log store finds nothing).
+
+Appends run inside the caller's transaction (the caller commits). The chain is single-writer: `AuditLog` holds a
+lock and reads the head (last seq and hash) from the table on every append, so a rolled-back append never leaves
+a stale head behind. Two concurrent transactions that both append would pick the same seq: the primary key makes
+the second commit fail, so the chain is never forked silently (the server serialises its writes anyway).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import difflib
+import enum
+import hashlib
+import hmac
+import json
+import math
+import re
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TextIO
+
+from sqlalchemy import Float, Integer, String, column, func, insert, select, table
+from sqlalchemy.orm import Session, SessionTransaction
+
+from treino.errors import TreinoError
+from treino.govern.models import (
+    AuditCheckpoint,
+    AuditRecord,
+    Dataset,
+    DatasetVersion,
+    Erasure,
+    Grant,
+    JobDataset,
+    Model,
+    Transfer,
+    User,
+)
+from treino.server.db import Job
+
+GENESIS_HASH = "0" * 64
+CHECKPOINT_EVERY_RECORDS = 1000  # default interval of signed checkpoints
+KEY_MIN_BYTES = 16  # HMAC keys shorter than this are refused (fail closed on weak or default secrets)
+VERIFY_BATCH_ROWS = 10_000  # rows fetched per round trip while verifying or exporting
+CONTROLLER_PLACEHOLDER = "<controller: name, CNPJ and address of the controlador (LGPD Art. 5 VI)>"
+
+FIELDS = ("seq", "time", "actor", "action", "dataset", "subject", "job_id", "detail", "prev_hash")
+EXPORT_COLUMNS = (*FIELDS[:2], "time_utc", *FIELDS[2:], "hash")
+_RAW_TYPES = (Integer, Float, String, String, String, String, Integer, String, String, String)  # detail as text
+# The canonical form of the docstring; one encoder object, so verify does not rebuild it per record.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_PSEUDONYM_RE = re.compile(r"[0-9a-f]{64}")
+_CPF_SHAPE_RE = re.compile(r"\d{3}\.?\d{3}\.?\d{3}-?\d{2}")
+# CPFs in a record (lgpd-requirements.md §7.3): the NNN.NNN.NNN-NN mask anywhere, or a JSON string of exactly 11
+# digits. Bare 11-digit numbers are not flagged: byte counts and hashes would trip the 1-in-100 check digits.
+_CPF_IN_TEXT_RE = re.compile(r"(?<!\d)\d{3}\.\d{3}\.\d{3}-\d{2}(?!\d)|(?<=\")\d{11}(?=\")")
+
+
+class Action(enum.StrEnum):
+    DATASET_REGISTER = "dataset.register"
+    DATASET_VERSION = "dataset.version"
+    DATASET_READ = "dataset.read"
+    GRANT_CREATE = "grant.create"
+    GRANT_REVOKE = "grant.revoke"
+    JOB_ADMIT = "job.admit"
+    JOB_DENY = "job.deny"  # detail: {"rule": ..., "reason": ...}
+    ERASURE_REQUEST = "erasure.request"
+    ERASURE_COMPLETE = "erasure.complete"
+    SUBJECT_REPORT = "subject.report"
+    TOKEN_CREATE = "token.create"
+    TOKEN_REVOKE = "token.revoke"
+    TOKEN_USE = "token.use"  # a token used on a sensitive endpoint (access.SENSITIVE_PERMISSIONS)
+    USER_CREATE = "user.create"
+    TRANSFER_RECORD = "transfer.record"
+    MODEL_REGISTER = "model.register"
+    MODEL_MARK = "model.mark"  # a model marked as affected by an erasure
+
+
+# --- hashing ---------------------------------------------------------------------------------------------------
+def canonical_json(fields: Mapping[str, Any]) -> str:
+    """The canonical JSON of a record: its FIELDS only (never `hash`), sorted keys, no spaces, UTF-8 kept."""
+    return _CANONICAL.encode({k: fields[k] for k in FIELDS})
+
+
+def record_hash(fields: Mapping[str, Any]) -> str:
+    """sha256(prev_hash + canonical JSON), hex."""
+    return hashlib.sha256((fields["prev_hash"] + canonical_json(fields)).encode()).hexdigest()
+
+
+def checkpoint_hmac(key: bytes, seq: int, hash_: str) -> str:
+    return hmac.new(key, f"{seq}:{hash_}".encode(), hashlib.sha256).hexdigest()
+
+
+def normalise_subject_id(subject_id: str) -> str:
+    """A CPF becomes its 11 digits ("123.456.789-09" -> "12345678909"); any other id is only stripped."""
+    s = subject_id.strip()
+    return re.sub(r"\D", "", s) if _CPF_SHAPE_RE.fullmatch(s) else s
+
+
+def pseudonym(key: bytes, subject_id: str) -> str:
+    """HMAC-SHA256(key, normalised id), hex: a keyed pseudonym (lgpd-requirements.md §7.1; an unkeyed hash of a
+    CPF is reversible by brute force over its 10^9 values). Different keys give unlinkable pseudonyms."""
+    _check_key(key)
+    return hmac.new(key, normalise_subject_id(subject_id).encode(), hashlib.sha256).hexdigest()
+
+
+def _check_key(key: bytes) -> None:
+    if not isinstance(key, bytes) or len(key) < KEY_MIN_BYTES:
+        raise TreinoError(
+            f"The audit key must be at least {KEY_MIN_BYTES} random bytes. "
+            "To fix: generate one with 'python -c \"import secrets; print(secrets.token_hex(32))\"'."
+        )
+
+
+def _cpf_is_valid(digits: str) -> bool:
+    """The check-digit test of lgpd-requirements.md §7.3 (DV1 weights 10..2, DV2 weights 11..2)."""
+    if len(digits) != 11 or digits == digits[0] * 11:
+        return False
+    for n in (9, 10):
+        r = sum(int(d) * w for d, w in zip(digits[:n], range(n + 1, 1, -1), strict=True)) % 11
+        if int(digits[n]) != (0 if r < 2 else 11 - r):
+            return False
+    return True
+
+
+# --- appending -------------------------------------------------------------------------------------------------
+# audit_records with plain column types, for inserts and reads that skip the JSON type's processing: on SQLite the
+# detail is stored as its canonical text, so verify hashes it without parsing and re-encoding it (see _fast_hash).
+_RECORDS_RAW = table(
+    "audit_records",
+    *(column(name, type_) for name, type_ in zip((*FIELDS, "hash"), _RAW_TYPES, strict=True)),
+)
+
+_INSERT_RAW = insert(_RECORDS_RAW)
+_INSERT = insert(AuditRecord.__table__)
+_INSERT_CHECKPOINT = insert(AuditCheckpoint.__table__)
+
+
+class AuditLog:
+    """Appends records to the chain and signs checkpoints with `key` (the server's audit key)."""
+
+    def __init__(self, key: bytes, checkpoint_every: int = CHECKPOINT_EVERY_RECORDS) -> None:
+        _check_key(key)
+        if checkpoint_every < 1:
+            raise TreinoError(f"checkpoint_every must be >= 1 record, not {checkpoint_every}.")
+        self.key = key
+        self.checkpoint_every = checkpoint_every
+        self._lock = threading.Lock()
+        # (transaction, seq, hash) of this log's last append: valid while that transaction is the session's
+        # innermost one, since no other transaction can append to the chain before it commits.
+        self._head: tuple[weakref.ref[SessionTransaction], int, str] | None = None
+
+    def append(
+        self,
+        session: Session,
+        *,
+        actor: str,
+        action: Action | str,
+        dataset: str | None = None,
+        subject: str | None = None,
+        job_id: int | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> AuditRecord:
+        """One record, inserted in `session`'s transaction (the caller commits). The record returned is a detached
+        copy for reading: it is already in the database, so it must not be added to a session."""
+        with self._lock:
+            seq, prev_hash = self._read_head(session)
+            fields = _fields(seq + 1, time.time(), actor, action, dataset, subject, job_id, detail, prev_hash)
+            fields["hash"] = record_hash(fields)
+            self._insert(session, [fields])
+            return AuditRecord(**fields)
+
+    def append_many(self, session: Session, records: Sequence[Mapping[str, Any]]) -> int:
+        """Many records in one statement (imports, benchmarks); each a dict of append's keywords, plus an optional
+        `time` (unix seconds). Returns how many were appended."""
+        with self._lock:
+            seq, prev_hash = self._read_head(session)
+            rows = []
+            for r in records:
+                seq += 1
+                fields = _fields(
+                    seq,
+                    r.get("time", time.time()),
+                    r["actor"],
+                    r["action"],
+                    r.get("dataset"),
+                    r.get("subject"),
+                    r.get("job_id"),
+                    r.get("detail"),
+                    prev_hash,
+                )
+                prev_hash = fields["hash"] = record_hash(fields)
+                rows.append(fields)
+            if rows:
+                self._insert(session, rows)
+            return len(rows)
+
+    def checkpoint(self, session: Session) -> AuditCheckpoint | None:
+        """Sign the current head now (on shutdown, or hourly, so a cut-off tail is caught); None if the log is
+        empty. The checkpoint is added to `session`; the caller commits."""
+        with self._lock:
+            seq, hash_ = self._read_head(session)
+            if seq == 0:
+                return None
+            cp = AuditCheckpoint(**self._signed(seq, hash_))
+            session.add(cp)
+            session.flush()
+            return cp
+
+    def _read_head(self, session: Session) -> tuple[int, str]:
+        """(seq, hash) of the last record, or (0, GENESIS_HASH): from this log's own last append in the same
+        transaction, else one primary-key lookup."""
+        txn = session.get_nested_transaction() or session.get_transaction()
+        if self._head is not None and txn is not None and self._head[0]() is txn and txn.is_active:
+            return self._head[1], self._head[2]
+        session.flush()  # records this session added through the ORM must be visible to the lookup
+        row = session.execute(
+            select(AuditRecord.seq, AuditRecord.hash).order_by(AuditRecord.seq.desc()).limit(1)
+        ).one_or_none()
+        return (0, GENESIS_HASH) if row is None else (row.seq, row.hash)
+
+    def _insert(self, session: Session, rows: list[dict[str, Any]]) -> None:
+        # Core statements on the session's connection (same transaction), without the ORM's per-object work.
+        conn = session.connection()
+        if conn.dialect.name == "sqlite":  # store the canonical text itself (see _RECORDS_RAW)
+            conn.execute(_INSERT_RAW, [{**r, "detail": _CANONICAL.encode(r["detail"])} for r in rows])
+        else:
+            conn.execute(_INSERT, rows)
+        every = self.checkpoint_every
+        signed = [self._signed(r["seq"], r["hash"]) for r in rows if r["seq"] % every == 0]
+        if signed:
+            conn.execute(_INSERT_CHECKPOINT, signed)
+        txn = session.get_nested_transaction() or session.get_transaction()
+        assert txn is not None  # session.connection() began one
+        self._head = (weakref.ref(txn), rows[-1]["seq"], rows[-1]["hash"])
+
+    def _signed(self, seq: int, hash_: str) -> dict[str, Any]:
+        return {"seq": seq, "hash": hash_, "hmac": checkpoint_hmac(self.key, seq, hash_), "time": time.time()}
+
+
+def _fields(
+    seq: int,
+    time_s: float,
+    actor: str,
+    action: Action | str,
+    dataset: str | None,
+    subject: str | None,
+    job_id: int | None,
+    detail: Mapping[str, Any] | None,
+    prev_hash: str,
+) -> dict[str, Any]:
+    """The validated, normalised fields of a record: exactly the types the database gives back, so the hash
+    recomputed from a row equals the one computed here."""
+    if action not in Action.__members__.values():
+        close = difflib.get_close_matches(str(action), [a.value for a in Action], n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else f" Known: {', '.join(a.value for a in Action)}."
+        raise TreinoError(f"Unknown audit action {action!r}.{hint}")
+    time_s = float(time_s)  # an int would come back from the REAL column as a float, and hash differently
+    if not math.isfinite(time_s):
+        raise TreinoError(f"An audit record's time must be unix seconds, not {time_s!r}.")
+    if subject is not None and not _PSEUDONYM_RE.fullmatch(subject):
+        raise TreinoError(
+            "An audit record's subject must be a pseudonym (64 hex digits), never a raw identifier. "
+            "To fix: pass treino.govern.audit.pseudonym(key, subject_id)."
+        )
+    # A JSON round trip gives detail the form it has when read back (tuples -> lists, int keys -> strings).
+    detail_json = json.dumps(dict(detail or {}), ensure_ascii=False)
+    for m in _CPF_IN_TEXT_RE.finditer(f'"{actor}" "{dataset}" {detail_json}'):
+        if _cpf_is_valid(re.sub(r"\D", "", m.group(0))):
+            raise TreinoError(
+                "An audit record may not carry a CPF (LGPD; lgpd-requirements.md R29). "
+                "To fix: put pseudonym(key, cpf) in subject, and keep identifiers out of detail."
+            )
+    return {
+        "seq": int(seq),
+        "time": time_s,
+        "actor": str(actor),
+        "action": str(Action(action).value),
+        "dataset": None if dataset is None else str(dataset),
+        "subject": subject,
+        "job_id": None if job_id is None else int(job_id),
+        "detail": json.loads(detail_json),
+        "prev_hash": prev_hash,
+    }
+
+
+# --- verifying -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VerifyResult:
+    ok: bool
+    records: int  # records read (up to the first bad one)
+    first_bad_seq: int | None
+    reason: str
+    checkpoints: int = 0  # signed checkpoints checked
+    last_hash: str | None = None  # the head of an intact chain: publish it to a witness (R28)
+
+
+def _rows(session: Session, columns: Sequence[Any], *where: Any) -> Iterator[Any]:
+    """Rows of audit_records in seq order, streamed in batches, as plain Core rows (no ORM objects)."""
+    stmt = select(*columns).where(*where).order_by(column("seq")).execution_options(yield_per=VERIFY_BATCH_ROWS)
+    for batch in session.execute(stmt).partitions():
+        yield from batch
+
+
+def _chain_rows(session: Session) -> Iterator[Sequence[Any]]:
+    """Every record in seq order as plain tuples. On SQLite, straight from the DBAPI cursor (a third faster than
+    Core rows, which verify's 10 s per million records needs); elsewhere, Core rows streamed server-side."""
+    conn = session.connection()
+    if conn.dialect.name != "sqlite":
+        yield from _rows(session, _RECORDS_RAW.c)
+        return
+    sql = str(select(*_RECORDS_RAW.c).order_by(column("seq")).compile(dialect=conn.dialect))
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql)
+        while batch := cursor.fetchmany(VERIFY_BATCH_ROWS):
+            yield from batch
+    finally:
+        cursor.close()
+
+
+_encode_str = json.encoder.encode_basestring  # what the canonical encoder does to a str (ensure_ascii=False)
+
+
+def _fast_hash(row: Sequence[Any]) -> str | None:
+    """The record hash of a raw row, built by concatenation with the detail's stored text; None when the row's
+    types are not the canonical ones. Sound: a JSON string token is self-delimiting and the ints and float carry
+    no JSON punctuation, so a match means the stored detail text is exactly the canonical text that was hashed.
+    A mismatch proves nothing (detail may be stored in another JSON form): the caller then tries the slow path.
+    The caller has checked seq (an int) and prev (the previous record's hash)."""
+    seq, t, actor, action, dataset, subject, job_id, detail, prev, _ = row
+    if type(t) is not float or type(detail) is not str or not (job_id is None or type(job_id) is int):
+        return None
+    try:  # encode_basestring refuses anything but a str
+        text = (
+            f'{prev}{{"action":{_encode_str(action)},"actor":{_encode_str(actor)},'
+            f'"dataset":{"null" if dataset is None else _encode_str(dataset)},"detail":{detail},'
+            f'"job_id":{"null" if job_id is None else job_id},"prev_hash":"{prev}","seq":{seq},'
+            f'"subject":{"null" if subject is None else _encode_str(subject)},"time":{t!r}}}'
+        )
+    except TypeError:
+        return None
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _slow_hash(row: Sequence[Any]) -> str | None:
+    """The record hash by the docstring's formula, parsing the stored detail; None if it is not JSON at all."""
+    fields = dict(zip(FIELDS, row[:-1], strict=True))
+    try:
+        fields["detail"] = json.loads(fields["detail"]) if isinstance(fields["detail"], str) else fields["detail"]
+        return hashlib.sha256((fields["prev_hash"] + canonical_json(fields)).encode()).hexdigest()
+    except (ValueError, TypeError):
+        return None
+
+
+def verify(session: Session, key: bytes, *, checkpoint_every: int | None = None) -> VerifyResult:
+    """Recompute the chain and check every signed checkpoint against it; stop at the first bad record.
+    With `checkpoint_every` (the server's interval), a checkpoint missing at a multiple of it is a failure too."""
+    _check_key(key)
+    cps: dict[int, list[tuple[int, str, str]]] = {}
+    for cp_id, cp_seq, cp_hash, cp_hmac in session.execute(
+        select(AuditCheckpoint.id, AuditCheckpoint.seq, AuditCheckpoint.hash, AuditCheckpoint.hmac).order_by(
+            AuditCheckpoint.seq, AuditCheckpoint.id
+        )
+    ):
+        cps.setdefault(cp_seq, []).append((cp_id, cp_hash, cp_hmac))
+    n_cps = sum(map(len, cps.values()))
+    last_good_cp = 0  # seq of the last checkpoint that matched: a rewrite lies after it
+    n = 0  # records verified
+
+    def bad(seq: int, reason: str) -> VerifyResult:
+        return VerifyResult(False, n, seq, f"record {seq}: {reason}", n_cps)
+
+    expected, prev_hash = 1, GENESIS_HASH
+    for row in _chain_rows(session):
+        seq, stored_prev, stored_hash = row[0], row[8], row[9]
+        if seq != expected:
+            missing = f"record {expected} is" if seq == expected + 1 else f"records {expected}-{seq - 1} are"
+            return bad(seq, f"{missing} missing before it (deleted, or the log renumbered)")
+        if stored_prev != prev_hash:
+            link = "the genesis hash" if seq == 1 else f"record {seq - 1}"
+            return bad(seq, f"previous hash does not match {link} (deleted, inserted or reordered)")
+        if _fast_hash(row) != stored_hash and _slow_hash(row) != stored_hash:
+            return bad(seq, "its hash does not match its content (modified)")
+        n += 1
+        prev_hash, expected = stored_hash, seq + 1
+        if seq in cps:
+            for cp_id, cp_hash, cp_hmac in cps.pop(seq):
+                if not hmac.compare_digest(checkpoint_hmac(key, seq, cp_hash), cp_hmac):
+                    return bad(seq, f"checkpoint #{cp_id}'s HMAC does not verify (forged, or signed with another key)")
+                if cp_hash != stored_hash:
+                    return bad(
+                        seq,
+                        f"its hash is not the one checkpoint #{cp_id} signed: the chain was rewritten after record "
+                        f"{last_good_cp} (records {last_good_cp + 1}-{seq}), by someone without the key",
+                    )
+            last_good_cp = seq
+        elif checkpoint_every and seq % checkpoint_every == 0:
+            return bad(seq, f"its signed checkpoint (one every {checkpoint_every} records) is missing")
+    if cps:  # checkpoints left over name records that are not there
+        beyond = max(cps)
+        if beyond >= expected:
+            return bad(
+                expected,
+                f"missing: checkpoint #{cps[beyond][0][0]} signed record {beyond}, but the log ends at record "
+                f"{expected - 1} (tail deleted)",
+            )
+        return bad(min(cps), f"checkpoint #{cps[min(cps)][0][0]} names this record, which cannot exist")
+    if n == 0:
+        return VerifyResult(True, 0, None, "the audit log is empty", 0, GENESIS_HASH)
+    reason = f"{n:,} records and {n_cps:,} signed checkpoints verified; the head is record {n}"
+    if last_good_cp < n:
+        reason += f" (records {last_good_cp + 1}-{n} come after the last checkpoint)"
+    return VerifyResult(True, n, None, reason, n_cps, prev_hash)
+
+
+# --- exporting (for the DPO) -----------------------------------------------------------------------------------
+def export(
+    session: Session,
+    out: TextIO,
+    *,
+    fmt: Literal["jsonl", "csv"] = "jsonl",
+    dataset: str | None = None,
+    actor: str | None = None,
+    subject: str | None = None,
+    action: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+) -> int:
+    """Write the records that match every filter given (time in unix seconds, since <= time < until), in seq
+    order, with their hashes; returns how many were written. `subject` is a pseudonym."""
+    if fmt not in ("jsonl", "csv"):
+        raise TreinoError(f"Unknown export format {fmt!r}. To fix: use 'jsonl' or 'csv'.")
+    c = _RECORDS_RAW.c
+    filters = {"dataset": dataset, "actor": actor, "subject": subject, "action": action}
+    where = [c[name] == value for name, value in filters.items() if value is not None]
+    where += [c.time >= since] if since is not None else []
+    where += [c.time < until] if until is not None else []
+    writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS) if fmt == "csv" else None
+    if writer:
+        writer.writeheader()
+    n = 0
+    for row in _rows(session, c, *where):
+        rec = row._asdict()
+        rec["detail"] = json.loads(rec["detail"]) if isinstance(rec["detail"], str) else rec["detail"]
+        rec["time_utc"] = dt.datetime.fromtimestamp(rec["time"], dt.UTC).isoformat(timespec="milliseconds")
+        if writer:
+            writer.writerow({**rec, "detail": _CANONICAL.encode(rec["detail"])})
+        else:
+            out.write(json.dumps({k: rec[k] for k in EXPORT_COLUMNS}, ensure_ascii=False) + "\n")
+        n += 1
+    return n
+
+
+def read_export(lines: Iterable[str], fmt: Literal["jsonl", "csv"]) -> list[dict[str, Any]]:
+    """Records back from an export, typed as in the database (so `record_hash` of each equals its `hash`)."""
+    if fmt == "jsonl":
+        return [json.loads(line) for line in lines if line.strip()]
+    recs = []
+    for r in csv.DictReader(lines):
+        rec: dict[str, Any] = {k: (v if v != "" else None) for k, v in r.items()}
+        rec["seq"], rec["time"], rec["detail"] = int(r["seq"]), float(r["time"]), json.loads(r["detail"])
+        rec["job_id"] = int(r["job_id"]) if r["job_id"] else None
+        recs.append(rec)
+    return recs
+
+
+# --- the Art. 37 record of processing operations ----------------------------------------------------------------
+def processing_records(session: Session, *, controller: str = CONTROLLER_PLACEHOLDER) -> dict[str, Any]:
+    """The record of processing operations (LGPD Art. 37; lgpd-requirements.md §1.9), per dataset, from the
+    registry, the lineage tables and the audit log. `controller` comes from the server's settings."""
+    reads = dict(
+        session.execute(
+            select(AuditRecord.dataset, func.count())
+            .where(AuditRecord.action == Action.DATASET_READ.value, AuditRecord.dataset.is_not(None))
+            .group_by(AuditRecord.dataset)
+        ).all()
+    )
+    datasets = []
+    for d in session.scalars(select(Dataset).order_by(Dataset.name)):
+        versions = session.scalars(
+            select(DatasetVersion).where(DatasetVersion.dataset_id == d.id).order_by(DatasetVersion.number)
+        ).all()
+        uses = session.execute(
+            select(JobDataset, DatasetVersion.number, Job.name, Job.owner, Job.state)
+            .join(DatasetVersion, JobDataset.version_id == DatasetVersion.id)
+            .join(Job, JobDataset.job_id == Job.id)
+            .where(DatasetVersion.dataset_id == d.id)
+            .order_by(JobDataset.job_id)
+        ).all()
+        job_ids = sorted({u.JobDataset.job_id for u in uses})
+        models = session.scalar(select(func.count()).where(Model.job_id.in_(job_ids))) if job_ids else 0
+        grants = session.execute(
+            select(Grant, User.name).join(User, Grant.user_id == User.id).where(Grant.dataset == d.name)
+        ).all()
+        erasures = session.scalars(
+            select(Erasure).where((Erasure.dataset == d.name) | Erasure.dataset.is_(None)).order_by(Erasure.id)
+        ).all()
+        transfers = session.scalars(
+            select(AuditRecord.detail).where(
+                AuditRecord.action == Action.TRANSFER_RECORD.value, AuditRecord.dataset == d.name
+            )
+        ).all()
+        datasets.append(
+            {
+                "name": d.name,
+                "legal_basis": d.legal_basis,
+                "purposes": list(d.purposes),
+                "personal_data": d.personal_data,
+                "sensitive": d.sensitive,
+                "subject_column": d.subject_column,
+                "residency": d.residency,
+                "retention_days": d.retention_days,
+                "format": d.format,
+                "registered_by": d.created_by,
+                "registered_at": d.created_at,
+                "versions": [
+                    {
+                        "number": v.number,
+                        "sha256": v.sha256,
+                        "rows": v.rows,
+                        "bytes": v.bytes,
+                        "reason": v.reason,
+                        "created_at": v.created_at,
+                        "purged": v.purged_at is not None,
+                    }
+                    for v in versions
+                ],
+                "jobs": [
+                    {
+                        "job_id": u.JobDataset.job_id,
+                        "name": u.name,
+                        "owner": u.owner,
+                        "state": u.state,
+                        "version": u.number,
+                        "purpose": u.JobDataset.purpose,
+                        "first_read_at": u.JobDataset.first_read_at,
+                    }
+                    for u in uses
+                ],
+                "models": models,
+                "grants": [
+                    {
+                        "user": name,
+                        "purposes": list(g.purposes),
+                        "granted_by": g.granted_by,
+                        "created_at": g.created_at,
+                        "active": g.revoked_at is None,
+                    }
+                    for g, name in grants
+                ],
+                "reads": reads.get(d.name, 0),
+                "transfers": list(transfers),
+                "erasures": [
+                    {
+                        "id": e.id,
+                        "requested_at": e.requested_at,
+                        "deadline_at": e.deadline_at,
+                        "all_datasets": e.dataset is None,
+                    }
+                    for e in erasures
+                ],
+            }
+        )
+    transfers_on_record = [
+        {
+            "site": t.site,
+            "mechanism": t.mechanism,
+            "reference": t.reference,
+            "signed_on": t.signed_on,
+            "active": t.revoked_at is None,
+        }
+        for t in session.scalars(select(Transfer).order_by(Transfer.id))
+    ]
+    return {
+        "controller": controller,
+        "generated_at": time.time(),
+        "datasets": datasets,
+        "transfers": transfers_on_record,
+    }
+
+
+def _date(t: float | None) -> str:
+    return "-" if t is None else dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d")
+
+
+def render_processing_records(records: Mapping[str, Any]) -> str:
+    """The Art. 37 record as Markdown, one section per dataset."""
+    out = [
+        "# Record of processing operations (LGPD Art. 37)",
+        "",
+        f"- Controller: {records['controller']}",
+        f"- Generated: {dt.datetime.fromtimestamp(records['generated_at'], dt.UTC).isoformat(timespec='seconds')}",
+        f"- Datasets: {len(records['datasets'])}",
+        "",
+    ]
+    for d in records["datasets"]:
+        categories = (
+            "sensitive personal data (Art. 11)"
+            if d["sensitive"]
+            else ("personal data" if d["personal_data"] else "no personal data")
+        )
+        retention = f"{d['retention_days']} days" if d["retention_days"] else "not set"
+        out += [
+            f"## {d['name']}",
+            "",
+            "| Item | Value |",
+            "|---|---|",
+            f"| Legal basis | {d['legal_basis']} |",
+            f"| Purposes | {', '.join(d['purposes'])} |",
+            f"| Data categories | {categories} |",
+            f"| Subject column | {d['subject_column'] or '-'} |",
+            f"| Residency | {d['residency']} |",
+            f"| Retention | {retention} |",
+            f"| Registered | {_date(d['registered_at'])} by {d['registered_by']} |",
+            f"| Reads (audit log) | {d['reads']} |",
+            f"| Models derived | {d['models']} |",
+            "",
+            "Versions:",
+            "",
+        ]
+        out += [
+            f"- v{v['number']}: {v['rows']} rows, sha256 {v['sha256'][:12]}, {v['reason']}, {_date(v['created_at'])}"
+            + (" (bytes purged)" if v["purged"] else "")
+            for v in d["versions"]
+        ] or ["- none"]
+        out += ["", "Jobs that used it:", ""]
+        out += [
+            f"- job {j['job_id']} ({j['name']}, {j['owner']}, {j['state']}): v{j['version']} for {j['purpose']}"
+            for j in d["jobs"]
+        ] or ["- none"]
+        out += ["", "Who may access it (grants):", ""]
+        out += [
+            f"- {g['user']}: {', '.join(g['purposes'])}, granted by {g['granted_by']} on {_date(g['created_at'])}"
+            + ("" if g["active"] else " (revoked)")
+            for g in d["grants"]
+        ] or ["- none"]
+        out += ["", "International transfers:", ""]
+        out += [f"- {json.dumps(t, sort_keys=True, ensure_ascii=False)}" for t in d["transfers"]] or ["- none"]
+        out += ["", "Erasures (Art. 18 VI):", ""]
+        out += [
+            f"- #{e['id']}: requested {_date(e['requested_at'])}, due {_date(e['deadline_at'])}"
+            + (" (every dataset)" if e["all_datasets"] else "")
+            for e in d["erasures"]
+        ] or ["- none"]
+        out.append("")
+    out += ["## Transfer mechanisms on record (Art. 33)", ""]
+    out += [
+        f"- {t['site']}: {t['mechanism']} {t['reference']}, signed {t['signed_on']}"
+        + ("" if t["active"] else " (revoked)")
+        for t in records["transfers"]
+    ] or ["- none"]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,378 @@
+"""The audit chain on a real SQLite database: tampering with rows by raw SQL (edit, delete, swap, insert, cut the
+tail, rewrite the chain without the key, forge a checkpoint) makes `verify` fail at the right record
+(lgpd-requirements.md §5, R28); pseudonyms; exports for the DPO; the Art. 37 record."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
+
+from treino.errors import TreinoError
+from treino.govern import audit
+from treino.govern.audit import Action, AuditLog, export, pseudonym, read_export, record_hash, verify
+from treino.govern.models import Dataset, DatasetVersion, Erasure, Grant, JobDataset, Model, Transfer, User
+from treino.server.db import Job, make_engine, make_sessionmaker, migrate
+
+KEY = b"k" * 32
+RECORDS = 200
+EVERY = 50  # checkpoints at 50, 100, 150, 200
+
+
+def open_db(path: Path) -> sessionmaker[Session]:
+    engine = make_engine(f"sqlite:///{path}")
+    migrate(engine)
+    return make_sessionmaker(engine)
+
+
+@pytest.fixture(scope="module")
+def chain_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """200 records (one transaction per 10), checkpointed every 50; the database file is closed and checkpointed."""
+    path = tmp_path_factory.mktemp("chain") / "audit.db"
+    sessions = open_db(path)
+    log = AuditLog(KEY, checkpoint_every=EVERY)
+    subject = pseudonym(KEY, "123.456.789-09")
+    for batch in range(RECORDS // 10):
+        with sessions.begin() as s:
+            for i in range(10):
+                n = batch * 10 + i
+                log.append(
+                    s,
+                    actor=f"user{n % 3}",
+                    action=Action.DATASET_READ if n % 2 else Action.JOB_ADMIT,
+                    dataset="clientes" if n % 2 else None,
+                    subject=subject if n % 5 == 0 else None,
+                    job_id=n,
+                    detail={"n": n, "purpose": "churn", "nota": "ação"},
+                )
+    assert sessions.kw["bind"] is not None
+    sessions.kw["bind"].dispose()
+    return path
+
+
+@pytest.fixture
+def db(chain_db: Path, tmp_path: Path) -> Iterator[sessionmaker[Session]]:
+    """A fresh copy of the 200-record chain."""
+    path = tmp_path / "audit.db"
+    shutil.copy(chain_db, path)
+    engine = make_engine(f"sqlite:///{path}")
+    yield make_sessionmaker(engine)
+    engine.dispose()
+
+
+def check(sessions: sessionmaker[Session], key: bytes = KEY, **kw: int) -> audit.VerifyResult:
+    with sessions() as s:
+        return verify(s, key, **kw)
+
+
+def sql(sessions: sessionmaker[Session], *statements: str, **params: object) -> None:
+    with sessions.begin() as s:
+        for statement in statements:
+            s.execute(text(statement), params)
+
+
+def row(sessions: sessionmaker[Session], seq: int) -> dict[str, object]:
+    with sessions() as s:
+        return dict(s.execute(text("SELECT * FROM audit_records WHERE seq = :seq"), {"seq": seq}).mappings().one())
+
+
+def test_intact_chain_verifies(db: sessionmaker[Session]) -> None:
+    result = check(db, checkpoint_every=EVERY)
+    assert (result.ok, result.records, result.first_bad_seq, result.checkpoints) == (True, RECORDS, None, 4)
+    assert result.reason == "200 records and 4 signed checkpoints verified; the head is record 200"
+    assert result.last_hash == row(db, RECORDS)["hash"]
+
+
+@pytest.mark.parametrize(
+    ("column", "value"), [("detail", '{"n":56,"nota":"ação","purpose":"fraud"}'), ("actor", "mallory")]
+)
+def test_edited_record_fails_at_it(db: sessionmaker[Session], column: str, value: str) -> None:
+    sql(db, f"UPDATE audit_records SET {column} = :value WHERE seq = 57", value=value)
+    result = check(db)
+    assert (result.ok, result.first_bad_seq, result.records) == (False, 57, 56)
+    assert result.reason == "record 57: its hash does not match its content (modified)"
+
+
+def test_equivalent_json_is_not_tampering(db: sessionmaker[Session]) -> None:
+    """Detail rewritten in another JSON form (spaces, key order) is the same record: the slow path accepts it."""
+    equivalent = '{"purpose": "churn", "n": 56, "nota": "a\\u00e7\\u00e3o"}'
+    sql(db, "UPDATE audit_records SET detail = :v WHERE seq = 57", v=equivalent)
+    assert check(db).ok
+
+
+def test_deleted_record_fails_at_the_next(db: sessionmaker[Session]) -> None:
+    sql(db, "DELETE FROM audit_records WHERE seq = 57")
+    result = check(db)
+    assert (result.ok, result.first_bad_seq) == (False, 58)
+    assert result.reason == "record 58: record 57 is missing before it (deleted, or the log renumbered)"
+
+
+def test_swapped_records_fail_at_the_first(db: sessionmaker[Session]) -> None:
+    cols = ["time", "actor", "action", "dataset", "subject", "job_id", "detail", "prev_hash", "hash"]
+    a, b = row(db, 57), row(db, 58)
+    assign = ", ".join(f"{c} = :{c}" for c in cols)
+    with db.begin() as s:
+        s.execute(text(f"UPDATE audit_records SET {assign} WHERE seq = 57"), {c: b[c] for c in cols})
+        s.execute(text(f"UPDATE audit_records SET {assign} WHERE seq = 58"), {c: a[c] for c in cols})
+    result = check(db)
+    assert (result.ok, result.first_bad_seq) == (False, 57)
+    assert result.reason == "record 57: previous hash does not match record 56 (deleted, inserted or reordered)"
+
+
+def test_inserted_record_renumbering_the_rest_fails(db: sessionmaker[Session]) -> None:
+    """A forged record 97 with a correct hash and link; the old 97.. become 98..: 98 no longer links."""
+    sql(
+        db,
+        "UPDATE audit_records SET seq = -seq WHERE seq >= 97",
+        "UPDATE audit_records SET seq = 1 - seq WHERE seq < 0",
+    )
+    fields = {
+        "seq": 97,
+        "time": time.time(),
+        "actor": "mallory",
+        "action": "grant.create",
+        "dataset": "clientes",
+        "subject": None,
+        "job_id": None,
+        "detail": {},
+        "prev_hash": row(db, 96)["hash"],
+    }
+    forged = {**fields, "detail": "{}", "hash": record_hash(fields)}
+    sql(
+        db,
+        "INSERT INTO audit_records VALUES (:seq, :time, :actor, :action, :dataset, :subject, :job_id, :detail, "
+        ":prev_hash, :hash)",
+        **forged,
+    )
+    result = check(db)
+    assert (result.ok, result.first_bad_seq) == (False, 98)
+    assert result.reason == "record 98: previous hash does not match record 97 (deleted, inserted or reordered)"
+
+
+def test_cut_tail_fails_by_the_checkpoint(db: sessionmaker[Session]) -> None:
+    sql(db, "DELETE FROM audit_records WHERE seq > 190")
+    result = check(db)
+    assert (result.ok, result.first_bad_seq, result.records) == (False, 191, 190)
+    assert result.reason == (
+        "record 191: missing: checkpoint #4 signed record 200, but the log ends at record 190 (tail deleted)"
+    )
+
+
+def rewrite_chain_from(db: sessionmaker[Session], seq: int) -> None:
+    """What an attacker who read the module docstring but lacks the key can do: edit a record, rehash the rest."""
+    with db() as s:
+        rows = [dict(r) for r in s.execute(text("SELECT * FROM audit_records ORDER BY seq")).mappings()]
+    prev = rows[seq - 2]["hash"]
+    with db.begin() as s:
+        for r in rows[seq - 1 :]:
+            fields = {**r, "detail": json.loads(r["detail"]), "prev_hash": prev}
+            if r["seq"] == seq:
+                fields["actor"] = "mallory"
+            prev = record_hash(fields)
+            s.execute(
+                text("UPDATE audit_records SET actor = :actor, prev_hash = :prev_hash, hash = :hash WHERE seq = :seq"),
+                {**fields, "hash": prev},
+            )
+
+
+def test_chain_rewritten_without_the_key_fails_by_the_checkpoint(db: sessionmaker[Session]) -> None:
+    rewrite_chain_from(db, 57)
+    result = check(db)
+    assert (result.ok, result.first_bad_seq) == (False, 100)
+    assert result.reason == (
+        "record 100: its hash is not the one checkpoint #2 signed: the chain was rewritten after record 50 "
+        "(records 51-100), by someone without the key"
+    )
+
+
+def test_rewritten_checkpoints_fail_by_their_hmac(db: sessionmaker[Session]) -> None:
+    """The attacker also copies the new hashes into the checkpoints, but cannot sign them."""
+    rewrite_chain_from(db, 57)
+    sql(
+        db, "UPDATE audit_checkpoints SET hash = (SELECT hash FROM audit_records r WHERE r.seq = audit_checkpoints.seq)"
+    )
+    result = check(db)
+    assert (result.ok, result.first_bad_seq) == (False, 100)
+    assert result.reason == "record 100: checkpoint #2's HMAC does not verify (forged, or signed with another key)"
+
+
+def test_forged_checkpoint_and_wrong_key_fail(db: sessionmaker[Session]) -> None:
+    assert check(db, b"x" * 32).first_bad_seq == 50  # the first checkpoint
+    sql(db, "UPDATE audit_checkpoints SET hmac = :h WHERE seq = 150", h="f" * 64)
+    result = check(db)
+    assert (result.ok, result.first_bad_seq) == (False, 150)
+
+
+def test_deleted_checkpoint_fails_when_the_interval_is_known(db: sessionmaker[Session]) -> None:
+    sql(db, "DELETE FROM audit_checkpoints WHERE seq = 100")
+    assert check(db).ok  # alone, a missing checkpoint is not evidence
+    result = check(db, checkpoint_every=EVERY)
+    assert (result.ok, result.first_bad_seq) == (False, 100)
+    assert result.reason == "record 100: its signed checkpoint (one every 50 records) is missing"
+
+
+def test_appends_after_a_rollback_and_in_bulk_keep_one_chain(tmp_path: Path) -> None:
+    sessions = open_db(tmp_path / "a.db")
+    log = AuditLog(KEY, checkpoint_every=3)
+    with sessions.begin() as s:
+        first = log.append(s, actor="admin", action="user.create", detail={"user": "ana"})
+        assert (first.seq, first.prev_hash) == (1, audit.GENESIS_HASH)
+    s = sessions()
+    log.append(s, actor="admin", action="token.create")  # seq 2, rolled back
+    s.rollback()
+    s.close()
+    with sessions.begin() as s:
+        again = log.append(s, actor="admin", action="token.create")
+        n = log.append_many(s, [{"actor": "ana", "action": "dataset.read", "dataset": "d", "time": 5}] * 4)
+        cp = log.checkpoint(s)
+    assert (again.seq, again.prev_hash, n) == (2, first.hash, 4)
+    assert cp is not None and cp.seq == 6
+    result = check(sessions, checkpoint_every=3)
+    assert (result.ok, result.records, result.checkpoints) == (True, 6, 3)
+
+
+def test_bad_input_is_refused(tmp_path: Path) -> None:
+    sessions = open_db(tmp_path / "a.db")
+    log = AuditLog(KEY)
+    with sessions.begin() as s:
+        with pytest.raises(TreinoError, match=r"Did you mean 'dataset\.read'"):
+            log.append(s, actor="ana", action="dataset.raed")
+        with pytest.raises(TreinoError, match="must be a pseudonym"):
+            log.append(s, actor="ana", action="subject.report", subject="12345678909")
+        for cpf in ("123.456.789-09", "12345678909"):
+            with pytest.raises(TreinoError, match="may not carry a CPF"):
+                log.append(s, actor="ana", action="dataset.read", detail={"row": {"cpf": cpf}})
+        log.append(s, actor="ana", action="dataset.version", detail={"bytes": 12345678909, "sha256": "a1" * 32})
+    with pytest.raises(TreinoError, match="at least 16 random bytes"):
+        AuditLog(b"secret")
+
+
+def test_pseudonyms() -> None:
+    p = pseudonym(KEY, "123.456.789-09")
+    assert p == pseudonym(KEY, "12345678909") == pseudonym(KEY, " 123.456.789-09 ")
+    assert len(p) == 64 and "12345678909" not in p and "123456789" not in p
+    assert p != pseudonym(b"j" * 32, "12345678909")
+    assert p != pseudonym(KEY, "12345678900")
+
+
+def test_export_filters_round_trip(db: sessionmaker[Session]) -> None:
+    subject = pseudonym(KEY, "12345678909")
+    with db() as s:
+        for fmt in ("jsonl", "csv"):
+            out = io.StringIO()
+            n = export(s, out, fmt=fmt, dataset="clientes", actor="user1")  # type: ignore[arg-type]
+            records = read_export(io.StringIO(out.getvalue()), fmt)  # type: ignore[arg-type]
+            assert n == len(records) == 34  # odd n with n % 3 == 1
+            assert all(r["dataset"] == "clientes" and r["actor"] == "user1" for r in records)
+            assert all(record_hash(r) == r["hash"] for r in records)  # the DPO can re-check each record
+            assert records[0]["detail"] == {"n": 1, "nota": "ação", "purpose": "churn"}
+            assert records[0]["time_utc"].endswith("+00:00")
+        out = io.StringIO()
+        assert export(s, out, subject=subject) == 40
+        t = row(db, 101)["time"]
+        assert export(s, io.StringIO(), since=t) == 100
+        assert export(s, io.StringIO(), since=t, until=row(db, 111)["time"]) == 10
+        with pytest.raises(TreinoError, match="'jsonl' or 'csv'"):
+            export(s, io.StringIO(), fmt="xml")  # type: ignore[arg-type]
+
+
+def test_processing_records(tmp_path: Path) -> None:
+    sessions = open_db(tmp_path / "a.db")
+    log = AuditLog(KEY)
+    with sessions.begin() as s:
+        ana, bia = User(name="ana", role="engineer"), User(name="bia", role="engineer")
+        ds = Dataset(
+            name="clientes",
+            format="parquet",
+            legal_basis="art7-ix",
+            purposes=["churn"],
+            personal_data=True,
+            sensitive=False,
+            residency="BR",
+            retention_days=365,
+            subject_column="cpf",
+            created_by="ana",
+            created_at=1_700_000_000.0,
+        )
+        s.add_all([ana, bia, ds])
+        s.flush()
+        v1 = DatasetVersion(
+            dataset_id=ds.id,
+            number=1,
+            sha256="ab" * 32,
+            path="/x",
+            bytes=10,
+            rows=3,
+            reason="import a.parquet",
+            created_by="ana",
+            created_at=1_700_000_000.0,
+        )
+        s.add(v1)
+        job = Job(name="churn-v1", spec={}, owner="ana", gpus=1, job_token_hash="0" * 64)
+        s.add(job)
+        s.flush()
+        s.add_all(
+            [
+                JobDataset(job_id=job.id, version_id=v1.id, purpose="churn"),
+                Model(job_id=job.id, kind="final", path="/m", personal_data=True, sensitive=False, residency="BR"),
+                Grant(
+                    user_id=ana.id, dataset="clientes", purposes=["churn"], granted_by="dpo", created_at=1_700_000_000.0
+                ),
+                Grant(user_id=bia.id, dataset="other", purposes=["churn"], granted_by="dpo"),
+                Erasure(
+                    subject_pseudonym=pseudonym(KEY, "12345678909"),
+                    dataset=None,
+                    requested_by="dpo",
+                    requested_at=1_700_000_000.0,
+                    deadline_at=1_701_296_000.0,
+                    report={},
+                ),
+                Transfer(
+                    site="miami", mechanism="anpd-scc", reference="SCC-1", signed_on="2025-01-01", created_by="dpo"
+                ),
+            ]
+        )
+        for _ in range(3):
+            log.append(s, actor="ana", action="dataset.read", dataset="clientes", job_id=job.id)
+        log.append(s, actor="ana", action="dataset.read", dataset="other")
+    with sessions() as s:
+        rec = audit.processing_records(s, controller="ACME Ltda")
+    (d,) = rec["datasets"]
+    assert rec["controller"] == "ACME Ltda"
+    assert (d["name"], d["legal_basis"], d["purposes"], d["residency"], d["retention_days"]) == (
+        "clientes",
+        "art7-ix",
+        ["churn"],
+        "BR",
+        365,
+    )
+    assert (d["reads"], d["models"], len(d["versions"]), len(d["erasures"])) == (3, 1, 1, 1)
+    assert d["grants"] == [
+        {"user": "ana", "purposes": ["churn"], "granted_by": "dpo", "created_at": 1_700_000_000.0, "active": True}
+    ]
+    assert d["jobs"][0] | {"first_read_at": None} == {
+        "job_id": 1,
+        "name": "churn-v1",
+        "owner": "ana",
+        "state": "queued",
+        "version": 1,
+        "purpose": "churn",
+        "first_read_at": None,
+    }
+    md = audit.render_processing_records(rec)
+    assert "# Record of processing operations (LGPD Art. 37)" in md
+    assert "- Controller: ACME Ltda" in md
+    assert "| Data categories | personal data |" in md
+    assert "| Retention | 365 days |" in md
+    assert "- v1: 3 rows, sha256 abababababab, import a.parquet, 2023-11-14" in md
+    assert "- job 1 (churn-v1, ana, queued): v1 for churn" in md
+    assert "- ana: churn, granted by dpo on 2023-11-14" in md
+    assert "- #1: requested 2023-11-14, due 2023-11-29 (every dataset)" in md
+    assert "- miami: anpd-scc SCC-1, signed 2025-01-01" in md
