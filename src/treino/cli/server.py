@@ -30,6 +30,9 @@ def server(
         list[Path] | None,
         typer.Option("--import-root", help="A folder datasets may be registered from (repeatable)."),
     ] = None,
+    controller: Annotated[
+        str, typer.Option(help="The controller (company) named in the Art. 37 records of processing.")
+    ] = "",
     admission_gpu: Annotated[
         str,
         typer.Option(help="Catalog GPU to plan jobs against (default: the GPUs found; none on CPU slots)."),
@@ -63,6 +66,7 @@ def server(
         key=server_key(data_dir),
         site=find_site(site) if site else None,
         import_roots=tuple(p.expanduser().resolve() for p in import_root or ()),
+        **({"controller": controller} if controller else {}),
     )
     service = Service(settings, make_sessionmaker(engine), inventory, LocalBackend())
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None

@@ -371,12 +371,14 @@ def add_govern_routes(
         from treino.govern.audit import verify
 
         with service.sessions() as s:
-            result = verify(s, service.audit_log.key)
+            result = verify(s, service.audit_log.key, checkpoint_every=service.audit_log.checkpoint_every)
         return {
             "ok": result.ok,
             "records": result.records,
             "first_bad_seq": result.first_bad_seq,
             "reason": result.reason,
+            "checkpoints": result.checkpoints,
+            "last_hash": result.last_hash,  # the head of an intact chain: publish it to an outside witness
         }
 
     @app.get("/api/v1/audit/export")
@@ -403,7 +405,7 @@ def add_govern_routes(
         from treino.govern.audit import processing_records, render_processing_records
 
         with service.sessions() as s:
-            text = render_processing_records(processing_records(s))
+            text = render_processing_records(processing_records(s, controller=service.settings.controller))
         return Response(text, media_type="text/markdown")
 
     # --- lineage ---------------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from treino.server.spec import JobSpec
 log = logging.getLogger("treino.server")
 
 TICK_S = 0.2  # scheduling loop period; submits and cancels wake it at once
+AUDIT_CHECKPOINT_S = 300.0  # signed checkpoints of the audit head, besides one every AuditLog.checkpoint_every
 GPU_PROCESS_CHECK_S = 5.0  # how often NVML's process list is checked against the running jobs
 LOST_ATTEMPTS_MAX = 3  # attempts in a row whose supervisor vanished before the job is failed, not requeued
 KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor gets before the server SIGKILLs itself
@@ -84,6 +85,7 @@ class Settings:
     key: bytes = b""  # the server key: audit checkpoints (HMAC) and subject pseudonyms
     site: Site | None = None  # where this server is (sites catalog): residency decisions
     import_roots: tuple[Path, ...] = ()  # where datasets may be registered from
+    controller: str = "(controller: set with treino server --controller)"  # named in the Art. 37 records
 
     @property
     def store(self) -> Path:
@@ -108,6 +110,7 @@ class Service:
         self.foreign_gpu_pids: dict[int, list[int]] = {}  # GPU index -> pids no job of this server owns
         self.orphans_killed = 0  # processes of finished attempts found on a GPU and killed
         self._last_gpu_check = 0.0
+        self._last_audit_checkpoint = time.monotonic()
 
     # --- lifecycle -------------------------------------------------------------------------------------------
     def start(self, reconcile: bool = True) -> None:
@@ -122,6 +125,14 @@ class Service:
         self._wake.set()
         if self._thread:
             self._thread.join(timeout=10)
+        self.sign_audit()
+
+    def sign_audit(self) -> None:
+        """An HMAC checkpoint of the audit chain's head now: records after the last checkpoint are not protected
+        against a cut tail, so the loop signs every AUDIT_CHECKPOINT_S and the server on shutdown."""
+        with self.sessions.begin() as s:
+            self.audit_log.checkpoint(s)
+        self._last_audit_checkpoint = time.monotonic()
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -295,6 +306,9 @@ class Service:
                 ):
                     self.backend.kill(attempt.handle)  # the supervisor did not finish the job off: we do
             self._schedule(s, now)
+            if time.monotonic() - self._last_audit_checkpoint > AUDIT_CHECKPOINT_S:
+                self._last_audit_checkpoint = time.monotonic()
+                self.audit_log.checkpoint(s)
             if self.inventory.kind == "gpu" and now - self._last_gpu_check > GPU_PROCESS_CHECK_S:
                 self._last_gpu_check = now
                 self.check_gpu_processes(s)
