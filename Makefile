@@ -43,6 +43,8 @@ bench: venv
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/plan_accuracy.py
 	$(BIN)/python benchmarks/server_bench.py
+	$(BIN)/python benchmarks/audit_bench.py
+	$(BIN)/python benchmarks/erasure_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
