@@ -13,6 +13,18 @@ import typer
 from treino import catalog
 from treino.cli.bench import bench
 from treino.cli.client import cancel, jobs, logs, show, submit
+from treino.cli.govern import (
+    audit_app,
+    data_app,
+    erase,
+    grant,
+    grants_app,
+    lineage_app,
+    subject_app,
+    tokens_app,
+    transfer_app,
+    users_app,
+)
 from treino.cli.server import server
 from treino.errors import TreinoError
 
@@ -32,6 +44,16 @@ app.command("jobs")(jobs)
 app.command("show")(show)
 app.command("logs")(logs)
 app.command("cancel")(cancel)
+app.add_typer(users_app, name="users")
+app.add_typer(tokens_app, name="tokens")
+app.command("grant")(grant)
+app.add_typer(grants_app, name="grants")
+app.add_typer(transfer_app, name="transfer")
+app.add_typer(data_app, name="data")
+app.add_typer(audit_app, name="audit")
+app.add_typer(lineage_app, name="lineage")
+app.command("erase")(erase)
+app.add_typer(subject_app, name="subject")
 
 _state = {"debug": False}
 

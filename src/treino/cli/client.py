@@ -93,6 +93,14 @@ class ServerClient:
         self._http.close()
 
     def request(self, method: str, path: str, what: str = "the request", **kwargs: Any) -> Any:
+        """The response's JSON body."""
+        return self._send(method, path, what, **kwargs).json()
+
+    def request_text(self, method: str, path: str, what: str = "the request", **kwargs: Any) -> str:
+        """The response's body as text (CSV, JSON lines, Markdown)."""
+        return self._send(method, path, what, **kwargs).text
+
+    def _send(self, method: str, path: str, what: str, **kwargs: Any) -> httpx.Response:
         import httpx
 
         try:
@@ -108,7 +116,7 @@ class ServerClient:
         except httpx.HTTPError as exc:
             raise TreinoError(f"Talking to the treino server at {self.url} failed: {exc}") from exc
         if response.is_success:
-            return response.json()
+            return response
         raise _http_error(response, what)
 
     def submit(self, spec: dict[str, Any], what: str = "the job spec") -> dict[str, Any]:
@@ -133,7 +141,8 @@ class ServerClient:
 
 
 def _http_error(response: httpx.Response, what: str) -> TreinoError:
-    """The server's `detail` as the message: a string (401, 404, 409) or a list of {field, message} (422)."""
+    """The server's `detail` as the message: a string (401, 404, 409), a list of {field, message} (422), or a
+    policy refusal {rule, message} (403), shown as 'refused (rule): message'."""
     try:
         detail = response.json().get("detail")
     except (ValueError, AttributeError):
@@ -145,6 +154,10 @@ def _http_error(response: httpx.Response, what: str) -> TreinoError:
         return JobError(f"The server refused {what} ({response.status_code}):\n{lines}")
     if isinstance(detail, str):
         return TreinoError(detail)
+    if isinstance(detail, dict) and "rule" in detail and "message" in detail:
+        rule, message = str(detail["rule"]), str(detail["message"])
+        message = message.removeprefix(f"{rule}: ")  # PolicyViolation's text already starts with its rule
+        return TreinoError(f"refused ({rule}): {message}")
     return TreinoError(f"The treino server answered {response.status_code}: {response.text[:500]}")
 
 

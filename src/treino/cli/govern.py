@@ -1,0 +1,653 @@
+"""`treino users | tokens | grant | grants | transfer | data | audit | lineage | erase | subject`: the LGPD side of
+the job server, over its governance routes (treino.server.govern_api). Server, token and errors as in
+treino.cli.client: `--url`/`--token`, TREINO_URL/TREINO_TOKEN, the config file; a refusal is one red line, exit 2.
+
+Subject ids (CPFs, customer ids) travel in request bodies only, never in URLs, and are never printed back except
+the one the user typed: the server answers with keyed pseudonyms.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from treino.cli.client import JsonOpt, TokenOpt, UrlOpt, _client, _print_json, _when
+from treino.errors import TreinoError
+
+SHORT_HASH_CHARS = 12  # sha256 prefixes shown in tables; --json has the full hash
+ROLES = ("admin", "engineer", "dpo", "viewer")  # treino.govern.models.Role; the server validates
+LEGAL_BASES_HELP = "art7-i .. art7-x, art11-i, art11-ii-a .. art11-ii-g, or not-personal (LGPD Art. 7 / Art. 11)."
+
+users_app = typer.Typer(no_args_is_help=True, help="People who hold tokens, and their roles.")
+tokens_app = typer.Typer(no_args_is_help=True, help="API tokens: create (shown once), list, revoke.")
+grants_app = typer.Typer(no_args_is_help=True, help="Who may read which dataset, for which purposes.")
+transfer_app = typer.Typer(no_args_is_help=True, help="International transfer mechanisms (LGPD Art. 33).")
+data_app = typer.Typer(no_args_is_help=True, help="Datasets: legal basis, purposes, residency, versions.")
+audit_app = typer.Typer(no_args_is_help=True, help="The hash-chained audit log.")
+lineage_app = typer.Typer(no_args_is_help=True, help="Which jobs read which dataset versions, and their models.")
+subject_app = typer.Typer(no_args_is_help=True, help="Data subject rights (LGPD Art. 18).")
+
+
+def _short(sha256: str | None) -> str:
+    return sha256[:SHORT_HASH_CHARS] if sha256 else "-"
+
+
+def _date(ts: float | None) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d") if ts else "-"
+
+
+def _epoch(text: str | None, option: str) -> float | None:
+    """ISO 8601 ('2025-03-01', '2025-03-01T12:00', '...+00:00') -> unix seconds; without an offset, local time."""
+    if text is None:
+        return None
+    try:
+        return dt.datetime.fromisoformat(text).timestamp()
+    except ValueError as exc:
+        raise TreinoError(
+            f"Cannot read {option} {text!r}. To fix: write ISO 8601, e.g. 2025-03-01 or 2025-03-01T12:00."
+        ) from exc
+
+
+def _table(title: str, columns: tuple[str, ...], right: tuple[str, ...] = ("id",)) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col, justify="right" if col in right else "left")
+    return table
+
+
+def _print(*things: Any) -> None:
+    from treino.cli.render import console
+
+    out = console()
+    for thing in things:
+        out.print(thing, highlight=False)
+
+
+def _styled(text: str, style: str) -> Any:
+    from rich.text import Text
+
+    return Text(text, style=style)
+
+
+# --- people and tokens ---------------------------------------------------------------------------------------
+@users_app.command("add")
+def users_add(
+    name: Annotated[str, typer.Argument(help="User name (letters, digits, '.', '_', '-').")],
+    role: Annotated[str, typer.Option("--role", help=f"One of {', '.join(ROLES)}.")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Add a user. Then give them a token with 'treino tokens create NAME'."""
+    with _client(url, token) as client:
+        user = client.request("POST", "/api/v1/users", f"the user {name}", json={"name": name, "role": role})
+    if as_json:
+        _print_json(user)
+        return
+    typer.echo(f"Added user {user['name']} ({user['role']}), id {user['id']}.")
+
+
+@users_app.command("list")
+def users_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """The users and their roles."""
+    with _client(url, token) as client:
+        rows = client.request("GET", "/api/v1/users")["users"]
+    if as_json:
+        _print_json(rows)
+        return
+    table = _table(f"{len(rows)} user(s)", ("id", "name", "role", "disabled"))
+    for u in rows:
+        table.add_row(str(u["id"]), u["name"], u["role"], "yes" if u["disabled"] else "")
+    _print(table)
+
+
+@tokens_app.command("create")
+def tokens_create(
+    user: Annotated[str, typer.Argument(help="The user the token acts as (its role is theirs).")],
+    name: Annotated[str, typer.Option("--name", help="A label, e.g. the laptop it lives on.")] = "",
+    expires_days: Annotated[float | None, typer.Option("--expires-days", help="Valid for this many days.")] = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Create a token for USER. The secret is printed once: the server keeps only its hash."""
+    body: dict[str, Any] = {"user": user, "name": name, "expires_days": expires_days}
+    with _client(url, token) as client:
+        made = client.request("POST", "/api/v1/tokens", f"the token for {user}", json=body)
+    if as_json:
+        _print_json(made)
+        return
+    expires = f", expires {_when(made['expires_at'])}" if made["expires_at"] else ", no expiry"
+    typer.echo(f"Token {made['id']} for {made['user']} ({made['role']}){expires}:")
+    typer.echo(made["token"])
+    _print(
+        _styled("This is the only time the token is shown; store it now (the server keeps only its hash).", "yellow")
+    )
+
+
+@tokens_app.command("list")
+def tokens_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """The tokens (never their secrets): whose, created, expiry, revoked."""
+    with _client(url, token) as client:
+        rows = client.request("GET", "/api/v1/tokens")["tokens"]
+    if as_json:
+        _print_json(rows)
+        return
+    table = _table(f"{len(rows)} token(s)", ("id", "name", "user", "role", "created", "expires", "revoked"))
+    for t in rows:
+        style = "dim" if t["revoked_at"] else ""
+        table.add_row(
+            str(t["id"]),
+            t["name"],
+            t["user"],
+            t["role"],
+            _when(t["created_at"]),
+            _when(t["expires_at"]),
+            _when(t["revoked_at"]),
+            style=style,
+        )
+    _print(table)
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(
+    token_id: Annotated[int, typer.Argument(help="Token id, from 'treino tokens list'.")],
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Revoke a token: it stops working at once."""
+    with _client(url, token) as client:
+        done = client.request("POST", f"/api/v1/tokens/{token_id}/revoke", f"revoking token {token_id}")
+    typer.echo(f"Revoked token {done['id']} at {_when(done['revoked_at'])}.")
+
+
+# --- grants and transfers ------------------------------------------------------------------------------------
+def grant(
+    user: Annotated[str, typer.Argument(help="Who may read the dataset.")],
+    dataset: Annotated[str, typer.Argument(help="Dataset name, from 'treino data list'.")],
+    purposes: Annotated[list[str], typer.Option("--purpose", help="One of the dataset's purposes (repeatable).")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Let USER's jobs read DATASET for these purposes (each must be one the dataset was registered for)."""
+    body = {"user": user, "dataset": dataset, "purposes": purposes}
+    with _client(url, token) as client:
+        made = client.request("POST", "/api/v1/grants", f"the grant of {dataset} to {user}", json=body)
+    if as_json:
+        _print_json(made)
+        return
+    typer.echo(f"Grant {made['id']}: {made['user']} may read {made['dataset']} for {', '.join(made['purposes'])}.")
+
+
+@grants_app.command("list")
+def grants_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """The grants, revoked ones dimmed."""
+    with _client(url, token) as client:
+        rows = client.request("GET", "/api/v1/grants")["grants"]
+    if as_json:
+        _print_json(rows)
+        return
+    table = _table(f"{len(rows)} grant(s)", ("id", "user", "dataset", "purposes", "granted by", "created", "revoked"))
+    for g in rows:
+        table.add_row(
+            str(g["id"]),
+            g["user"],
+            g["dataset"],
+            ", ".join(g["purposes"]),
+            g["granted_by"],
+            _when(g["created_at"]),
+            _when(g["revoked_at"]),
+            style="dim" if g["revoked_at"] else "",
+        )
+    _print(table)
+
+
+@grants_app.command("revoke")
+def grants_revoke(
+    grant_id: Annotated[int, typer.Argument(help="Grant id, from 'treino grants list'.")],
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Revoke a grant: jobs submitted after this may no longer read the dataset."""
+    with _client(url, token) as client:
+        done = client.request("POST", f"/api/v1/grants/{grant_id}/revoke", f"revoking grant {grant_id}")
+    typer.echo(f"Revoked grant {done['id']} at {_when(done['revoked_at'])}.")
+
+
+@transfer_app.command("add")
+def transfer_add(
+    site: Annotated[str, typer.Option("--site", help="Site from the sites catalog, e.g. a cloud region abroad.")],
+    mechanism: Annotated[
+        str, typer.Option("--mechanism", help="anpd-scc, adequacy, specific-clauses, bcr, consent or other.")
+    ],
+    reference: Annotated[str, typer.Option("--reference", help="The contract or decision, e.g. its number.")],
+    signed_on: Annotated[str, typer.Option("--signed-on", help="YYYY-MM-DD.")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Record the mechanism that lets personal data go to SITE (LGPD Art. 33)."""
+    body = {"site": site, "mechanism": mechanism, "reference": reference, "signed_on": signed_on}
+    with _client(url, token) as client:
+        made = client.request("POST", "/api/v1/transfers", f"the transfer to {site}", json=body)
+    if as_json:
+        _print_json(made)
+        return
+    typer.echo(
+        f"Transfer {made['id']}: {made['site']} under {made['mechanism']} ({made['reference']}, "
+        f"signed {made['signed_on']})."
+    )
+
+
+@transfer_app.command("list")
+def transfer_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """The recorded transfer mechanisms."""
+    with _client(url, token) as client:
+        rows = client.request("GET", "/api/v1/transfers")["transfers"]
+    if as_json:
+        _print_json(rows)
+        return
+    table = _table(f"{len(rows)} transfer(s)", ("id", "site", "mechanism", "reference", "signed on", "revoked"))
+    for t in rows:
+        table.add_row(str(t["id"]), t["site"], t["mechanism"], t["reference"], t["signed_on"], _when(t["revoked_at"]))
+    _print(table)
+
+
+# --- datasets ------------------------------------------------------------------------------------------------
+@data_app.command("add")
+def data_add(
+    name: Annotated[str, typer.Argument(help="Dataset name.")],
+    path: Annotated[Path, typer.Argument(help="CSV or Parquet file under one of the server's --import-root folders.")],
+    personal: Annotated[
+        bool,
+        typer.Option(
+            "--personal/--not-personal", help="Does it hold personal data (LGPD Art. 5 I)? Say it either way."
+        ),
+    ],
+    legal_basis: Annotated[str, typer.Option("--legal-basis", help=LEGAL_BASES_HELP)] = "",
+    purposes: Annotated[
+        list[str] | None, typer.Option("--purpose", help="What it may be used for, e.g. churn-model (repeatable).")
+    ] = None,
+    sensitive: Annotated[
+        bool, typer.Option("--sensitive", help="Sensitive personal data (Art. 5 II): needs an Art. 11 basis.")
+    ] = False,
+    residency: Annotated[str, typer.Option("--residency", help="Country it must stay in (ISO-2), or 'any'.")] = "BR",
+    retention_days: Annotated[int | None, typer.Option("--retention-days", help="Keep it this many days.")] = None,
+    subject_column: Annotated[
+        str | None, typer.Option("--subject-column", help="The column that identifies a person (for erasure).")
+    ] = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Register a dataset: the server copies PATH into its store as a new version and records why it may hold it."""
+    body = {
+        "name": name,
+        # The server reads the file itself (it runs on this machine): send where it is, not what it holds.
+        "path": str(path.expanduser().absolute()),
+        "legal_basis": legal_basis,
+        "purposes": purposes or [],
+        "personal_data": personal,
+        "sensitive": sensitive,
+        "residency": residency,
+        "retention_days": retention_days,
+        "subject_column": subject_column,
+    }
+    with _client(url, token) as client:
+        done = client.request("POST", "/api/v1/datasets", f"the dataset {name}", json=body)
+    if as_json:
+        _print_json(done)
+        return
+    v = done["versions"][-1]
+    typer.echo(f"Registered {done['name']} v{v['number']}: sha256 {_short(v['sha256'])}, {v['rows']:,} rows.")
+    for warning in done.get("warnings", []):
+        _print(_styled(f"warning: {warning}", "yellow"))
+
+
+@data_app.command("list")
+def data_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """The registered datasets and their latest versions."""
+    with _client(url, token) as client:
+        rows = client.request("GET", "/api/v1/datasets")["datasets"]
+    if as_json:
+        _print_json(rows)
+        return
+    table = _table(
+        f"{len(rows)} dataset(s)",
+        ("name", "basis", "purposes", "personal", "residency", "retention", "version", "rows", "sha256"),
+        right=("version", "rows"),
+    )
+    for d in rows:
+        live = [v for v in d["versions"] if not v["purged_at"]]
+        v = live[-1] if live else None
+        table.add_row(
+            d["name"],
+            d["legal_basis"] or "-",
+            ", ".join(d["purposes"]),
+            ("sensitive" if d["sensitive"] else "yes") if d["personal_data"] else "no",
+            d["residency"],
+            f"{d['retention_days']} d" if d["retention_days"] else "-",
+            f"v{v['number']}" if v else "-",
+            f"{v['rows']:,}" if v else "-",
+            _short(v["sha256"]) if v else "-",
+        )
+    _print(table)
+
+
+@data_app.command("show")
+def data_show(
+    name: Annotated[str, typer.Argument(help="Dataset name, from 'treino data list'.")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """One dataset: its legal basis, purposes, residency and every version (purged ones marked)."""
+    with _client(url, token) as client:
+        d = client.request("GET", f"/api/v1/datasets/{name}", f"the dataset {name}")
+    if as_json:
+        _print_json(d)
+        return
+    from rich.table import Table
+
+    fields = Table.grid(padding=(0, 2))
+    fields.add_column(style="bold")
+    fields.add_column()
+    for label, value in (
+        ("legal basis", d["legal_basis"] or "-"),
+        ("purposes", ", ".join(d["purposes"]) or "-"),
+        ("personal data", ("yes, sensitive" if d["sensitive"] else "yes") if d["personal_data"] else "no"),
+        ("residency", d["residency"]),
+        ("retention", f"{d['retention_days']} days" if d["retention_days"] else "-"),
+        ("subject column", d["subject_column"] or "-"),
+        ("registered", f"{_when(d['created_at'])} by {d['created_by']}"),
+    ):
+        fields.add_row(label, value)
+    _print(_styled(f"Dataset {d['name']} ({d['format']})", "bold"), fields, _versions_table(d["versions"]))
+
+
+def _versions_table(versions: list[dict[str, Any]]) -> Any:
+    table = _table(
+        "versions", ("version", "sha256", "rows", "bytes", "reason", "created", "state"), right=("rows", "bytes")
+    )
+    for v in versions:
+        purged = v["purged_at"]
+        table.add_row(
+            f"v{v['number']}",
+            _short(v["sha256"]),
+            f"{v['rows']:,}",
+            f"{v['bytes']:,}",
+            v["reason"] or "",
+            _when(v["created_at"]),
+            f"purged {_when(purged)}" if purged else "current" if v is versions[-1] else "kept",
+            style="dim" if purged else "",
+        )
+    return table
+
+
+# --- audit ---------------------------------------------------------------------------------------------------
+@audit_app.command("verify")
+def audit_verify(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """Recompute the hash chain and check its signed checkpoints. Exit 1 at the first bad record."""
+    with _client(url, token) as client:
+        result = client.request("GET", "/api/v1/audit/verify")
+    if as_json:
+        _print_json(result)
+    elif result["ok"]:
+        typer.echo(f"chain intact: {result['records']:,} records; {result['reason']}.")
+    else:
+        from rich.console import Console
+        from rich.markup import escape
+
+        Console(stderr=True).print(
+            f"[bold red]chain broken at record {result['first_bad_seq']}:[/] {escape(result['reason'])}",
+            highlight=False,
+        )
+    if not result["ok"]:
+        raise typer.Exit(1)
+
+
+@audit_app.command("export")
+def audit_export(
+    fmt: Annotated[str, typer.Option("--format", help="jsonl or csv.")] = "jsonl",
+    dataset: Annotated[str | None, typer.Option("--dataset", help="Only records about this dataset.")] = None,
+    actor: Annotated[str | None, typer.Option("--actor", help="Only records by this user.")] = None,
+    subject_pseudonym: Annotated[
+        str | None,
+        typer.Option("--subject-pseudonym", help="Only records about this subject (the pseudonym a report shows)."),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="ISO 8601 time, inclusive (local without offset).")
+    ] = None,
+    until: Annotated[str | None, typer.Option("--until", help="ISO 8601 time, exclusive.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """The audit records, with their hashes, for the DPO or the ANPD (re-verifiable outside treino)."""
+    if fmt not in ("jsonl", "csv"):
+        raise TreinoError(f"Unknown export format {fmt!r}. To fix: --format jsonl or --format csv.")
+    params = {
+        "fmt": fmt,
+        "dataset": dataset,
+        "actor": actor,
+        "subject": subject_pseudonym,
+        "since": _epoch(since, "--since"),
+        "until": _epoch(until, "--until"),
+    }
+    params = {k: v for k, v in params.items() if v is not None}
+    with _client(url, token) as client:
+        text = client.request_text("GET", "/api/v1/audit/export", "the audit export", params=params)
+    _write(text, output, f"{_count_records(text, fmt)} record(s)")
+
+
+def _count_records(text: str, fmt: str) -> int:
+    if fmt == "jsonl":
+        return sum(1 for line in text.splitlines() if line.strip())
+    import csv
+    import io
+
+    return sum(1 for _ in csv.DictReader(io.StringIO(text)))
+
+
+def _write(text: str, output: Path | None, what: str) -> None:
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    output.write_text(text)
+    typer.echo(f"Wrote {what} to {output}.", err=True)
+
+
+@audit_app.command("records")
+def audit_records(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """The record of processing operations (LGPD Art. 37), as Markdown."""
+    with _client(url, token) as client:
+        text = client.request_text("GET", "/api/v1/audit/records", "the processing records")
+    _write(text, output, "the processing records (Art. 37)")
+
+
+# --- lineage -------------------------------------------------------------------------------------------------
+@lineage_app.command("dataset")
+def lineage_dataset(
+    name: Annotated[str, typer.Argument(help="Dataset name, from 'treino data list'.")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Each version of a dataset, the jobs that read it and the models they made."""
+    with _client(url, token) as client:
+        d = client.request("GET", f"/api/v1/lineage/datasets/{name}", f"the lineage of {name}")
+    if as_json:
+        _print_json(d)
+        return
+    table = _table(
+        f"{d['name']}: {len(d['versions'])} version(s), {d['reads']} recorded read(s)",
+        ("version", "sha256", "rows", "state", "jobs", "models"),
+        right=("rows",),
+    )
+    for v in d["versions"]:
+        models = ", ".join(
+            f"#{m['id']} {m['kind']}" + (f" (erasure #{m['affected_by_erasure']})" if m["affected_by_erasure"] else "")
+            for m in v["models"]
+        )
+        table.add_row(
+            f"v{v['number']}",
+            _short(v["sha256"]),
+            f"{v['rows']:,}",
+            f"purged {_when(v['purged_at'])}" if v["purged_at"] else "kept",
+            ", ".join(f"#{j}" for j in v["jobs"]) or "-",
+            models or "-",
+            style="dim" if v["purged_at"] else "",
+        )
+    _print(table)
+
+
+@lineage_app.command("model")
+def lineage_model(
+    model_id: Annotated[int, typer.Argument(help="Model id, from 'treino lineage models'.")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """One model: the job that made it and the dataset versions it was trained on."""
+    with _client(url, token) as client:
+        m = client.request("GET", f"/api/v1/lineage/models/{model_id}", f"model {model_id}")
+    if as_json:
+        _print_json(m)
+        return
+    _print(_styled(f"Model {m['id']} ({m['kind']}, step {m['step']}) of job {m['job']} ({m['job_name']})", "bold"))
+    _print(f"path: {m['path']}")
+    _print(f"personal data: {'yes' if m['personal_data'] else 'no'}; residency: {m['residency'] or '-'}")
+    if m["affected_by_erasure"]:
+        note = f": {m['erasure_note']}" if m["erasure_note"] else ""
+        _print(_styled(f"affected by erasure #{m['affected_by_erasure']}{note}", "bold red"))
+    table = _table("trained on", ("dataset", "version", "sha256", "purpose", "state"))
+    for r in m["trained_on"]:
+        table.add_row(
+            r["dataset"],
+            f"v{r['version']}",
+            _short(r["sha256"]),
+            r["purpose"] or "-",
+            "erased" if r["erased"] else "kept",
+            style="red" if r["erased"] else "",
+        )
+    _print(table)
+
+
+@lineage_app.command("models")
+def lineage_models(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """Every model the server recorded; those trained on erased data are highlighted."""
+    with _client(url, token) as client:
+        rows = client.request("GET", "/api/v1/models")["models"]
+    if as_json:
+        _print_json(rows)
+        return
+    affected = sum(1 for m in rows if m["affected_by_erasure"])
+    table = _table(
+        f"{len(rows)} model(s), {affected} affected by erasure",
+        ("id", "job", "kind", "step", "trained on", "personal", "erasure"),
+        right=("id", "job", "step"),
+    )
+    for m in rows:
+        table.add_row(
+            str(m["id"]),
+            f"{m['job']} ({m['job_name']})" if m["job_name"] else str(m["job"]),
+            m["kind"],
+            str(m["step"]) if m["step"] is not None else "-",
+            ", ".join(f"{r['dataset']} v{r['version']}" for r in m["trained_on"]) or "-",
+            "yes" if m["personal_data"] else "no",
+            f"#{m['affected_by_erasure']}" if m["affected_by_erasure"] else "",
+            style="bold red" if m["affected_by_erasure"] else "",
+        )
+    _print(table)
+
+
+# --- data subjects -------------------------------------------------------------------------------------------
+def erase(
+    subject: Annotated[str, typer.Option("--subject", help="The subject's id in the datasets' subject column.")],
+    dataset: Annotated[str | None, typer.Option("--dataset", help="Only this dataset (default: all).")] = None,
+    retrain: Annotated[
+        bool, typer.Option("--retrain", help="Queue the affected jobs again on the new versions.")
+    ] = False,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Erase a data subject (LGPD Art. 18 VI): new versions without them, old bytes purged, models marked."""
+    body = {"subject": subject, "dataset": dataset, "retrain": retrain}
+    with _client(url, token) as client:
+        r = client.request("POST", "/api/v1/erasures", "the erasure", json=body)
+    if as_json:
+        _print_json(r)
+        return
+    _print(
+        _styled(f"Erasure #{r['erasure']} of subject {subject} (pseudonym {r['subject_pseudonym'][:16]})", "bold"),
+        f"answer due by {_date(r['deadline_at'])} (LGPD Art. 19: {r['deadline_days']} days)",
+    )
+    if not r["found"]:
+        searched = ", ".join(r["searched"]) or "none"
+        _print(
+            _styled(
+                f"no records in the {len(r['searched'])} searched dataset(s) ({searched}); nothing erased", "yellow"
+            )
+        )
+    for d in r["datasets"]:
+        purged = ", ".join(f"v{p['version']} ({_short(p['sha256'])})" for p in d["purged"]) or "none"
+        new = f"v{d['new_version']} ({_short(d['new_sha256'])})" if d["new_version"] else "none"
+        _print(f"{d['dataset']}: {d['rows_removed']} row(s) removed; purged {purged}; new version {new}")
+    _print(f"models marked: {', '.join(f'#{m}' for m in r['models']) or 'none'}")
+    if retrain:
+        _print(f"retrain jobs queued: {', '.join(f'#{j}' for j in r['retrain_jobs']) or 'none'}")
+    elif r["jobs"]:
+        _print(f"jobs that read the erased versions: {', '.join(f'#{j}' for j in r['jobs'])} (--retrain queues them)")
+    if r["unsearched"]:
+        _print(_styled(f"not searchable (no subject column): {', '.join(r['unsearched'])}", "yellow"))
+
+
+@subject_app.command("report")
+def subject_report(
+    subject: Annotated[str, typer.Option("--subject", help="The subject's id in the datasets' subject column.")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """What the server holds about a data subject (LGPD Art. 18 II): datasets, versions, models, erasures."""
+    with _client(url, token) as client:
+        r = client.request("POST", "/api/v1/subjects/report", "the subject report", json={"subject": subject})
+    if as_json:
+        _print_json(r)
+        return
+    _print(_styled(f"Subject {subject} (pseudonym {r['subject_pseudonym'][:16]}): {_when(r['generated_at'])}", "bold"))
+    if not r["found"]:
+        _print(_styled(r["text"], "yellow"))
+    if r["holdings"]:
+        table = _table(
+            "held in",
+            ("dataset", "version", "sha256", "rows", "basis", "purposes", "residency", "granted to"),
+            right=("rows",),
+        )
+        for h in r["holdings"]:
+            table.add_row(
+                h["dataset"],
+                f"v{h['version']}",
+                _short(h["sha256"]),
+                str(h["rows"]),
+                h["legal_basis"],
+                ", ".join(h["purposes"]),
+                h["residency"],
+                ", ".join(h["granted_to"]) or "-",
+            )
+        _print(table)
+    for m in r["models"]:
+        _print(f"model #{m['id']} ({m['kind']}) of job #{m['job']}")
+    for e in r["erasures"]:
+        _print(f"erasure #{e['id']} requested {_when(e['requested_at'])}, due {_date(e['deadline_at'])}")
