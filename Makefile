@@ -30,6 +30,9 @@ demo: venv
 	@echo
 	@echo "== treino server on 2 CPU slots: the example DDP job, submitted, followed to its last checkpoint =="
 	@$(BIN)/python scripts/demo_server.py
+	@echo
+	@echo "== LGPD: register customer data, train, refuse Miami, erase a customer, retrain, verify the audit =="
+	@$(BIN)/python scripts/demo_lgpd.py
 
 test: venv
 	$(BIN)/python -m pytest -q
