@@ -37,6 +37,21 @@ class Advice:
     caveat: str = ""
 
 
+def _merge_flags(parts: list[str]) -> str:
+    """The changes' flags as one command line: an option two changes set (--zero 3 twice) appears once, with the
+    last value."""
+    options: dict[str, str] = {}
+    for token_list in (part.split() for part in parts):
+        i = 0
+        while i < len(token_list):
+            name = token_list[i]
+            value = token_list[i + 1] if i + 1 < len(token_list) and not token_list[i + 1].startswith("--") else ""
+            options.pop(name, None)
+            options[name] = value
+            i += 2 if value else 1
+    return " ".join(f"{k} {v}".strip() for k, v in options.items())
+
+
 @dataclass(frozen=True)
 class _Change:
     change: str
@@ -183,7 +198,7 @@ def advise(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup, current: MemoryEst
         caveats = "; ".join(c.caveat for c in picked if c.caveat)
         advice = Advice(
             " + ".join(c.change for c in picked),
-            " ".join(flags),
+            _merge_flags(flags),
             estimate.peak_bytes,
             current.peak_bytes - estimate.peak_bytes,
             True,
