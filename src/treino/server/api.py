@@ -347,6 +347,10 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
         body, content_type = render(service)
         return Response(body, media_type=content_type)
 
+    from treino.server.web import add_web_routes
+
+    add_web_routes(app, service, principal_of, admission)
+
     return app
 
 
