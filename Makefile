@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 TRANSFORMERS_PIN := transformers==5.24.0
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test lint bench clean screenshots
 
 $(BIN)/treino: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,9 @@ demo: venv
 	@echo
 	@echo "== LGPD: register customer data, train, refuse Miami, erase a customer, retrain, verify the audit =="
 	@$(BIN)/python scripts/demo_lgpd.py
+	@echo
+	@echo "== the dashboard =="
+	@$(BIN)/python scripts/demo_dashboard.py
 
 test: venv
 	$(BIN)/python -m pytest -q
@@ -48,6 +51,10 @@ bench: venv
 	$(BIN)/python benchmarks/server_bench.py
 	$(BIN)/python benchmarks/audit_bench.py
 	$(BIN)/python benchmarks/erasure_bench.py
+	$(BIN)/python benchmarks/web_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+screenshots: venv
+	$(BIN)/python scripts/screenshots.py

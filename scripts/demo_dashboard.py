@@ -1,0 +1,70 @@
+"""`make demo`'s last step: a server left running in the background with the example job on it, and the dashboard's
+URL and admin token printed. Its data lives in .demo/ (ignored by git); a later `make demo` replaces it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import httpx
+from demo_common import ROOT, SERVER_START_S, TREINO, free_port
+
+DEMO = ROOT / ".demo"
+PREFERRED_PORT = 8765
+
+
+def stop_previous() -> None:
+    pid_file = DEMO / "server.pid"
+    if pid_file.exists():
+        try:
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            time.sleep(1.0)
+        except (ProcessLookupError, ValueError):
+            pass
+    shutil.rmtree(DEMO, ignore_errors=True)
+
+
+def main() -> int:
+    stop_previous()
+    DEMO.mkdir()
+    port = PREFERRED_PORT
+    try:
+        httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5)
+        port = free_port()  # something already answers on 8765
+    except httpx.TransportError:
+        pass
+    url = f"http://127.0.0.1:{port}"
+    cmd = [*TREINO, "server", "--data-dir", str(DEMO / "data"), "--devices", "cpu:2", "--port", str(port)]
+    with (DEMO / "server.log").open("w") as log:
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )  # keeps running after make demo
+    (DEMO / "server.pid").write_text(str(proc.pid))
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.2)
+    token = (DEMO / "data" / "admin-token").read_text().strip()
+    spec = {
+        "name": "ddp-example",
+        "script": "ddp_train.py",
+        "workdir": str(ROOT / "examples"),
+        "gpus": 2,
+        "args": ["--steps", "600", "--save-every", "50", "--sleep", "0.05"],
+        "env": {"OMP_NUM_THREADS": "1"},
+    }
+    httpx.post(url + "/api/v1/jobs", json=spec, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    print(f"Dashboard: {url}/  (log in with the admin token below; the example job is training on it now)")
+    print(f"Token:     {token}")
+    print(f"Stop it:   kill {proc.pid}   (data in {DEMO})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
