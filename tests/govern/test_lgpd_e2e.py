@@ -13,12 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.server.people import churn_job, people_and_clientes
 from treino.govern.access import PERMISSIONS
 from treino.govern.models import Role
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data"
-CHURN = ROOT / "examples" / "churn_train.py"
 JOB_TIMEOUT_S = 120.0
 
 
@@ -42,38 +42,7 @@ def wait_final(server: Any, token: str, job_id: int) -> dict[str, Any]:
 
 
 def setup_people_and_data(server: Any) -> dict[str, str]:
-    """admin -> users eng1 (engineer), dpo1 (dpo), view1 (viewer) and their tokens; eng1 registers clientes; dpo1
-    grants eng1 the churn-model purpose."""
-    tokens = {"admin": server.token}
-    for name, role in (("eng1", "engineer"), ("dpo1", "dpo"), ("view1", "viewer")):
-        ok(api(server, server.token, "POST", "/api/v1/users", json={"name": name, "role": role}), 201)
-        tokens[name] = ok(api(server, server.token, "POST", "/api/v1/tokens", json={"user": name}), 201)["token"]
-    body = {
-        "name": "clientes",
-        "path": str(DATA / "clientes.csv"),
-        "legal_basis": "art7-ix",
-        "purposes": ["churn-model"],
-        "personal_data": True,
-        "residency": "BR",
-        "retention_days": 365,
-        "subject_column": "cpf",
-    }
-    ok(api(server, tokens["eng1"], "POST", "/api/v1/datasets", json=body), 201)
-    grant = {"user": "eng1", "dataset": "clientes", "purposes": ["churn-model"]}
-    ok(api(server, tokens["dpo1"], "POST", "/api/v1/grants", json=grant), 201)
-    return tokens
-
-
-def churn_job(name: str = "churn") -> dict[str, Any]:
-    return {
-        "name": name,
-        "script": str(CHURN),
-        "args": ["--steps", "30", "--save-every", "10"],
-        "workdir": str(ROOT),
-        "datasets": ["clientes"],
-        "purpose": "churn-model",
-        "env": {"OMP_NUM_THREADS": "1"},
-    }
+    return people_and_clientes(server.url, server.token)
 
 
 def test_train_refuse_abroad_erase_retrain_and_verify(start_server: Callable[..., Any]) -> None:

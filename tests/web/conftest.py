@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.server.conftest import ServerProcess, Servers
+from tests.server.people import churn_job, people_and_clientes
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data"
@@ -60,38 +61,10 @@ def ddp_job(steps: int = DEMO_STEPS, sleep_s: float = 0.0, name: str = "ddp-exam
     }
 
 
-def churn_job() -> dict[str, Any]:
-    return {
-        "name": "churn",
-        "script": str(ROOT / "examples" / "churn_train.py"),
-        "args": ["--steps", "20", "--save-every", "10"],
-        "workdir": str(ROOT),
-        "datasets": ["clientes"],
-        "purpose": "churn-model",
-        "env": {"OMP_NUM_THREADS": "1"},
-    }
-
-
 def setup_demo(server: ServerProcess) -> Demo:
-    demo = Demo(server, {"admin": server.token}, 0, 0)
-    for name, role in (("eng1", "engineer"), ("dpo1", "dpo"), ("view1", "viewer")):
-        assert demo.api("admin", "POST", "/api/v1/users", json={"name": name, "role": role}).status_code == 201
-        demo.tokens[name] = demo.api("admin", "POST", "/api/v1/tokens", json={"user": name}).json()["token"]
-    dataset = {
-        "name": "clientes",
-        "path": str(DATA / "clientes.csv"),
-        "legal_basis": "art7-ix",
-        "purposes": ["churn-model"],
-        "personal_data": True,
-        "residency": "BR",
-        "retention_days": 365,
-        "subject_column": "cpf",
-    }
-    assert demo.api("eng1", "POST", "/api/v1/datasets", json=dataset).status_code == 201
-    grant = {"user": "eng1", "dataset": "clientes", "purposes": ["churn-model"]}
-    assert demo.api("dpo1", "POST", "/api/v1/grants", json=grant).status_code == 201
+    demo = Demo(server, people_and_clientes(server.url, server.token), 0, 0)
     demo.ddp_job = demo.submit("admin", ddp_job())
-    demo.churn_job = demo.submit("eng1", churn_job())
+    demo.churn_job = demo.submit("eng1", churn_job(steps=20))
     for job_id in (demo.ddp_job, demo.churn_job):
         assert demo.wait(job_id)["state"] == "succeeded", demo.api("admin", "GET", f"/api/v1/jobs/{job_id}/logs").text
     return demo
