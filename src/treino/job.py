@@ -441,7 +441,7 @@ class Run:
         path = self.checkpoint_dir / f"step-{step:09d}.pt"
         if self.rank == 0:
             self._write(state, path)
-            self._prune()
+            self._prune(step)
             if self._client is not None:
                 status = self._client.post(
                     "checkpoints", {"step": step, "path": str(path), "bytes": path.stat().st_size}
@@ -469,9 +469,11 @@ class Run:
             temp.unlink(missing_ok=True)
         _fsync_dir(path.parent)
 
-    def _prune(self) -> None:
-        """Delete all but the newest `keep` checkpoints, and temp files left by killed writers."""
-        for _, old in self.checkpoints()[: -self.keep]:
+    def _prune(self, saved_step: int) -> None:
+        """Keep the newest `keep` checkpoints up to the one just saved; delete older ones and temp files left by
+        killed writers. Files of later steps (a torn one from a killed attempt) are never counted as kept: they
+        could otherwise push out the checkpoint just written."""
+        for _, old in [c for c in self.checkpoints() if c[0] <= saved_step][: -self.keep]:
             old.unlink(missing_ok=True)
         for p in self.checkpoint_dir.iterdir():
             if _TEMP_RE.match(p.name):

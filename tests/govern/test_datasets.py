@@ -136,7 +136,7 @@ def test_content_addressed_and_read_only(env: Env) -> None:
     path = D.version_path(env.store, a.version)
     assert path == env.store / "sha256" / a.version.sha256[:2] / f"{a.version.sha256}.parquet"
     assert hashlib.sha256(path.read_bytes()).hexdigest() == a.version.sha256
-    assert stat.S_IMODE(path.stat().st_mode) == 0o444
+    assert stat.S_IMODE(path.stat().st_mode) == 0o400
     assert a.version.rows == ROWS + 1 and a.version.bytes == path.stat().st_size
     assert a.cpf_findings[0].column == "cpf" and a.warnings == []
     # same content again: no new version; changed content: v2

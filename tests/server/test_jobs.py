@@ -6,6 +6,7 @@ kills processes the way a crash would (SIGKILL).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -160,6 +161,17 @@ def test_two_process_ddp_job_trains_to_completion(make_server: Callable[..., Ser
     points = server.api("GET", f"/api/v1/jobs/{job_id}/metrics").json()["points"]
     assert [p["step"] for p in points][-1] == 20 and "loss" in points[-1]["values"]
     assert job_pids(server.url, job_id) == []
+    # The attempt's token died with it: a finished job's processes may no longer write its lineage or metrics.
+    launch = json.loads((server.data_dir / "jobs" / str(job_id) / "attempt-1" / "launch.json").read_text())
+    assert (server.data_dir / "jobs" / str(job_id) / "attempt-1" / "launch.json").stat().st_mode & 0o077 == 0
+    job_token = {"Authorization": f"Bearer {launch['env']['TREINO_JOB_TOKEN']}"}
+    late = httpx.post(
+        f"{server.url}/api/v1/jobs/{job_id}/checkpoints",
+        headers=job_token,
+        timeout=10,
+        json={"step": 21, "path": "/etc/shadow", "bytes": 1},
+    )
+    assert late.status_code == 401
 
 
 def test_sigkill_of_a_rank_resumes_from_its_checkpoint(make_server: Callable[..., Server]) -> None:

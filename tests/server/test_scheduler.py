@@ -77,3 +77,12 @@ def test_no_second_preemption_while_devices_are_on_their_way_back() -> None:
 def test_a_job_larger_than_the_server_never_blocks_the_queue() -> None:
     d = schedule(gpus([0, 0]), [q(1, 3), q(2, 1)], [], NOW)
     assert dict(d.start) == {2: (0,)}
+
+
+def test_nothing_backfills_onto_the_devices_a_preempting_head_waits_for() -> None:
+    # Found in review: L (priority 0, 10 h timeout) holds 0-1; H (priority 10) needs all 4; B (priority 10, 2 GPUs,
+    # 1 h timeout) came after H. Preempting L while B takes 2-3 would leave H waiting on B and L stopped for nothing.
+    devices = gpus([0, 0, 0, 0])
+    running = [Running(10, 0, (0, 1), NOW - 100, 36_000.0)]
+    d = schedule(devices, [q(1, 4, priority=10), q(2, 2, priority=10, timeout_s=3600)], running, NOW)
+    assert d.preempt == (10,) and d.start == () and d.head == 1

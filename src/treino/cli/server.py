@@ -54,6 +54,7 @@ def server(
     out = Console(stderr=True, highlight=False)
     data_dir = data_dir.expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.chmod(0o700)  # the database, tokens, server key, job logs and the dataset store: the server's user only
     inventory = discover(devices)
     engine = make_engine(db or sqlite_url(data_dir))
     migrate(engine)
@@ -72,6 +73,12 @@ def server(
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None
     if gpu is None and inventory.kind == "gpu":
         gpu = gpu_for(inventory.devices[0].name)
+    from treino.govern.datasets import sweep_purged
+
+    with service.sessions.begin() as s:
+        swept = sweep_purged(s, settings.store)
+    if swept:
+        out.print(f"Deleted {len(swept)} erased dataset file(s) an interrupted erasure had left in the store.")
     token = create_admin_token(service)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     counts = service.reconcile()

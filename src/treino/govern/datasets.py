@@ -45,7 +45,7 @@ from treino.govern.models import Dataset, DatasetVersion, Erasure, JobDataset, M
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 RESIDENCY_RE = re.compile(r"^(?:[A-Z]{2}|any)$")  # ISO 3166-1 alpha-2, or "any"
-STORE_FILE_MODE = 0o444  # versions are immutable: read-only for everyone
+STORE_FILE_MODE = 0o400  # versions are immutable, and personal data: read-only, for the server's user alone
 HASH_CHUNK_BYTES = 8 << 20
 ERASURE_DEADLINE_S = 15 * 86_400.0  # Art. 19 II: a complete answer within 15 days
 SUBJECT_SCAN_ROWS = 1_000  # rows sampled to decide whether the subject column holds CPFs
@@ -642,7 +642,14 @@ def open_erasure(
 
 
 def erase_subject(
-    session: Session, store: Path, *, subject_id: str, dataset: str | None, actor: str, erasure_id: int
+    session: Session,
+    store: Path,
+    *,
+    subject_id: str,
+    dataset: str | None,
+    actor: str,
+    erasure_id: int,
+    delete_files: bool = True,
 ) -> ErasureResult:
     """Remove every row of `subject_id` from `dataset` (or from every dataset with a subject column).
 
@@ -716,13 +723,27 @@ def erase_subject(
             .where(DatasetVersion.path == rel, DatasetVersion.purged_at.is_(None))
         )
         if not shared:
-            (store / rel).unlink(missing_ok=True)
+            if delete_files:  # else the caller deletes them once its transaction has committed
+                (store / rel).unlink(missing_ok=True)
             result.deleted_files.append(rel)
     erasure = session.get(Erasure, erasure_id)
     if erasure is not None:
         erasure.report = result.report()
         session.flush()
     return result
+
+
+def sweep_purged(session: Session, store: Path) -> list[str]:
+    """Delete store files that only purged versions point to: bytes an erasure committed but could not delete
+    (the server stopped between its commit and the deletion). Returns the store paths removed."""
+    live = set(session.scalars(select(DatasetVersion.path).where(DatasetVersion.purged_at.is_(None))))
+    purged = set(session.scalars(select(DatasetVersion.path).where(DatasetVersion.purged_at.is_not(None))))
+    removed = []
+    for rel in sorted(purged - live):
+        if (store / rel).exists():
+            (store / rel).unlink()
+            removed.append(rel)
+    return removed
 
 
 # ----------------------------------------------------------------------------------------------- access report

@@ -15,6 +15,7 @@ GET  /metrics                              Prometheus text format
 """
 
 import json
+import math
 import secrets
 import time
 from pathlib import Path
@@ -23,14 +24,14 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from treino.errors import JobError, PolicyViolation, TreinoError
 from treino.govern.access import PERMISSIONS, SENSITIVE_PERMISSIONS, Principal, allowed
 from treino.govern.models import Role, User
-from treino.server.db import Attempt, Checkpoint, Job, JobState, MetricPoint, Token
+from treino.server.db import ACTIVE_STATES, Attempt, Checkpoint, Job, JobState, MetricPoint, Token
 from treino.server.service import Service, job_json, token_hash
 from treino.server.spec import JobSpec, field_errors
 
@@ -42,8 +43,13 @@ JOBS_PAGE_MAX = 1000
 
 class MetricIn(BaseModel):
     step: int = Field(ge=0)
-    time: float
-    values: dict[str, float | None]  # NaN and inf arrive as null from the SDK
+    time: float = Field(allow_inf_nan=False)
+    values: dict[str, float | None]  # NaN and inf arrive as null from the SDK; others' are stored as null
+
+    @field_validator("values")
+    @classmethod
+    def _finite(cls, values: dict[str, float | None]) -> dict[str, float | None]:
+        return {k: (v if v is None or math.isfinite(v) else None) for k, v in values.items()}
 
 
 class MetricsIn(BaseModel):
@@ -153,6 +159,8 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
         raw = bearer(authorization)
         job = job_or_404(s, job_id)
         if secrets.compare_digest(job.job_token_hash, token_hash(raw)):
+            if job.state not in ACTIVE_STATES:
+                raise HTTPException(409, f"Job {job_id} is {job.state}: its processes may no longer write to it.")
             return job
         who = principal_of(token_hash(raw))
         if who is None or who.role != Role.ADMIN:
@@ -231,12 +239,13 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
         return Response(body, media_type="application/json")
 
     @app.get("/api/v1/jobs/{job_id}")
-    def job(job_id: int, s: SessionDep, _user: UserDep) -> dict[str, Any]:
+    def job(job_id: int, s: SessionDep, who: UserDep) -> dict[str, Any]:
         j = job_or_404(s, job_id)
+        show_env = who.role == Role.ADMIN or who.name == j.owner
         attempts = s.scalars(select(Attempt).where(Attempt.job_id == job_id).order_by(Attempt.number))
         checkpoints = s.scalars(select(Checkpoint).where(Checkpoint.job_id == job_id).order_by(Checkpoint.step))
         return {
-            **job_json(j),
+            **job_json(j, show_env),
             "history": [
                 {
                     "number": a.number,
@@ -328,6 +337,11 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
 
     @app.post("/api/v1/jobs/{job_id}/checkpoints", status_code=201)
     def post_checkpoint(job_id: int, body: CheckpointIn, job: Annotated[Job, Depends(writer)]) -> dict[str, Any]:
+        checkpoints = (service.job_dir(job_id) / "checkpoints").resolve()
+        if not Path(body.path).resolve().is_relative_to(checkpoints):
+            raise HTTPException(
+                422, [{"field": "path", "message": f"a checkpoint of job {job_id} must be under {checkpoints}"}]
+            )
         with service.sessions.begin() as s:
             j = s.get(Job, job_id)
             assert j is not None

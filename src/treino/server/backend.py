@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +31,7 @@ class LaunchRequest:
     env: dict[str, str]
     grace_s: float
     attempt_dir: Path
+    key: str  # marks every process of the attempt (TREINO_ATTEMPT_KEY); chosen by the caller, recorded first
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class LocalBackend:
         self._children: dict[int, subprocess.Popen[bytes]] = {}  # supervisors this server started, to reap
 
     def launch(self, request: LaunchRequest) -> dict[str, Any]:
-        key = uuid.uuid4().hex
+        key = request.key
         request.attempt_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(
             request.attempt_dir / "launch.json",
@@ -82,10 +82,23 @@ class LocalBackend:
                 start_new_session=True,  # outlives the server; a server crash does not take the job down
             )
         self._children[proc.pid] = proc
+        # Written before the caller records the handle: a server that dies in between still finds its supervisor.
+        (request.attempt_dir / "supervisor.pid").write_text(str(proc.pid))
         return {"node": "local", "supervisor_pid": proc.pid, "key": key, "dir": str(request.attempt_dir)}
 
+    @staticmethod
+    def _supervisor_pid(handle: dict[str, Any]) -> int | None:
+        if handle.get("supervisor_pid"):
+            return int(handle["supervisor_pid"])
+        try:
+            return int((Path(handle["dir"]) / "supervisor.pid").read_text())
+        except (OSError, ValueError):
+            return None  # never launched (the server stopped between recording the attempt and starting it)
+
     def _supervisor_alive(self, handle: dict[str, Any]) -> bool:
-        pid = int(handle["supervisor_pid"])
+        pid = self._supervisor_pid(handle)
+        if pid is None:
+            return False
         child = self._children.get(pid)
         if child is not None:
             return child.poll() is None  # also reaps it
@@ -100,29 +113,32 @@ class LocalBackend:
         attempt_dir = Path(handle["dir"])
         exit_file = attempt_dir / "exit.json"
         if exit_file.exists():
-            self._children.pop(int(handle["supervisor_pid"]), None)
+            self._children.pop(self._supervisor_pid(handle) or -1, None)
             data = json.loads(exit_file.read_text())
             return ExitInfo(data["returncode"], read_tail(attempt_dir / "output.log"), data.get("leftovers_killed", 0))
         if self._supervisor_alive(handle):
             return None
         if exit_file.exists():  # it finished between the two checks
             return self.poll(handle)
-        self._children.pop(int(handle["supervisor_pid"]), None)
+        self._children.pop(self._supervisor_pid(handle) or -1, None)
         return ExitInfo(None, read_tail(attempt_dir / "output.log"))
 
     def stop(self, handle: dict[str, Any]) -> None:
         """SIGTERM: the supervisor forwards it to every process of the attempt, SIGKILLs after the grace period."""
         if self._supervisor_alive(handle):
-            os.kill(int(handle["supervisor_pid"]), signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError, TypeError):  # it may exit between check and signal
+                os.kill(self._supervisor_pid(handle), signal.SIGTERM)  # type: ignore[arg-type]
         else:  # no supervisor to do it (it crashed): signal the processes directly
             for pid in pids_with_key(handle["key"]):
-                os.kill(pid, signal.SIGTERM)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
 
     def kill(self, handle: dict[str, Any]) -> None:
         """SIGKILL the attempt's supervisor and every process of it, now."""
-        if self._supervisor_alive(handle):
+        pid = self._supervisor_pid(handle)
+        if pid is not None and self._supervisor_alive(handle):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(int(handle["supervisor_pid"]), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
         kill_key(handle["key"], grace_s=0.0)
 
     def pids(self, handle: dict[str, Any]) -> list[int]:

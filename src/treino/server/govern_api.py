@@ -34,7 +34,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from treino.errors import PolicyViolation, TreinoError
-from treino.govern.access import Principal
+from treino.govern.access import Principal, check_grant, check_residency
 from treino.govern.datasets import version_path as store_path
 from treino.govern.models import (
     Dataset,
@@ -47,7 +47,7 @@ from treino.govern.models import (
     User,
 )
 from treino.server import governance
-from treino.server.db import Job, Token
+from treino.server.db import ACTIVE_STATES, Job, Token
 from treino.server.service import Service, token_hash
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -335,6 +335,25 @@ def add_govern_routes(
                     },
                 )
             pin, version, d = row
+            if job.state not in ACTIVE_STATES:
+                raise HTTPException(409, f"Job {job_id} is {job.state}: only a running job reads its datasets.")
+            owner = s.scalar(select(User).where(User.name == job.owner))
+            try:  # checked again at read time: a grant, a user or a transfer may have been revoked since submit
+                if owner is None or owner.disabled_at is not None:
+                    raise PolicyViolation("grant", f"the job's owner {job.owner} is no longer an active user.")
+                check_grant(s, owner, d, pin.purpose)
+                check_residency(s, d, service.settings.site)
+            except PolicyViolation as exc:
+                with service.sessions.begin() as denial:  # recorded even though this request fails
+                    service.audit(
+                        denial,
+                        job.owner,
+                        "job.deny",
+                        dataset=name,
+                        job_id=job_id,
+                        detail={"rule": exc.rule, "reason": str(exc), "at": "read"},
+                    )
+                raise _forbidden(exc) from exc
             if version.purged_at is not None:
                 raise HTTPException(
                     410,

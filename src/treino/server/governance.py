@@ -165,7 +165,13 @@ def erase(service: Service, subject: str, dataset: str | None, retrain: bool, ac
             detail={"erasure": erasure.id, "deadline_at": erasure.deadline_at, "retrain": retrain},
         )
         result = store_ops.erase_subject(
-            s, service.settings.store, subject_id=subject, dataset=dataset, actor=actor, erasure_id=erasure.id
+            s,
+            service.settings.store,
+            subject_id=subject,
+            dataset=dataset,
+            actor=actor,
+            erasure_id=erasure.id,
+            delete_files=False,  # deleted below, once the new versions and the purge marks are committed
         )
         for d in result.datasets:
             service.audit(
@@ -187,13 +193,16 @@ def erase(service: Service, subject: str, dataset: str | None, retrain: bool, ac
                 s, actor, "model.mark", subject=subject_pseudonym, detail={"erasure": erasure.id, "model": model_id}
             )
         report = result.report()
+    for rel in result.deleted_files:
+        (service.settings.store / rel).unlink(missing_ok=True)
     retrained: list[int] = []
+    retrain_refused: list[dict[str, Any]] = []
     if retrain:
-        retrained = _retrain(service, result.job_ids, erasure.id)
+        retrained, retrain_refused = _retrain(service, result.job_ids, erasure.id)
     with service.sessions.begin() as s:
         row = s.get(Erasure, erasure.id)
         assert row is not None
-        row.report = {**report, "retrain_jobs": retrained}
+        row.report = {**report, "retrain_jobs": retrained, "retrain_refused": retrain_refused}
         service.audit(
             s,
             actor,
@@ -215,12 +224,15 @@ def erase(service: Service, subject: str, dataset: str | None, retrain: bool, ac
         "deadline_days": ERASURE_DEADLINE_DAYS,
         **report,
         "retrain_jobs": retrained,
+        "retrain_refused": retrain_refused,
     }
 
 
-def _retrain(service: Service, job_ids: list[int], erasure_id: int) -> list[int]:
-    """Each affected job again, same spec and owner, admitted anew: it gets the versions without the subject."""
-    queued = []
+def _retrain(service: Service, job_ids: list[int], erasure_id: int) -> tuple[list[int], list[dict[str, Any]]]:
+    """Each affected job again, same spec and owner, admitted anew: it gets the versions without the subject. A job
+    that is no longer admitted is listed with its rule, never fails the erasure already done."""
+    queued: list[int] = []
+    refused: list[dict[str, Any]] = []
     for job_id in sorted(set(job_ids)):
         with service.sessions() as s:
             job = s.get(Job, job_id)
@@ -229,9 +241,13 @@ def _retrain(service: Service, job_ids: list[int], erasure_id: int) -> list[int]
             owner = s.scalar(select(User).where(User.name == job.owner))
             spec = JobSpec.model_validate({**job.spec, "name": f"{job.name}-retrain-e{erasure_id}"[:100]})
         who = Principal(owner.name, Role(owner.role), 0, owner.id) if owner else job.owner
-        new, _ = service.submit(spec, who)
+        try:
+            new, _ = service.submit(spec, who)
+        except PolicyViolation as exc:  # e.g. the owner's grant was revoked since: said in the report (and audited)
+            refused.append({"job": job_id, "rule": exc.rule, "reason": str(exc)})
+            continue
         queued.append(new.id)
-    return queued
+    return queued, refused
 
 
 def subject_report(service: Service, subject: str, actor: str) -> dict[str, Any]:

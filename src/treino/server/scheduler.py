@@ -99,10 +99,10 @@ def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequen
             reservation, spare_at_reservation = _reservation(len(free), running, job.gpus)
             victims = _victims(job, len(free), running)
             if victims:
+                # The head takes the next devices to come free: nothing backfills in this decision (a victim's
+                # expected end is its timeout, not the grace period it is about to get).
                 preempt.extend(victims)
-                stopping = {r.id for r in running if r.stopping_until is not None}
-                reservation = max((r.expected_end() for r in running if r.id in set(victims) | stopping), default=now)
-                spare_at_reservation = 0
+                reservation, spare_at_reservation = now, 0
             continue
         chosen = choose_devices(free, job.gpus)
         if chosen is None:

@@ -284,7 +284,16 @@ class Service:
 
     # --- the loop --------------------------------------------------------------------------------------------
     def tick(self) -> None:
-        with self.lock, self.sessions.begin() as s:
+        with self.lock:
+            to_start: list[tuple[int, LaunchRequest]] = []
+            self._tick(to_start)
+            # The attempts are committed before their processes start: a server that dies in between leaves an
+            # attempt with no process (requeued), never a process the database does not know of.
+            for attempt_id, request in to_start:
+                self._start(attempt_id, request)
+
+    def _tick(self, to_start: list[tuple[int, LaunchRequest]]) -> None:
+        with self.sessions.begin() as s:
             now = time.time()
             for job in s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES)))):
                 attempt = self._latest_attempt(s, job)
@@ -305,7 +314,7 @@ class Service:
                     and now > job.stop_requested_at + spec.grace_seconds + KILL_MARGIN_S
                 ):
                     self.backend.kill(attempt.handle)  # the supervisor did not finish the job off: we do
-            self._schedule(s, now)
+            self._schedule(s, now, to_start)
             if time.monotonic() - self._last_audit_checkpoint > AUDIT_CHECKPOINT_S:
                 self._last_audit_checkpoint = time.monotonic()
                 self.audit_log.checkpoint(s)
@@ -335,7 +344,7 @@ class Service:
                     self.orphans_killed += 1
         self.foreign_gpu_pids = foreign
 
-    def _schedule(self, s: Session, now: float) -> None:
+    def _schedule(self, s: Session, now: float, to_start: list[tuple[int, LaunchRequest]]) -> None:
         queued = list(s.scalars(select(Job).where(Job.state == JobState.QUEUED)))
         if not queued:
             return
@@ -372,7 +381,7 @@ class Service:
         for job_id in decision.preempt:
             self._request_stop(s, by_id[job_id], StopRequest.PREEMPT)
         for job_id, devices in decision.start:
-            self._launch(s, by_id[job_id], devices)
+            to_start.append(self._prepare(s, by_id[job_id], devices))
 
     # --- transitions -----------------------------------------------------------------------------------------
     @staticmethod
@@ -392,7 +401,8 @@ class Service:
     def job_dir(self, job_id: int) -> Path:
         return self.settings.data_dir / "jobs" / str(job_id)
 
-    def _launch(self, s: Session, job: Job, devices: tuple[int, ...]) -> None:
+    def _prepare(self, s: Session, job: Job, devices: tuple[int, ...]) -> tuple[int, LaunchRequest]:
+        """The attempt's row, its devices and the job's running state, in `s`; the processes start after commit."""
         spec = JobSpec.model_validate(job.spec)
         number = job.attempts + 1
         job_token = "trj_" + secrets.token_urlsafe(24)  # a fresh token per attempt; the old one stops working
@@ -414,18 +424,33 @@ class Service:
             job_id=job.id,
             attempt=number,
             argv=spec.argv(len(devices), self.settings.python),
-            cwd=spec.workdir or str(self.settings.data_dir),
+            cwd=spec.workdir or str(self.job_dir(job.id)),
             env=env,
             grace_s=spec.grace_seconds,
             attempt_dir=self.job_dir(job.id) / f"attempt-{number}",
+            key=secrets.token_hex(16),
         )
-        handle = self.backend.launch(request)
-        s.add(Attempt(job_id=job.id, number=number, devices=list(devices), handle=handle, started_at=time.time()))
+        handle = {"node": "local", "key": request.key, "dir": str(request.attempt_dir), "supervisor_pid": None}
+        attempt = Attempt(job_id=job.id, number=number, devices=list(devices), handle=handle, started_at=time.time())
+        s.add(attempt)
         self._transition(job, JobState.RUNNING)
         job.attempts = number
         job.devices = list(devices)
         job.started_at = job.started_at or time.time()
-        log.info("job %s attempt %s started on devices %s", job.id, number, devices)
+        s.flush()
+        return attempt.id, request
+
+    def _start(self, attempt_id: int, request: LaunchRequest) -> None:
+        try:
+            handle = self.backend.launch(request)
+        except Exception:  # the next tick finds no process for it and requeues the job (a node fault)
+            log.exception("job %s attempt %s: the launch failed", request.job_id, request.attempt)
+            return
+        with self.sessions.begin() as s:
+            attempt = s.get(Attempt, attempt_id)
+            assert attempt is not None
+            attempt.handle = handle
+        log.info("job %s attempt %s started", request.job_id, request.attempt)
 
     def _request_stop(self, s: Session, job: Job, why: StopRequest) -> None:
         if job.state == JobState.RUNNING:
@@ -437,6 +462,8 @@ class Service:
 
     def _finish(self, s: Session, job: Job, attempt: Attempt, info: ExitInfo) -> None:
         outcome, detail = classify(info)
+        # The attempt's token dies with it: a finished job may no longer read datasets or write lineage.
+        job.job_token_hash = token_hash(secrets.token_urlsafe(24))
         attempt.ended_at = time.time()
         attempt.exit_code = info.returncode
         spec = JobSpec.model_validate(job.spec)
@@ -541,7 +568,14 @@ def _base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("TREINO_") and k != "CUDA_VISIBLE_DEVICES"}
 
 
-def job_json(job: Job) -> dict[str, Any]:
+def visible_spec(spec: dict[str, Any], show_env: bool) -> dict[str, Any]:
+    """The spec as a reader may see it: env values (often secrets: HF_TOKEN, ...) only for its owner and admins."""
+    if show_env or not spec.get("env"):
+        return spec
+    return {**spec, "env": {k: "(hidden)" for k in spec["env"]}}
+
+
+def job_json(job: Job, show_env: bool = False) -> dict[str, Any]:
     return {
         "id": job.id,
         "name": job.name,
@@ -564,5 +598,5 @@ def job_json(job: Job) -> dict[str, Any]:
         "last_step": job.last_step,
         "last_loss": job.last_loss,
         "steps_per_s": job.steps_per_s,
-        "spec": job.spec,
+        "spec": visible_spec(job.spec, show_env),
     }

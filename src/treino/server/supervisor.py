@@ -29,7 +29,8 @@ LAUNCH_FAILED_EXIT = 127  # the shell's "command not found"
 
 def write_json_atomic(path: Path, data: dict[str, object]) -> None:
     tmp = path.with_suffix(".tmp")
-    with tmp.open("w") as f:
+    # 0600: launch.json holds the job's token and its env (which may hold the owner's secrets)
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         json.dump(data, f)
         f.flush()
         os.fsync(f.fileno())

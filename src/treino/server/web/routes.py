@@ -32,8 +32,9 @@ from sqlalchemy.orm import Session
 
 from treino.errors import JobError, PolicyViolation, TreinoError
 from treino.govern.access import Principal, allowed
+from treino.govern.models import Role
 from treino.server.db import FINAL_STATES, Job
-from treino.server.service import Service, token_hash
+from treino.server.service import Service, token_hash, visible_spec
 from treino.server.spec import JobSpec
 from treino.server.web import plan_view, views
 from treino.server.web.i18n import negotiate
@@ -204,10 +205,15 @@ def add_web_routes(
             request,
             "job.html",
             d=data,
-            spec_yaml=yaml.safe_dump(data["full"].spec, sort_keys=False, allow_unicode=True),
+            spec_yaml=yaml.safe_dump(
+                visible_spec(data["full"].spec, who.role == Role.ADMIN or who.name == data["full"].owner),
+                sort_keys=False,
+                allow_unicode=True,
+            ),
             curves_json=_script_json(data["curves"]),
             may_cancel=views.may_cancel(who, data["full"]),
-            may_resubmit=allowed(who.role, "jobs.submit"),
+            may_resubmit=allowed(who.role, "jobs.submit")
+            and (who.role == Role.ADMIN or who.name == data["full"].owner),
             msg=msg[:300],
         )
 
@@ -237,7 +243,13 @@ def add_web_routes(
         who, raw = page_user(request, "jobs.submit")
         await form_of(request, raw)
         with service.sessions() as s:
-            spec = JobSpec.model_validate(job_or_404(s, job_id).spec)
+            original = job_or_404(s, job_id)
+            spec = JobSpec.model_validate(original.spec)
+        if who.role != Role.ADMIN and who.name != original.owner:
+            # the spec's env may hold its owner's secrets: only they (or an admin) may run it again
+            raise HTTPException(
+                403, f"Job {job_id} belongs to {original.owner}: only they or an admin may resubmit it."
+            )
         try:
             if admission is not None and spec.plan is not None:
                 admission(spec)
