@@ -150,10 +150,15 @@ def test_content_addressed_and_read_only(env: Env) -> None:
     assert D.resolve(env.session, "a").number == 2 and D.resolve(env.session, "a", 1).id == a.version.id
 
 
-def test_cpfs_in_a_dataset_not_flagged_personal_warn(env: Env) -> None:
+def test_cpfs_in_a_dataset_not_flagged_personal_warn_and_stay_erasable(env: Env) -> None:
     reg = env.register(legal_basis="not-personal", personal_data=False, subject_column=None)
     assert [f.column for f in reg.cpf_findings] == ["cpf"]
-    assert len(reg.warnings) == 1 and "column 'cpf'" in reg.warnings[0] and "Art. 5 I" in reg.warnings[0]
+    assert len(reg.warnings) == 2 and "column 'cpf'" in reg.warnings[0] and "Art. 5 I" in reg.warnings[0]
+    # Mislabelled, yet an Art. 18 request must still reach its rows (found in review: it used to be skipped).
+    assert reg.dataset.subject_column == "cpf" and "Art. 18" in reg.warnings[1]
+    env.session.flush()
+    report = D.subject_report(env.session, env.store, env.subject)
+    assert report.found and report.holdings[0].rows == 2
 
 
 def test_jsonl_with_numeric_subject_ids(env: Env) -> None:

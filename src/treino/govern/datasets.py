@@ -436,7 +436,26 @@ def register_dataset(
     session.flush()
     version = _add_version(session, ds, stored, reason=f"import {path}", actor=actor, parent_id=None)
     findings = scan_table(table)
-    return Registered(ds, version, findings, _warnings(ds, findings))
+    adopted = _adopt_cpf_column(ds, table, findings)
+    warnings = _warnings(ds, findings)
+    if adopted:
+        warnings.append(
+            f"Its CPF column '{adopted}' is recorded as the subject column, so erasure and access requests "
+            "(Art. 18) reach its rows even though it was registered without one."
+        )
+    return Registered(ds, version, findings, warnings)
+
+
+def _adopt_cpf_column(ds: Dataset, table: pa.Table, findings: list[ColumnFinding]) -> str | None:
+    """Fail closed: a dataset registered without a subject column but holding CPFs gets the CPF column (the one
+    with the most valid CPFs, if it holds text) as its subject column, so no Art. 18 request can miss it."""
+    if ds.subject_column is not None or not findings:
+        return None
+    best = max(findings, key=lambda f: f.valid_cpfs)
+    if not pa.types.is_string(table.schema.field(best.column).type):
+        return None
+    ds.subject_column = best.column
+    return best.column
 
 
 def new_version(
