@@ -614,5 +614,5 @@ def main() -> None:
         from rich.markup import escape
 
         # escape(): a message may hold brackets ("pip install 'treino[torch]'") that are not Rich markup.
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
