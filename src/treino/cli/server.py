@@ -99,7 +99,7 @@ def server(
         out.print(f"Admin token (shown once; also in {data_dir / 'admin-token'}, mode 0600): {token}")
     service.start(reconcile=False)
     app = build_app(service, admission_for(gpu) if gpu else None)
-    out.print(f"Listening on http://{host}:{port}")
+    out.print(f"Listening on http://{host}:{port} (API under /api/v1, dashboard at /, log in with a token)")
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
