@@ -9,27 +9,20 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.server.conftest import ServerProcess, StartServer
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "ddp_train.py")
-START_TIMEOUT_S = 30.0
 JOB_TIMEOUT_S = 120.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def job_pids(url: str, job_id: int, **env: str) -> list[int]:
@@ -51,41 +44,14 @@ def job_pids(url: str, job_id: int, **env: str) -> list[int]:
 
 
 class Server:
-    def __init__(self, data_dir: Path, port: int, args: list[str]) -> None:
-        self.data_dir, self.port, self.args = data_dir, port, args
-        self.url = f"http://127.0.0.1:{port}"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.token = ""
+    """A started server (tests/server/conftest.py) with the few calls these tests make."""
 
-    def start(self) -> Server:
-        cmd = [sys.executable, "-c", "from treino.cli.app import main; main()", "server"]
-        cmd += ["--data-dir", str(self.data_dir), "--devices", "cpu:2", "--port", str(self.port), *self.args]
-        log = (self.data_dir.parent / f"server-{self.port}.log").open("ab")
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    self.token = (self.data_dir / "admin-token").read_text().strip()
-                    return self
-            except httpx.TransportError:
-                pass
-            assert self.proc.poll() is None, (self.data_dir.parent / f"server-{self.port}.log").read_text()
-            time.sleep(0.2)
-        raise AssertionError("the server did not answer /healthz")
+    def __init__(self, process: ServerProcess) -> None:
+        self.process = process
+        self.url, self.token, self.data_dir, self.port = process.url, process.token, process.data_dir, process.port
 
     def crash(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        self.process.stop(signal.SIGKILL)
 
     def api(self, method: str, path: str, **kw: Any) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self.token}"}
@@ -116,20 +82,14 @@ class Server:
 
 
 @pytest.fixture
-def make_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
-    servers: list[Server] = []
+def make_server(start_server: StartServer) -> Callable[..., Server]:
+    """`make_server(*args, data_dir=None, port=None)`: a server on 2 CPU slots; the conftest stops it and kills its
+    jobs' processes at teardown."""
 
     def make(*args: str, data_dir: Path | None = None, port: int | None = None) -> Server:
-        server = Server(data_dir or tmp_path / "data", port or free_port(), list(args))
-        servers.append(server)
-        return server.start()
+        return Server(start_server(extra_args=list(args), data_dir=data_dir, port=port))
 
-    yield make
-    for server in servers:
-        server.stop()
-        for job in range(1, 20):  # nothing of a test may outlive it
-            for pid in job_pids(server.url, job):
-                os.kill(pid, signal.SIGKILL)
+    return make
 
 
 def ddp_job(name: str, steps: int, gpus: int = 2, **extra: Any) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from treino.server.db import (
     StopRequest,
 )
 from treino.server.inventory import Inventory
-from treino.server.spec import JobSpec
+from treino.server.spec import DEFAULT_GRACE_S, JobSpec
 
 log = logging.getLogger("treino.server")
 
@@ -301,17 +301,13 @@ class Service:
                 if info is not None:
                     self._finish(s, job, attempt, info)
                     continue
-                spec = JobSpec.model_validate(job.spec)
-                if (
-                    job.state == JobState.RUNNING
-                    and spec.timeout_minutes
-                    and now > (attempt.started_at + spec.timeout_minutes * 60)
-                ):
+                timeout = _timeout_s(job)
+                if job.state == JobState.RUNNING and timeout and now > attempt.started_at + timeout:
                     self._request_stop(s, job, StopRequest.TIMEOUT)
                 elif (
                     job.state == JobState.STOPPING
                     and job.stop_requested_at is not None
-                    and now > job.stop_requested_at + spec.grace_seconds + KILL_MARGIN_S
+                    and now > job.stop_requested_at + _grace_s(job) + KILL_MARGIN_S
                 ):
                     self.backend.kill(attempt.handle)  # the supervisor did not finish the job off: we do
             self._schedule(s, now, to_start)
@@ -351,18 +347,15 @@ class Service:
         active = list(s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES)))))
         running = []
         for job in active:
-            spec = JobSpec.model_validate(job.spec)
             attempt = self._latest_attempt(s, job)
-            stopping_until = (
-                (job.stop_requested_at or now) + spec.grace_seconds if job.state == JobState.STOPPING else None
-            )
+            stopping_until = (job.stop_requested_at or now) + _grace_s(job) if job.state == JobState.STOPPING else None
             running.append(
                 scheduler.Running(
                     job.id,
                     job.priority,
                     tuple(job.devices or ()),
                     attempt.started_at,
-                    spec.timeout_minutes * 60 if spec.timeout_minutes else None,
+                    _timeout_s(job),
                     stopping_until,
                 )
             )
@@ -372,7 +365,7 @@ class Service:
                 j.priority,
                 j.gpus,
                 j.submitted_at,
-                (JobSpec.model_validate(j.spec).timeout_minutes or 0) * 60 or None,
+                _timeout_s(j),
             )
             for j in queued
         ]
@@ -541,6 +534,17 @@ class Service:
     def queue_length(self) -> int:
         with self.sessions() as s:
             return int(s.scalar(select(func.count()).select_from(Job).where(Job.state == JobState.QUEUED)) or 0)
+
+
+def _timeout_s(job: Job) -> float | None:
+    """The spec's timeout in seconds. Specs are validated once, at submit: the loop reads the stored dict rather
+    than re-validating every job's spec every tick."""
+    minutes = job.spec.get("timeout_minutes")
+    return float(minutes) * 60 if minutes else None
+
+
+def _grace_s(job: Job) -> float:
+    return float(job.spec.get("grace_seconds", DEFAULT_GRACE_S))
 
 
 def _env_of(pid: int) -> dict[str, str]:

@@ -29,6 +29,7 @@ from treino.errors import JobError
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 MAX_GPUS_PER_JOB = 1024  # a sanity bound; the server checks its own inventory
 TORCHRUN_SHUTDOWN_TIMEOUT_S = 30  # torchrun's default --shutdown-timeout
+DEFAULT_GRACE_S = 30.0  # SIGTERM -> SIGKILL on cancel, preemption and timeout
 
 
 class PlanSpec(BaseModel):
@@ -61,7 +62,7 @@ class JobSpec(BaseModel):
     priority: int = Field(0, ge=-100, le=100)
     max_restarts: int = Field(0, ge=0, le=100)
     timeout_minutes: float | None = Field(None, gt=0)
-    grace_seconds: float = Field(30.0, ge=0, le=3600)
+    grace_seconds: float = Field(DEFAULT_GRACE_S, ge=0, le=3600)
     plan: PlanSpec | None = None
     datasets: list[str] = Field(default_factory=list)
     purpose: str | None = Field(None, max_length=100)  # why the job reads its datasets (LGPD Art. 6 I)
