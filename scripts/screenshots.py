@@ -24,6 +24,9 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data"
+sys.path.insert(0, str(ROOT))
+from tests.server.people import churn_job, people_and_clientes  # noqa: E402 (the tests' demo data, one copy)
+
 CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 900}
 PNG_BYTES_MAX = 300_000
@@ -101,34 +104,10 @@ def ddp(name: str, steps: int, sleep_s: float, gpus: int = 1) -> dict[str, Any]:
 
 def populate(demo: Demo) -> int:
     """People, the dataset and its grant, finished jobs, an erasure, live jobs; the id of the finished DDP job."""
-    for name, role in (("eng1", "engineer"), ("dpo1", "dpo"), ("view1", "viewer")):
-        demo.api("admin", "POST", "/api/v1/users", json={"name": name, "role": role})
-        demo.tokens[name] = demo.api("admin", "POST", "/api/v1/tokens", json={"user": name})["token"]
-    dataset = {
-        "name": "clientes",
-        "path": str(DATA / "clientes.csv"),
-        "legal_basis": "art7-ix",
-        "purposes": ["churn-model"],
-        "personal_data": True,
-        "residency": "BR",
-        "retention_days": 365,
-        "subject_column": "cpf",
-    }
-    demo.api("eng1", "POST", "/api/v1/datasets", json=dataset)
-    demo.api(
-        "dpo1", "POST", "/api/v1/grants", json={"user": "eng1", "dataset": "clientes", "purposes": ["churn-model"]}
-    )
+    demo.tokens.update(people_and_clientes(demo.url, demo.tokens["admin"]))
     ddp_id = demo.api("admin", "POST", "/api/v1/jobs", json=ddp("ddp-example", 120, 0.05, gpus=2))["id"]
     demo.wait(ddp_id, ("succeeded", "failed"))
-    churn = {
-        "name": "churn",
-        "script": str(ROOT / "examples" / "churn_train.py"),
-        "args": ["--steps", "40", "--save-every", "20"],
-        "workdir": str(ROOT),
-        "datasets": ["clientes"],
-        "purpose": "churn-model",
-        "env": {"OMP_NUM_THREADS": "1"},
-    }
+    churn = churn_job(steps=40)
     churn_id = demo.api("eng1", "POST", "/api/v1/jobs", json=churn)["id"]
     demo.wait(churn_id, ("succeeded", "failed"))
     with (DATA / "clientes.csv").open() as f:
