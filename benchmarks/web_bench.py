@@ -46,7 +46,7 @@ def build(tmp: Path) -> tuple[object, str, int]:
 
     engine = make_engine(sqlite_url(tmp))
     migrate(engine)
-    service = Service(Settings(tmp, "http://127.0.0.1:0"), make_sessionmaker(engine), cpu_inventory(2), LocalBackend())
+    service = Service(Settings(tmp, "http://127.0.0.1:0"), make_sessionmaker(engine), LocalBackend(cpu_inventory(2)))
     token = create_admin_token(service)
     assert token is not None
     now = time.time()

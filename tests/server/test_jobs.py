@@ -229,3 +229,10 @@ def test_a_command_that_cannot_start_fails_once_with_the_reason(make_server: Cal
     job = server.wait(job_id, final, timeout_s=30)
     assert job["state"] == "failed" and job["attempts"] == 1 and job["exit_code"] == 127
     assert "cannot start 'no-such-program-xyz'" in server.logs(job_id)
+
+
+def test_the_local_backend_refuses_a_multi_node_job_naming_slurm(server: ServerProcess) -> None:
+    with server.client() as c:
+        r = c.post("/api/v1/jobs", json={"name": "mn", "command": ["true"], "nodes": 2})
+        assert r.status_code == 422 and "--backend slurm" in r.text, r.text
+        assert c.get("/api/v1/jobs").json()["jobs"] == []

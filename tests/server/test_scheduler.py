@@ -86,3 +86,35 @@ def test_nothing_backfills_onto_the_devices_a_preempting_head_waits_for() -> Non
     running = [Running(10, 0, (0, 1), NOW - 100, 36_000.0)]
     d = schedule(devices, [q(1, 4, priority=10), q(2, 2, priority=10, timeout_s=3600)], running, NOW)
     assert d.preempt == (10,) and d.start == () and d.head == 1
+
+
+def cluster(gpus_per_node: dict[str, int]) -> list[Device]:
+    """A Slurm inventory's shape: each node its own domain, indices running over the nodes."""
+    devices, index = [], 0
+    for ordinal, (node, count) in enumerate(gpus_per_node.items()):
+        devices += [Device(index + g, "gpu", "GPU", 0, ordinal, node=node) for g in range(count)]
+        index += count
+    return devices
+
+
+def test_a_job_gets_gpus_on_each_of_its_nodes_never_split_within_a_node() -> None:
+    devices = cluster({"n1": 2, "n2": 2, "n3": 1})
+    # 2 nodes x 1 GPU: best fit takes the nodes with the fewest free (n3, then n1), keeping n2 whole.
+    assert choose_devices(devices, 1, nodes=2) == (4, 0)
+    # 1 node x 2 GPUs: one machine, never 1 + 1 across two (a 1-node job cannot span machines).
+    assert choose_devices(devices, 2, nodes=1) == (0, 1)
+    assert choose_devices([devices[0], devices[2], devices[4]], 2, nodes=1) is None
+    assert choose_devices(devices, 2, nodes=3) is None  # n3 has one GPU only
+    assert choose_devices(devices, 1, nodes=3) is not None
+
+
+def test_residency_keeps_a_job_to_its_allowed_nodes_and_an_unplaceable_job_never_blocks() -> None:
+    devices = cluster({"sp1": 2, "mia": 2})
+    assert choose_devices(devices, 2, allowed=frozenset({"mia"})) == (2, 3)
+    br_only = Queued(1, 0, 1, 1.0, None, nodes=2, allowed_nodes=frozenset({"sp1"}))  # 2 nodes, 1 allowed
+    other = Queued(2, 0, 1, 2.0, None, allowed_nodes=frozenset({"sp1"}))
+    d = schedule(devices, [br_only, other], [], NOW)
+    assert dict(d.start) == {2: (0,)} and d.head is None
+    # Held devices count per node: with sp1 busy, a job kept to sp1 waits although mia is free.
+    d = schedule(devices, [other], [Running(9, 0, (0, 1), NOW, None)], NOW)
+    assert d.start == () and d.head == 2

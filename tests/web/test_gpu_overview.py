@@ -25,7 +25,7 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TestClient:
     migrate(engine)
     devices = tuple(Device(i, "gpu", "NVIDIA H200", 141 * GIB, 0) for i in range(2))
     service = Service(
-        Settings(tmp_path, "http://127.0.0.1:0"), make_sessionmaker(engine), Inventory("gpu", devices), LocalBackend()
+        Settings(tmp_path, "http://127.0.0.1:0"), make_sessionmaker(engine), LocalBackend(Inventory("gpu", devices))
     )
     token = create_admin_token(service)
     with service.sessions.begin() as s:

@@ -37,16 +37,38 @@ def server(
         str,
         typer.Option(help="Catalog GPU to plan jobs against (default: the GPUs found; none on CPU slots)."),
     ] = "",
+    backend: Annotated[
+        str, typer.Option(help="'local': this machine's GPUs; 'slurm': an existing Slurm cluster (SLURM_CONF).")
+    ] = "local",
+    partition: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--partition",
+            help="Slurm partition jobs may run on, as NAME or NAME=SITE (its site in the sites catalog, for "
+            "residency); repeatable. Default: every partition, at --site.",
+        ),
+    ] = None,
+    slurm_account: Annotated[str, typer.Option(help="Slurm account to charge jobs to (sbatch --account).")] = "",
+    shared_dir: Annotated[
+        Path | None,
+        typer.Option(help="Job folders and the dataset store, on a filesystem every node mounts (default: data dir)."),
+    ] = None,
+    public_url: Annotated[
+        str, typer.Option(help="How jobs reach this server (TREINO_URL); default http://HOST:PORT.")
+    ] = "",
 ) -> None:
-    """Queue and run training jobs on this machine's GPUs: whole GPUs per job, priorities, preemption, restarts
-    from checkpoints, live metrics. Jobs survive a server crash and are adopted when it starts again."""
+    """Queue and run training jobs on this machine's GPUs, or on a Slurm cluster: whole GPUs per job, priorities,
+    preemption, restarts from checkpoints, live metrics. Jobs survive a server crash and are adopted when it
+    starts again."""
     import uvicorn
     from rich.console import Console
 
     from treino import catalog
+    from treino.errors import TreinoError
+    from treino.govern.access import site as find_site
     from treino.server.admission import admission_for, gpu_for
     from treino.server.api import build_app, create_admin_token
-    from treino.server.backend import LocalBackend
+    from treino.server.backend import Backend, LocalBackend
     from treino.server.db import make_engine, make_sessionmaker, migrate, sqlite_url
     from treino.server.inventory import discover
     from treino.server.service import Service, Settings
@@ -55,23 +77,48 @@ def server(
     data_dir = data_dir.expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # the database, tokens, server key, job logs and the dataset store: the server's user only
-    inventory = discover(devices)
+    if shared_dir is not None:
+        shared_dir = shared_dir.expanduser().resolve()
+        shared_dir.mkdir(parents=True, exist_ok=True)
+        shared_dir.chmod(0o700)
+    default_site = find_site(site) if site else None
+    partition_sites = {}
+    the_backend: Backend
+    if backend == "slurm":
+        from treino.server.slurm import SlurmBackend, server_tag
+
+        for entry in partition or ():
+            name, _, where = entry.partition("=")
+            partition_sites[name] = find_site(where) if where else default_site
+        slurm = SlurmBackend(list(partition_sites), slurm_account or None, tag=server_tag(data_dir))
+        slurm.check()
+        partition_sites = {p: partition_sites.get(p, default_site) for p in slurm.partitions}
+        out.print(f"Slurm: checking that {shared_dir or data_dir} is shared with the nodes (a 1-node job) ...")
+        slurm.check_shared(shared_dir or data_dir)
+        the_backend = slurm
+    elif backend == "local":
+        if partition or slurm_account:
+            raise TreinoError("--partition and --slurm-account go with --backend slurm. To fix: add --backend slurm.")
+        the_backend = LocalBackend(discover(devices))
+    else:
+        raise TreinoError(f"Unknown --backend {backend!r}. To fix: use 'local' or 'slurm'.")
+    inventory = the_backend.inventory()
     engine = make_engine(db or sqlite_url(data_dir))
     migrate(engine)
     public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    from treino.govern.access import site as find_site
-
     settings = Settings(
         data_dir,
-        f"http://{public_host}:{port}",
+        public_url.rstrip("/") or f"http://{public_host}:{port}",
         key=server_key(data_dir),
-        site=find_site(site) if site else None,
+        site=default_site,
         import_roots=tuple(p.expanduser().resolve() for p in import_root or ()),
+        partition_sites=partition_sites,
+        shared_dir=shared_dir,
         **({"controller": controller} if controller else {}),
     )
-    service = Service(settings, make_sessionmaker(engine), inventory, LocalBackend())
+    service = Service(settings, make_sessionmaker(engine), the_backend)
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None
-    if gpu is None and inventory.kind == "gpu":
+    if gpu is None and inventory.kind == "gpu" and inventory.devices:
         gpu = gpu_for(inventory.devices[0].name)
     from treino.govern.datasets import sweep_purged
 
@@ -89,11 +136,15 @@ def server(
             f"{counts['finished']} finished while the server was down."
         )
     where = settings.site
-    out.print(
-        f"Site: {where.name} ({where.city}, {where.country}, {where.provider})"
-        if where
-        else "Site: none (--site): jobs on datasets with a residency are refused"
-    )
+    if partition_sites:
+        for name, at in partition_sites.items():
+            out.print(f"Partition {name}: " + (f"site {at.name} ({at.city}, {at.country})" if at else "no site"))
+    else:
+        out.print(
+            f"Site: {where.name} ({where.city}, {where.country}, {where.provider})"
+            if where
+            else "Site: none (--site): jobs on datasets with a residency are refused"
+        )
     out.print(f"Admission control: {'plans checked against ' + gpu.display_name if gpu else 'off (no GPU model)'}")
     if token:
         out.print(f"Admin token (shown once; also in {data_dir / 'admin-token'}, mode 0600): {token}")

@@ -35,7 +35,7 @@ def admission_for(gpu: GpuSpec) -> Callable[[JobSpec], str]:
             optimizer=p.optimizer,
             attention=p.attention,
             checkpointing=p.checkpointing,
-            gpus=spec.gpus,
+            gpus=spec.gpus * spec.nodes,  # the world size: ZeRO and FSDP shard over every node's GPUs
             zero=p.zero,
             tp=p.tp,
             lora_rank=p.lora_rank,
@@ -43,7 +43,8 @@ def admission_for(gpu: GpuSpec) -> Callable[[JobSpec], str]:
         plan = plan_training(catalog.model(p.model), gpu, setup)
         need, have = plan.memory.peak_bytes / GIB, gpu.memory_bytes / GIB
         if plan.fits:
-            return f"fits: {need:.1f} of {have:.1f} GiB per {gpu.display_name}"
+            over = f" over {spec.nodes} nodes x {spec.gpus} GPUs" if spec.nodes > 1 else ""
+            return f"fits: {need:.1f} of {have:.1f} GiB per {gpu.display_name}{over}"
         options = [a for a in plan.advice() if a.fits][:3]
         advice = "; ".join(f"{a.change} ({a.flags}: {a.peak_bytes / GIB:.1f} GiB)" for a in options)
         raise JobError(

@@ -189,18 +189,9 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
             spec = JobSpec.model_validate(body)
         except ValidationError as exc:
             raise HTTPException(422, field_errors(exc)) from exc
-        total = len(service.inventory.devices)
-        if spec.gpus > total:
-            raise HTTPException(
-                422,
-                [
-                    {
-                        "field": "gpus",
-                        "message": f"asks for {spec.gpus} but this server has {total} "
-                        f"({service.inventory.describe()}). To fix: gpus <= {total}.",
-                    }
-                ],
-            )
+        refusal = service.capacity_error(spec)
+        if refusal is not None:
+            raise HTTPException(422, [{"field": refusal[0], "message": refusal[1]}])
         if admission is not None and spec.plan is not None:
             try:
                 admission(spec)
@@ -210,6 +201,8 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
             job, _ = service.submit(spec, who)
         except PolicyViolation as exc:
             raise HTTPException(403, {"rule": exc.rule, "message": str(exc)}) from exc
+        except JobError as exc:
+            raise HTTPException(422, [{"field": "nodes", "message": str(exc)}]) from exc
         list_cache.clear()  # a submitter's next listing shows the job
         return job_json(job)
 
@@ -254,6 +247,12 @@ def build_app(service: Service, admission: Any = None) -> FastAPI:
                     "ended_at": a.ended_at,
                     "exit_code": a.exit_code,
                     "outcome": a.outcome,
+                    # where it ran: the machines, and on Slurm its job id, partition and requeues
+                    "placement": {
+                        k: a.handle[k]
+                        for k in ("placement", "slurm_job_id", "partition", "slurm_restarts")
+                        if k in a.handle
+                    },
                 }
                 for a in attempts
             ],

@@ -98,6 +98,8 @@ class Job(Base):
     restarts: Mapped[int] = mapped_column(Integer, default=0)  # attempts after a crash (counted by max_restarts)
     preemptions: Mapped[int] = mapped_column(Integer, default=0)
     devices: Mapped[list[Any] | None] = mapped_column(default=None)  # held while running or stopping
+    # Slurm partitions the job may run on (its datasets' residency, decided at submit); None: any
+    partitions: Mapped[list[Any] | None] = mapped_column(default=None)
     stop_request: Mapped[str | None] = mapped_column(String(20), default=None)
     stop_requested_at: Mapped[float | None] = mapped_column(Float, default=None)
     exit_code: Mapped[int | None] = mapped_column(Integer, default=None)

@@ -342,7 +342,8 @@ def add_govern_routes(
                 if owner is None or owner.disabled_at is not None:
                     raise PolicyViolation("grant", f"the job's owner {job.owner} is no longer an active user.")
                 check_grant(s, owner, d, pin.purpose)
-                check_residency(s, d, service.settings.site)
+                site_now = service.job_site(s, job)
+                check_residency(s, d, site_now)
             except PolicyViolation as exc:
                 with service.sessions.begin() as denial:  # recorded even though this request fails
                     service.audit(
@@ -371,7 +372,7 @@ def add_govern_routes(
                     "version": version.number,
                     "sha256": version.sha256,
                     "purpose": pin.purpose,
-                    "site": service.settings.site.name if service.settings.site else None,
+                    "site": site_now.name if site_now else None,
                 },
             )
             return {

@@ -23,8 +23,20 @@ class Device:
     name: str
     memory_bytes: int
     domain: int
-    node: str = "local"  # the machine; the local backend has one, a Slurm backend will have several
+    node: str = "local"  # the machine; the local backend has one, a Slurm backend several
     uuid: str = ""
+
+
+@dataclass(frozen=True)
+class Node:
+    """A machine of a cluster as its scheduler reports it (Slurm: `scontrol show node`)."""
+
+    name: str
+    addr: str
+    state: str  # Slurm's State=, lower case: idle, mixed, allocated, down, drained, ...
+    gpus: int
+    partitions: tuple[str, ...]
+    usable: bool  # may jobs be given its GPUs now (up and not draining)
 
 
 @dataclass(frozen=True)
@@ -32,8 +44,16 @@ class Inventory:
     kind: str  # "gpu" or "cpu"
     devices: tuple[Device, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    nodes: tuple[Node, ...] = ()  # a cluster's machines (Slurm backend); () on one machine
 
     def describe(self) -> str:
+        if self.nodes:
+            usable = [n for n in self.nodes if n.usable]
+            names = sorted({d.name for d in self.devices}) or ["GPU"]
+            return (
+                f"{len(self.devices)} x {', '.join(names)} on {len(usable)} of {len(self.nodes)} Slurm node(s) "
+                f"(partitions {', '.join(sorted({p for n in self.nodes for p in n.partitions}))})"
+            )
         if self.kind == "cpu":
             return f"{len(self.devices)} CPU slots (no GPUs: jobs run on CPU with gloo)"
         names = sorted({d.name for d in self.devices})
@@ -41,7 +61,21 @@ class Inventory:
         return f"{len(self.devices)} x {', '.join(names)} GPU(s) in {domains} NVLink domain(s)"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "description": self.describe(), "devices": [asdict(d) for d in self.devices]}
+        return {
+            "kind": self.kind,
+            "description": self.describe(),
+            "devices": [asdict(d) for d in self.devices],
+            "nodes": [asdict(n) for n in self.nodes],
+        }
+
+    def node_count(self) -> int:
+        return len({d.node for d in self.devices})
+
+    def max_devices_per_node(self) -> int:
+        per_node: dict[str, int] = {}
+        for d in self.devices:
+            per_node[d.node] = per_node.get(d.node, 0) + 1
+        return max(per_node.values(), default=0)
 
 
 def cpu_inventory(slots: int) -> Inventory:

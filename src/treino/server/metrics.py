@@ -6,7 +6,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, gen
 from sqlalchemy import func, select
 
 from treino.server.db import Job, JobState
-from treino.server.inventory import gpu_telemetry
 from treino.server.service import Service
 
 
@@ -45,13 +44,31 @@ def render(service: Service) -> tuple[bytes, str]:
                 loss.labels(**labels).set(job.last_loss)
             if job.last_step is not None:
                 step.labels(**labels).set(job.last_step)
-    devices.labels(kind=service.inventory.kind).set(len(service.inventory.devices))
+    inventory = service.inventory
+    devices.labels(kind=inventory.kind).set(len(inventory.devices))
     busy.set(held)
-    for g in gpu_telemetry() if service.inventory.kind == "gpu" else []:
+    if inventory.nodes:  # a cluster: its machines as Slurm reports them
+        node_gpus = Gauge(
+            "treino_node_gpus",
+            "GPUs of a cluster node (Slurm GRES).",
+            ["node", "state", "partitions"],
+            registry=registry,
+        )
+        node_usable = Gauge(
+            "treino_node_usable",
+            "1 when a cluster node may be given jobs (up, not draining).",
+            ["node"],
+            registry=registry,
+        )
+        for n in inventory.nodes:
+            node_gpus.labels(node=n.name, state=n.state, partitions=",".join(n.partitions)).set(n.gpus)
+            node_usable.labels(node=n.name).set(1 if n.usable else 0)
+    for g in service.backend.telemetry():
         util.labels(gpu=str(g["index"])).set(g["util_percent"])
         mem.labels(gpu=str(g["index"])).set(g["memory_used_bytes"])
         temp.labels(gpu=str(g["index"])).set(g["temperature_c"])
-    for gpu_index, pids in service.foreign_gpu_pids.items():
+    hygiene = service.backend.metrics()
+    for gpu_index, pids in hygiene.get("foreign_gpu_pids", {}).items():
         foreign.labels(gpu=str(gpu_index)).set(len(pids))
-    orphans.set(service.orphans_killed)
+    orphans.set(hygiene.get("orphans_killed", 0))
     return generate_latest(registry), CONTENT_TYPE_LATEST

@@ -1,9 +1,11 @@
 """Who runs next, on which devices: a pure function over the queue, the running jobs and the inventory.
 
 Rules (the issue's, and Slurm's EASY backfill, which small GPU clusters use):
-1. Whole devices only: a device is held by at most one job; a job's devices come from one NVLink domain when
-   one has enough free (best fit: the domain with the fewest free devices that still fits, keeping big domains
-   whole), else from the fullest domains first.
+1. Whole devices only: a device is held by at most one job. A job asks for `gpus` on each of `nodes` machines
+   (best fit: the machines with the fewest free devices that still fit, keeping emptier machines whole for bigger
+   jobs), and only on the machines its data may be processed on (`allowed_nodes`, from residency). On a machine,
+   its devices come from one NVLink domain when one has enough free (best fit again), else from the fullest
+   domains first.
 2. Order: higher priority first, FIFO (submission order) within a priority.
 3. The first job that cannot start is the head. It gets a reservation: the earliest time enough devices free up,
    from the running jobs' known ends (start + timeout_minutes; stopping jobs: now + their grace). A later job may
@@ -27,9 +29,15 @@ from treino.server.inventory import Device
 class Queued:
     id: int
     priority: int
-    gpus: int
+    gpus: int  # per node
     submitted_at: float
     timeout_s: float | None
+    nodes: int = 1
+    allowed_nodes: frozenset[str] | None = None  # None: any machine
+
+    @property
+    def devices_needed(self) -> int:
+        return self.gpus * self.nodes
 
 
 @dataclass(frozen=True)
@@ -59,12 +67,27 @@ def order(queue: Sequence[Queued]) -> list[Queued]:
     return sorted(queue, key=lambda q: (-q.priority, q.submitted_at, q.id))
 
 
-def choose_devices(free: Sequence[Device], count: int) -> tuple[int, ...] | None:
-    """`count` device indices from `free`, inside one NVLink domain when possible; None if too few."""
-    if count > len(free):
-        return None
-    by_domain: dict[int, list[Device]] = {}
+def choose_devices(
+    free: Sequence[Device], count: int, nodes: int = 1, allowed: frozenset[str] | None = None
+) -> tuple[int, ...] | None:
+    """`count` device indices on each of `nodes` machines from `free` (only machines in `allowed`), inside one
+    NVLink domain per machine when possible; None if too few."""
+    by_node: dict[str, list[Device]] = {}
     for d in sorted(free, key=lambda d: d.index):
+        if allowed is None or d.node in allowed:
+            by_node.setdefault(d.node, []).append(d)
+    fitting = sorted(
+        (devs for devs in by_node.values() if len(devs) >= count), key=lambda devs: (len(devs), devs[0].index)
+    )
+    if len(fitting) < nodes:
+        return None
+    return tuple(i for devs in fitting[:nodes] for i in _within_node(devs, count))
+
+
+def _within_node(free: Sequence[Device], count: int) -> tuple[int, ...]:
+    """`count` of one machine's free devices, inside one NVLink domain when one has enough."""
+    by_domain: dict[int, list[Device]] = {}
+    for d in free:
         by_domain.setdefault(d.domain, []).append(d)
     fitting = [devs for devs in by_domain.values() if len(devs) >= count]
     if fitting:
@@ -78,6 +101,11 @@ def choose_devices(free: Sequence[Device], count: int) -> tuple[int, ...] | None
     return tuple(chosen)
 
 
+def could_ever_fit(devices: Sequence[Device], job: Queued) -> bool:
+    """Whether the whole inventory, empty, could seat the job (refused at submit otherwise; never blocks)."""
+    return choose_devices(devices, job.gpus, job.nodes, job.allowed_nodes) is not None
+
+
 def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequence[Running], now: float) -> Decision:
     held = {i for r in running for i in r.devices}
     free = [d for d in devices if d.index not in held]
@@ -87,16 +115,16 @@ def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequen
     reservation = math.inf
     spare_at_reservation = 0  # devices beyond the head's need when it starts
     for job in order(queue):
-        if job.gpus > len(devices):
-            continue  # refused at submit; never blocks the queue
+        if not could_ever_fit(devices, job):
+            continue  # refused at submit (or its machines are down); never blocks the queue
         if head is None:
-            chosen = choose_devices(free, job.gpus)
+            chosen = choose_devices(free, job.gpus, job.nodes, job.allowed_nodes)
             if chosen is not None:
                 starts.append((job.id, chosen))
                 free = [d for d in free if d.index not in chosen]
                 continue
             head = job
-            reservation, spare_at_reservation = _reservation(len(free), running, job.gpus)
+            reservation, spare_at_reservation = _reservation(len(free), running, job.devices_needed)
             victims = _victims(job, len(free), running)
             if victims:
                 # The head takes the next devices to come free: nothing backfills in this decision (a victim's
@@ -104,15 +132,15 @@ def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequen
                 preempt.extend(victims)
                 reservation, spare_at_reservation = now, 0
             continue
-        chosen = choose_devices(free, job.gpus)
+        chosen = choose_devices(free, job.gpus, job.nodes, job.allowed_nodes)
         if chosen is None:
             continue
         ends_in_time = job.timeout_s is not None and not math.isinf(reservation) and now + job.timeout_s <= reservation
-        if ends_in_time or job.gpus <= spare_at_reservation:
+        if ends_in_time or job.devices_needed <= spare_at_reservation:
             starts.append((job.id, chosen))
             free = [d for d in free if d.index not in chosen]
             if not ends_in_time:
-                spare_at_reservation -= job.gpus
+                spare_at_reservation -= job.devices_needed
     return Decision(
         tuple(starts),
         tuple(preempt),
@@ -136,7 +164,7 @@ def _reservation(free: int, running: Sequence[Running], need: int) -> tuple[floa
 def _victims(head: Queued, free: int, running: Sequence[Running]) -> list[int]:
     """Running jobs of lower priority whose devices, with the free and the already stopping ones, seat the head."""
     stopping = sum(len(r.devices) for r in running if r.stopping_until is not None)
-    if free + stopping >= head.gpus:
+    if free + stopping >= head.devices_needed:
         return []  # devices are already on their way back
     candidates = sorted(
         (r for r in running if r.stopping_until is None and r.priority < head.priority),
@@ -145,8 +173,8 @@ def _victims(head: Queued, free: int, running: Sequence[Running]) -> list[int]:
     chosen: list[int] = []
     available = free + stopping
     for r in candidates:
-        if available >= head.gpus:
+        if available >= head.devices_needed:
             break
         chosen.append(r.id)
         available += len(r.devices)
-    return chosen if available >= head.gpus else []
+    return chosen if available >= head.devices_needed else []

@@ -14,7 +14,7 @@ import secrets
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from treino.errors import JobError, PolicyViolation
 from treino.govern.access import Principal, Site, check_grant, check_residency
 from treino.govern.models import Dataset, DatasetVersion, JobDataset, Model, User
 from treino.server import scheduler
-from treino.server.backend import Backend, ExitInfo, LaunchRequest
+from treino.server.backend import Backend, BackendUnavailable, ExitInfo, LaunchRequest
 from treino.server.db import (
     ACTIVE_STATES,
     FINAL_STATES,
@@ -44,7 +44,8 @@ log = logging.getLogger("treino.server")
 
 TICK_S = 0.2  # scheduling loop period; submits and cancels wake it at once
 AUDIT_CHECKPOINT_S = 300.0  # signed checkpoints of the audit head, besides one every AuditLog.checkpoint_every
-GPU_PROCESS_CHECK_S = 5.0  # how often NVML's process list is checked against the running jobs
+SWEEP_S = 5.0  # how often the backend's hygiene runs (the local backend: NVML's processes vs the running jobs)
+BACKEND_RETRY_S = 5.0  # after the backend was unreachable at a launch, how long before the next start
 LOST_ATTEMPTS_MAX = 3  # attempts in a row whose supervisor vanished before the job is failed, not requeued
 KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor gets before the server SIGKILLs itself
 # What a failed attempt's output says about why (the classes SkyPilot and Determined separate, reference §2-3).
@@ -59,10 +60,14 @@ def token_hash(token: str) -> str:
 
 def classify(info: ExitInfo) -> tuple[str, str]:
     """(outcome, detail) of an ended attempt: succeeded, or a FailureReason with the line that shows it."""
+    if info.reason is not None:  # the backend knows (Slurm's TIMEOUT, OUT_OF_MEMORY, NODE_FAIL, ...)
+        return info.reason, info.detail
     if info.returncode == 0:
         return "succeeded", ""
     if info.returncode is None:
         return FailureReason.NODE_FAULT, "the attempt's supervisor vanished without an exit status (crash or reboot)"
+    if info.detail:  # the backend refused to start it (e.g. sbatch's error)
+        return FailureReason.USER_ERROR, info.detail
     for reason, pattern in (
         (FailureReason.OOM, OOM_PATTERNS),
         (FailureReason.NODE_FAULT, NODE_PATTERNS),
@@ -86,17 +91,26 @@ class Settings:
     site: Site | None = None  # where this server is (sites catalog): residency decisions
     import_roots: tuple[Path, ...] = ()  # where datasets may be registered from
     controller: str = "(controller: set with treino server --controller)"  # named in the Art. 37 records
+    # Slurm backend: the site of each partition jobs may run on (--partition NAME=SITE); residency is checked
+    # against every one of them, and a job is kept to the partitions its data may be processed in.
+    partition_sites: dict[str, Site | None] = field(default_factory=dict)
+    # Where job folders (logs, checkpoints) and the dataset store live: on a cluster, a filesystem every node
+    # mounts at the same path (--shared-dir); None: the data dir.
+    shared_dir: Path | None = None
 
     @property
     def store(self) -> Path:
-        return self.data_dir / "store"
+        return (self.shared_dir or self.data_dir) / "store"
+
+    @property
+    def jobs_dir(self) -> Path:
+        return (self.shared_dir or self.data_dir) / "jobs"
 
 
 class Service:
-    def __init__(self, settings: Settings, sessions: sessionmaker[Session], inventory: Inventory, backend: Backend):
+    def __init__(self, settings: Settings, sessions: sessionmaker[Session], backend: Backend):
         self.settings = settings
         self.sessions = sessions
-        self.inventory = inventory
         self.backend = backend
         self.lock = threading.RLock()  # one writer of job state at a time: the loop, submit and cancel
         self._wake = threading.Event()
@@ -107,10 +121,13 @@ class Service:
         from treino.govern.audit import AuditLog
 
         self.audit_log = AuditLog(settings.key or secrets.token_bytes(32))  # no key: an ephemeral one (tests)
-        self.foreign_gpu_pids: dict[int, list[int]] = {}  # GPU index -> pids no job of this server owns
-        self.orphans_killed = 0  # processes of finished attempts found on a GPU and killed
-        self._last_gpu_check = 0.0
+        self._last_sweep = 0.0
+        self.backend_unavailable_until = 0.0  # no starts before this (monotonic), after a BackendUnavailable
         self._last_audit_checkpoint = time.monotonic()
+
+    @property
+    def inventory(self) -> Inventory:
+        return self.backend.inventory()
 
     # --- lifecycle -------------------------------------------------------------------------------------------
     def start(self, reconcile: bool = True) -> None:
@@ -157,7 +174,8 @@ class Service:
         job_token = "trj_" + secrets.token_urlsafe(24)
         try:
             with self.lock, self.sessions.begin() as s:
-                pins = self._admit_datasets(s, spec, who)
+                pins, partitions = self._admit_datasets(s, spec, who)
+                self._check_partitions(spec, partitions)
                 job = Job(
                     name=spec.name,
                     spec=spec.model_dump(mode="json"),
@@ -167,6 +185,7 @@ class Service:
                     gpus=spec.gpus,
                     submitted_at=time.time(),
                     job_token_hash=token_hash(job_token),
+                    partitions=partitions,
                 )
                 s.add(job)
                 s.flush()
@@ -182,7 +201,7 @@ class Service:
                             "version": version.number,
                             "sha256": version.sha256,
                             "purpose": spec.purpose,
-                            "site": self.settings.site.name if self.settings.site else None,
+                            **self._where(partitions),
                             "residency": reason,
                         },
                     )
@@ -198,10 +217,39 @@ class Service:
         self.wake()
         return job, job_token
 
+    def capacity_error(self, spec: JobSpec) -> tuple[str, str] | None:
+        """(field, message) when this server could never run `spec`, whatever else runs: refused at submit."""
+        inventory = self.inventory
+        if spec.nodes > 1 and not self.backend.multi_node:
+            return (
+                "nodes",
+                f"asks for {spec.nodes} nodes, but this server runs jobs on one machine. To fix: nodes: 1, or "
+                "start the server on a Slurm cluster with 'treino server --backend slurm' (docs/cluster.md).",
+            )
+        nodes, per_node = inventory.node_count(), inventory.max_devices_per_node()
+        what = "GPUs" if inventory.kind == "gpu" else "devices"
+        if spec.nodes > nodes:
+            return "nodes", f"asks for {spec.nodes} nodes but {inventory.describe()}. To fix: nodes <= {nodes}."
+        if spec.gpus > per_node and inventory.nodes:
+            return (
+                "gpus",
+                f"asks for {spec.gpus} {what} per node but a node has at most {per_node} ({inventory.describe()}). "
+                f"To fix: gpus <= {per_node}, and more nodes.",
+            )
+        if spec.gpus > per_node:
+            return (
+                "gpus",
+                f"asks for {spec.gpus} but this server has {per_node} ({inventory.describe()}). "
+                f"To fix: gpus <= {per_node}.",
+            )
+        return None
+
     def _admit_datasets(
         self, s: Session, spec: JobSpec, who: Principal | str
-    ) -> list[tuple[Dataset, DatasetVersion, str]]:
+    ) -> tuple[list[tuple[Dataset, DatasetVersion, str]], list[str] | None]:
+        """The dataset versions to pin, and the Slurm partitions the job may run on (None: any, or no Slurm)."""
         pins = []
+        partitions = sorted(self.settings.partition_sites) or None
         for name in spec.datasets:
             dataset = s.scalar(select(Dataset).where(Dataset.name == name))
             if dataset is None:
@@ -210,7 +258,7 @@ class Service:
             if user is None:
                 raise PolicyViolation("grant", f"the submitter has no user record to hold a grant on {name}.")
             check_grant(s, user, dataset, spec.purpose)
-            reason = check_residency(s, dataset, self.settings.site)
+            reason, partitions = self._check_residency(s, dataset, partitions)
             version = s.scalar(
                 select(DatasetVersion)
                 .where(DatasetVersion.dataset_id == dataset.id, DatasetVersion.purged_at.is_(None))
@@ -220,7 +268,57 @@ class Service:
             if version is None:
                 raise PolicyViolation("dataset", f"dataset {name} has no version with its bytes present.")
             pins.append((dataset, version, reason))
-        return pins
+        return pins, partitions
+
+    def _check_residency(
+        self, s: Session, dataset: Dataset, partitions: list[str] | None
+    ) -> tuple[str, list[str] | None]:
+        """On one machine: the server's site. On Slurm: every partition the job could still run on is checked
+        against its own site; the job keeps those that pass, and is refused (with the first refusal's reason,
+        which names the rule and the fix) when none does."""
+        if partitions is None:
+            return check_residency(s, dataset, self.settings.site), None
+        kept, reasons, refusals = [], [], []
+        for partition in partitions:
+            try:
+                reasons.append(f"{partition}: {check_residency(s, dataset, self.settings.partition_sites[partition])}")
+                kept.append(partition)
+            except PolicyViolation as exc:
+                refusals.append(exc)
+        if not kept:
+            raise PolicyViolation(
+                refusals[0].rule, f"no partition of this cluster may process it: {refusals[0].detail}"
+            )
+        return "; ".join(reasons), kept
+
+    def _check_partitions(self, spec: JobSpec, partitions: list[str] | None) -> None:
+        """A job kept to some partitions (its data's residency) must fit in them."""
+        if partitions is None:
+            return
+        inventory = self.inventory
+        shape = scheduler.Queued(0, 0, spec.gpus, 0.0, None, spec.nodes, allowed_nodes(inventory, partitions))
+        if not scheduler.could_ever_fit(inventory.devices, shape):
+            raise JobError(
+                f"asks for {spec.nodes} node(s) x {spec.gpus} GPU(s), more than the partitions its data may be "
+                f"processed in ({', '.join(partitions)}) have up now ({inventory.describe()}). To fix: fewer nodes "
+                "or GPUs per node, or bring nodes of those partitions back (sinfo -R tells why they are down)."
+            )
+
+    def _where(self, partitions: list[str] | None) -> dict[str, Any]:
+        """Where a job's data may be processed, for audit records."""
+        if partitions is None:
+            return {"site": self.settings.site.name if self.settings.site else None}
+        sites = self.settings.partition_sites
+        return {"partitions": {p: (sites[p].name if sites.get(p) else None) for p in partitions}}
+
+    def job_site(self, s: Session, job: Job) -> Site | None:
+        """The site a job's processes are at now: its partition's on Slurm, else this server's."""
+        if not self.settings.partition_sites:
+            return self.settings.site
+        if job.attempts < 1:
+            return None
+        partition = self._latest_attempt(s, job).handle.get("partition")
+        return self.settings.partition_sites.get(partition) if isinstance(partition, str) else None
 
     def register_model(self, s: Session, job: Job, kind: str, path: str, step: int | None) -> Model:
         """A checkpoint or final model in the lineage. It inherits the classification and the strictest residency
@@ -301,6 +399,7 @@ class Service:
                 if info is not None:
                     self._finish(s, job, attempt, info)
                     continue
+                self._place(s, job, attempt)
                 timeout = _timeout_s(job)
                 if job.state == JobState.RUNNING and timeout and now > attempt.started_at + timeout:
                     self._request_stop(s, job, StopRequest.TIMEOUT)
@@ -314,36 +413,44 @@ class Service:
             if time.monotonic() - self._last_audit_checkpoint > AUDIT_CHECKPOINT_S:
                 self._last_audit_checkpoint = time.monotonic()
                 self.audit_log.checkpoint(s)
-            if self.inventory.kind == "gpu" and now - self._last_gpu_check > GPU_PROCESS_CHECK_S:
-                self._last_gpu_check = now
-                self.check_gpu_processes(s)
+            if now - self._last_sweep > SWEEP_S:
+                self._last_sweep = now
+                active = s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES))))
+                self.backend.sweep([self._latest_attempt(s, j).handle for j in active])
 
-    def check_gpu_processes(self, s: Session) -> None:
-        """NVML's compute processes against the running jobs: a process of a finished attempt (it carries a
-        treino attempt key no active attempt has) is killed; a process with no key is someone else's and is
-        reported (/metrics treino_gpu_foreign_processes), since it takes memory a job was promised."""
-        from treino.server.inventory import gpu_process_pids
-        from treino.server.supervisor import KEY_VAR
-
-        active_keys = set()
-        for job in s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES)))):
-            active_keys.add(self._latest_attempt(s, job).handle.get("key"))
-        foreign: dict[int, list[int]] = {}
-        for gpu, pids in gpu_process_pids().items():
-            for pid in pids:
-                key = _env_of(pid).get(KEY_VAR)
-                if key is None:
-                    foreign.setdefault(gpu, []).append(pid)
-                elif key not in active_keys:
-                    log.warning("GPU %s: pid %s of a finished attempt still holds memory; killing it", gpu, pid)
-                    _kill(pid)
-                    self.orphans_killed += 1
-        self.foreign_gpu_pids = foreign
+    def _place(self, s: Session, job: Job, attempt: Attempt) -> None:
+        """Record where a live attempt runs (Slurm: its job id, nodes and partition, or why it is still pending);
+        when it starts on machines it was not on before, a job that reads datasets gets an audit record of them."""
+        placement = self.backend.placement(attempt.handle)
+        if placement is None:
+            return
+        seen = {"state": placement.state, "nodes": list(placement.nodes), "reason": placement.reason}
+        if attempt.handle.get("placement") == seen:
+            return
+        attempt.handle = {**attempt.handle, **placement.extra, "placement": seen}
+        if placement.state != "running" or not placement.nodes:
+            return
+        if s.scalar(select(func.count()).select_from(JobDataset).where(JobDataset.job_id == job.id)):
+            self.audit(
+                s,
+                job.owner,
+                "job.start",
+                job_id=job.id,
+                detail={
+                    "attempt": attempt.number,
+                    "backend": self.backend.name,
+                    "nodes": list(placement.nodes),
+                    **placement.extra,
+                },
+            )
 
     def _schedule(self, s: Session, now: float, to_start: list[tuple[int, LaunchRequest]]) -> None:
+        if time.monotonic() < self.backend_unavailable_until:
+            return
         queued = list(s.scalars(select(Job).where(Job.state == JobState.QUEUED)))
         if not queued:
             return
+        inventory = self.inventory
         active = list(s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES)))))
         running = []
         for job in active:
@@ -366,15 +473,17 @@ class Service:
                 j.gpus,
                 j.submitted_at,
                 _timeout_s(j),
+                int(j.spec.get("nodes", 1)),
+                allowed_nodes(inventory, j.partitions),
             )
             for j in queued
         ]
-        decision = scheduler.schedule(self.inventory.devices, waiting, running, now)
+        decision = scheduler.schedule(inventory.devices, waiting, running, now)
         by_id = {j.id: j for j in [*queued, *active]}
         for job_id in decision.preempt:
             self._request_stop(s, by_id[job_id], StopRequest.PREEMPT)
         for job_id, devices in decision.start:
-            to_start.append(self._prepare(s, by_id[job_id], devices))
+            to_start.append(self._prepare(s, by_id[job_id], devices, inventory))
 
     # --- transitions -----------------------------------------------------------------------------------------
     @staticmethod
@@ -392,9 +501,11 @@ class Service:
         return attempt
 
     def job_dir(self, job_id: int) -> Path:
-        return self.settings.data_dir / "jobs" / str(job_id)
+        return self.settings.jobs_dir / str(job_id)
 
-    def _prepare(self, s: Session, job: Job, devices: tuple[int, ...]) -> tuple[int, LaunchRequest]:
+    def _prepare(
+        self, s: Session, job: Job, devices: tuple[int, ...], inventory: Inventory
+    ) -> tuple[int, LaunchRequest]:
         """The attempt's row, its devices and the job's running state, in `s`; the processes start after commit."""
         spec = JobSpec.model_validate(job.spec)
         number = job.attempts + 1
@@ -410,20 +521,26 @@ class Service:
             "TREINO_JOB_TOKEN": job_token,
             "TREINO_CHECKPOINT_DIR": str(checkpoint_dir),
             "TREINO_ATTEMPT": str(number),
-            # GPUs: the job sees only its own. CPU slots: no GPU at all, so torch picks gloo.
-            "CUDA_VISIBLE_DEVICES": ",".join(map(str, devices)) if self.inventory.kind == "gpu" else "",
         }
+        node_of = {d.index: d.node for d in inventory.devices}
+        nodes = tuple(dict.fromkeys(node_of[i] for i in devices))  # in order, once each
         request = LaunchRequest(
             job_id=job.id,
             attempt=number,
-            argv=spec.argv(len(devices), self.settings.python),
+            argv=spec.argv(spec.gpus, self.settings.python),
             cwd=spec.workdir or str(self.job_dir(job.id)),
             env=env,
             grace_s=spec.grace_seconds,
             attempt_dir=self.job_dir(job.id) / f"attempt-{number}",
             key=secrets.token_hex(16),
+            devices=devices,
+            nodes=nodes,
+            gpus_per_node=spec.gpus,
+            script=spec.script_argv(),
+            python=self.settings.python,
+            timeout_s=_timeout_s(job),
         )
-        handle = {"node": "local", "key": request.key, "dir": str(request.attempt_dir), "supervisor_pid": None}
+        handle = self.backend.handle_for(request)
         attempt = Attempt(job_id=job.id, number=number, devices=list(devices), handle=handle, started_at=time.time())
         s.add(attempt)
         self._transition(job, JobState.RUNNING)
@@ -436,21 +553,47 @@ class Service:
     def _start(self, attempt_id: int, request: LaunchRequest) -> None:
         try:
             handle = self.backend.launch(request)
-        except Exception:  # the next tick finds no process for it and requeues the job (a node fault)
-            log.exception("job %s attempt %s: the launch failed", request.job_id, request.attempt)
+        except BackendUnavailable as exc:
+            # Nothing started (e.g. slurmctld down): the job goes back to the queue as it was, attempt undone.
+            log.warning("job %s: not started, will retry: %s", request.job_id, exc)
+            self._unlaunch(attempt_id)
             return
+        except Exception as exc:  # refused (e.g. sbatch's error): the attempt fails with the reason
+            log.exception("job %s attempt %s: the launch failed", request.job_id, request.attempt)
+            handle = {**self._handle_of(attempt_id), "launch_error": str(exc)[:2000]}
         with self.sessions.begin() as s:
             attempt = s.get(Attempt, attempt_id)
             assert attempt is not None
             attempt.handle = handle
         log.info("job %s attempt %s started", request.job_id, request.attempt)
 
+    def _handle_of(self, attempt_id: int) -> dict[str, Any]:
+        with self.sessions() as s:
+            attempt = s.get(Attempt, attempt_id)
+            assert attempt is not None
+            return dict(attempt.handle)
+
+    def _unlaunch(self, attempt_id: int) -> None:
+        with self.lock, self.sessions.begin() as s:
+            attempt = s.get(Attempt, attempt_id)
+            assert attempt is not None
+            job = s.get(Job, attempt.job_id)
+            assert job is not None
+            s.delete(attempt)
+            job.attempts -= 1
+            job.devices = None
+            if job.attempts == 0:
+                job.started_at = None
+            job.state = JobState.QUEUED  # back where it was: not a transition of the job's life
+            job.job_token_hash = token_hash(secrets.token_urlsafe(24))
+        self.backend_unavailable_until = time.monotonic() + BACKEND_RETRY_S
+
     def _request_stop(self, s: Session, job: Job, why: StopRequest) -> None:
         if job.state == JobState.RUNNING:
             self._transition(job, JobState.STOPPING)
         job.stop_request = why
         job.stop_requested_at = time.time()
-        self.backend.stop(self._latest_attempt(s, job).handle)
+        self.backend.stop(self._latest_attempt(s, job).handle, _grace_s(job))
         log.info("job %s: %s requested", job.id, why)
 
     def _finish(self, s: Session, job: Job, attempt: Attempt, info: ExitInfo) -> None:
@@ -547,22 +690,12 @@ def _grace_s(job: Job) -> float:
     return float(job.spec.get("grace_seconds", DEFAULT_GRACE_S))
 
 
-def _env_of(pid: int) -> dict[str, str]:
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:  # gone, or another user's (then it is not ours either)
-        return {}
-    return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
-
-
-def _kill(pid: int) -> None:
-    import os
-    import signal
-
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        log.warning("could not kill pid %s", pid)
+def allowed_nodes(inventory: Inventory, partitions: list[Any] | None) -> frozenset[str] | None:
+    """The machines of `partitions` (None: every machine)."""
+    if partitions is None:
+        return None
+    wanted = set(partitions)
+    return frozenset(n.name for n in inventory.nodes if wanted & set(n.partitions))
 
 
 def _base_env() -> dict[str, str]:

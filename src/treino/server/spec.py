@@ -5,7 +5,8 @@ script: train.py               # run as `torchrun --standalone --nproc-per-node=
 args: [--steps, "1000"]        #   (plain `python train.py` when the job has one process)
 # or: command: [python, -m, mypkg.train]   an argv list, run as is
 workdir: /srv/projects/llm     # default: the server's data dir
-gpus: 2                        # whole GPUs (or CPU slots on a `--devices cpu:N` server)
+gpus: 2                        # whole GPUs per node (or CPU slots on a `--devices cpu:N` server)
+nodes: 1                       # machines (Slurm backend): one torchrun agent per node, world size nodes x gpus
 priority: 0                    # higher runs first; FIFO within a priority
 max_restarts: 3                # restarts after a crash (OOM is never retried)
 timeout_minutes: 600           # optional wall-clock limit of one attempt; also lets small jobs backfill
@@ -28,6 +29,7 @@ from treino.errors import JobError
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 MAX_GPUS_PER_JOB = 1024  # a sanity bound; the server checks its own inventory
+MAX_NODES_PER_JOB = 1024  # likewise
 TORCHRUN_SHUTDOWN_TIMEOUT_S = 30  # torchrun's default --shutdown-timeout
 DEFAULT_GRACE_S = 30.0  # SIGTERM -> SIGKILL on cancel, preemption and timeout
 
@@ -57,7 +59,8 @@ class JobSpec(BaseModel):
     script: str | None = None
     args: list[str] = Field(default_factory=list)
     workdir: str | None = None
-    gpus: int = Field(1, ge=1, le=MAX_GPUS_PER_JOB)
+    gpus: int = Field(1, ge=1, le=MAX_GPUS_PER_JOB)  # per node
+    nodes: int = Field(1, ge=1, le=MAX_NODES_PER_JOB)
     env: dict[str, str] = Field(default_factory=dict)
     priority: int = Field(0, ge=-100, le=100)
     max_restarts: int = Field(0, ge=0, le=100)
@@ -91,6 +94,10 @@ class JobSpec(BaseModel):
             # (torch >= 2.13 has it; older torchrun refuses it, so it is only added when it matters).
             torchrun.append(f"--shutdown-timeout={int(self.grace_seconds) + 1}")
         return [*torchrun, self.script, *self.args]
+
+    def script_argv(self) -> list[str] | None:
+        """What torchrun runs on each node of a multi-node job (`script` + `args`); None for a `command`."""
+        return None if self.script is None else [self.script, *self.args]
 
 
 def field_errors(exc: ValidationError) -> list[dict[str, Any]]:

@@ -171,9 +171,7 @@ def add_web_routes(
 
     # --- overview --------------------------------------------------------------------------------------------
     def overview_data() -> dict[str, Any]:
-        from treino.server.inventory import gpu_telemetry
-
-        telemetry = gpu_telemetry() if service.inventory.kind == "gpu" else []
+        telemetry = service.backend.telemetry()
         with service.sessions() as s:
             return views.overview(service, s, telemetry)
 

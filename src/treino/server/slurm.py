@@ -1,0 +1,544 @@
+"""The Slurm backend: treino's queue, governance and dashboard in front of an existing Slurm cluster.
+
+treino keeps deciding *which* job runs next (priorities, backfill, preemption, residency: the partitions a job's
+data may be processed in); Slurm places it on the nodes treino counted, isolates it, and requeues it when a node
+fails. Everything goes through Slurm's own clients, as a user's scripts would, with `SLURM_CONF` from the
+environment:
+
+    launch     sbatch --parsable --job-name=treino-<server>-<job>-<attempt> --nodes --gres=gpu:N --requeue
+               --open-mode=append --time --signal=TERM@<grace> ATTEMPT_DIR/launch.sh
+               -> treino.server.slurm_launch: one torchrun agent per node via srun, c10d rendezvous on the
+               first node's NodeAddr (docs/cluster.md)
+    poll       squeue --json (one call per SNAPSHOT_S for every job), then `scontrol show job` for the final
+               state and exit code (within MinJobAge), `sacct` where accounting exists, and the exit.json the
+               launcher writes on the shared filesystem
+    stop/kill  scancel --signal=TERM (the job's steps; the grace period to checkpoint), then scancel
+    requeue    a job Slurm requeued (node failure) waits on a fixed 2-minute BeginTime hold; treino releases its
+               own jobs at once (scontrol update jobid=N StartTime=now), since they resume from a checkpoint
+    inventory  scontrol show node -o: nodes, GPUs (GRES), state, partitions; refreshed every INVENTORY_S
+
+A Slurm job whose name treino did not give it is never signalled, requeued or cancelled: every call takes a job
+id from one of treino's own attempt handles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import secrets
+import shlex
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from treino.errors import TreinoError
+from treino.server.backend import BackendUnavailable, ExitInfo, LaunchRequest, Placement, launch_failed, read_tail
+from treino.server.db import FailureReason
+from treino.server.inventory import Device, Inventory, Node
+from treino.server.supervisor import write_json_atomic
+
+log = logging.getLogger("treino.server")
+
+SLURM_CMD_TIMEOUT_S = 30.0  # one client call (slurmctld answers in milliseconds; a hung one must not hang us)
+SNAPSHOT_S = 1.0  # how stale the squeue snapshot poll() reads may be: one squeue per second, whatever the jobs
+INVENTORY_S = 5.0  # how often nodes are re-read (drains, failures, returns)
+SHARED_CHECK_S = 120.0  # the start-up check job's limit (it waits for a free node like any job)
+RDZV_PORT_BASE = 29400  # torchrun's c10d rendezvous port on the first node: base + job id mod span
+RDZV_PORT_SPAN = 1000
+DEFAULT_CONF = Path("/etc/slurm/slurm.conf")  # where Slurm's clients look when SLURM_CONF is unset
+# Slurm states in which a job is not over yet (squeue's JOB_STATE, without flags).
+LIVE_STATES = frozenset(
+    {
+        "PENDING",
+        "RUNNING",
+        "CONFIGURING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "STOPPED",
+        "RESV_DEL_HOLD",
+    }
+)
+# Final Slurm states that say why on their own, as treino's failure classes. `None` for the return code: the
+# attempt has no exit status of its own (its node died, or Slurm took it back), so treino requeues it without
+# spending a restart, as it does for a local attempt whose machine went down.
+FINAL_STATES: dict[str, tuple[str, bool, str]] = {  # state -> (failure class, has an exit status, detail)
+    "TIMEOUT": (FailureReason.TIMEOUT, True, "Slurm's time limit (--time) was reached"),
+    "DEADLINE": (FailureReason.TIMEOUT, True, "Slurm's deadline (--deadline) was reached"),
+    "OUT_OF_MEMORY": (FailureReason.OOM, True, "the allocation's host memory limit was exceeded (Slurm OOM)"),
+    "NODE_FAIL": (FailureReason.NODE_FAULT, False, "a node of the job failed (Slurm NODE_FAIL)"),
+    "BOOT_FAIL": (FailureReason.NODE_FAULT, False, "a node failed to boot for the job (Slurm BOOT_FAIL)"),
+    "PREEMPTED": (FailureReason.NODE_FAULT, False, "Slurm preempted the job for another of the cluster's jobs"),
+    "CANCELLED": (FailureReason.SIGNAL, True, "cancelled in Slurm (scancel) by someone other than treino"),
+}
+UNREACHABLE = re.compile(
+    r"Unable to contact slurm controller|Connection refused|Zero Bytes were transmitted|Socket timed out|"
+    r"Communication connection failure|Unable to establish controller machine|Could not establish a configuration",
+    re.IGNORECASE,
+)
+GONE = re.compile(r"Invalid job id specified|Invalid job id")
+
+
+class SlurmError(TreinoError):
+    """Slurm refused a request (its own message, and what to do about it)."""
+
+
+def slurm_env() -> dict[str, str]:
+    """The environment Slurm's clients run with: the server's, minus treino's own variables (sbatch exports it
+    to the job, and the server's token must not travel)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("TREINO_") and k != "CUDA_VISIBLE_DEVICES"}
+
+
+def run(argv: Sequence[str], timeout_s: float = SLURM_CMD_TIMEOUT_S) -> str:
+    """One Slurm client call: stdout, BackendUnavailable when the controller cannot be reached, SlurmError when
+    Slurm refuses (its message)."""
+    try:
+        done = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=timeout_s, env=slurm_env(), stdin=subprocess.DEVNULL
+        )
+    except FileNotFoundError as exc:
+        raise BackendUnavailable(
+            f"{argv[0]} not found: Slurm's client commands are not installed here. To fix: install them "
+            "(Debian: apt-get install slurm-client) on the machine that runs treino server, or use --backend local."
+        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise BackendUnavailable(f"{argv[0]} did not answer in {timeout_s:g} s (slurmctld busy or down).") from exc
+    if done.returncode != 0:
+        message = (done.stderr.strip() or done.stdout.strip() or f"exit code {done.returncode}").splitlines()[-1]
+        if UNREACHABLE.search(done.stderr):
+            raise BackendUnavailable(
+                f"slurmctld cannot be reached ({message}). To fix: check that slurmctld runs and that SLURM_CONF "
+                f"({os.environ.get('SLURM_CONF', DEFAULT_CONF)}) is the cluster's slurm.conf (scontrol ping)."
+            )
+        raise SlurmError(f"{argv[0]}: {message}")
+    return done.stdout
+
+
+def parse_record(line: str) -> dict[str, str]:
+    """`scontrol -o show ...`'s one-line `Key=value Key=value` records (values may hold spaces: OS=Linux 6.1...)."""
+    return {m.group(1): m.group(2) for m in re.finditer(r"(\w+(?::\w+)?)=(.*?)(?=\s+\w+(?::\w+)?=|\s*$)", line)}
+
+
+def gres_gpus(gres: str) -> tuple[int, str]:
+    """(count, type) of the GPUs in a GRES string: `gpu:2`, `gpu:h100:8(S:0-1)`, `gpu:a100:4,shard:8`."""
+    count, kind = 0, ""
+    for item in re.split(r",(?![^(]*\))", gres):
+        parts = item.split("(")[0].split(":")
+        if parts[0] != "gpu" or len(parts) < 2:
+            continue
+        with contextlib.suppress(ValueError):
+            count += int(parts[-1])
+            kind = parts[1] if len(parts) == 3 else kind
+    return count, kind
+
+
+def node_usable(state: str) -> bool:
+    """Slurm's node State= (`IDLE`, `MIXED`, `IDLE+DRAIN`, `DOWN*`, ...): may jobs be given this node now."""
+    if state.endswith("*"):  # not responding
+        return False
+    base, *flags = state.upper().split("+")
+    bad_flags = {"DRAIN", "FAIL", "MAINT", "REBOOT_REQUESTED", "REBOOT_ISSUED", "POWERED_DOWN", "POWERING_DOWN"}
+    return base in {"IDLE", "MIXED", "ALLOCATED", "COMPLETING"} and not bad_flags & set(flags)
+
+
+def read_nodes(partitions: Sequence[str]) -> list[Node]:
+    """Every node of `partitions` (all partitions when empty), from `scontrol -o show node`."""
+    nodes = []
+    for line in run(["scontrol", "-o", "show", "node"]).splitlines():
+        rec = parse_record(line)
+        if "NodeName" not in rec:
+            continue
+        parts = tuple(p for p in rec.get("Partitions", "").split(",") if p)
+        if partitions and not set(parts) & set(partitions):
+            continue
+        gpus, _ = gres_gpus(rec.get("Gres", ""))
+        state = rec.get("State", "UNKNOWN")
+        nodes.append(
+            Node(rec["NodeName"], rec.get("NodeAddr", rec["NodeName"]), state.lower(), gpus, parts, node_usable(state))
+        )
+    return sorted(nodes, key=lambda n: n.name)
+
+
+def partitions_of_cluster() -> list[str]:
+    return sorted({p.split()[0].rstrip("*") for p in run(["sinfo", "-h", "-o", "%P"]).split() if p})
+
+
+def inventory_of(nodes: Sequence[Node], gpu_names: dict[str, str]) -> Inventory:
+    """Devices of the usable nodes. Indices are stable while the cluster's node list is: node k's GPU g is
+    sum(GPUs of nodes before k) + g, counting unusable nodes too, so a drain does not renumber held devices."""
+    devices, index = [], 0
+    for ordinal, n in enumerate(nodes):
+        for g in range(n.gpus):
+            if n.usable:
+                devices.append(Device(index + g, "gpu", gpu_names.get(n.name) or "GPU", 0, ordinal, node=n.name))
+        index += n.gpus
+    return Inventory("gpu", tuple(devices), nodes=tuple(nodes))
+
+
+@functools.lru_cache(maxsize=1024)
+def expand_hostlist(hostlist: str) -> tuple[str, ...]:
+    """`node[1-2],gpu7` -> names, with Slurm's own parser (`scontrol show hostnames`); cached, as the service
+    asks for a running job's placement every tick."""
+    if not hostlist or hostlist in ("(null)", "None"):
+        return ()
+    return tuple(run(["scontrol", "show", "hostnames", hostlist]).split())
+
+
+class SlurmBackend:
+    name = "slurm"
+    multi_node = True
+
+    def __init__(self, partitions: Sequence[str] = (), account: str | None = None, tag: str = "") -> None:
+        self.partitions = list(partitions)
+        self.account = account
+        self.tag = tag or secrets.token_hex(3)  # in every job name: several treino servers may share a cluster
+        self._inventory = Inventory("gpu", ())
+        self._inventory_at = -math.inf
+        self._gpu_names: dict[str, str] = {}
+        self._snapshot: dict[int, dict[str, Any]] = {}
+        self._snapshot_at = -math.inf
+        self._released: dict[int, int] = {}  # Slurm job id -> the restart count whose BeginTime hold we released
+
+    # --- start-up ----------------------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Slurm reachable and the partitions known: a TreinoError that says how to fix it otherwise."""
+        conf = os.environ.get("SLURM_CONF")
+        if not conf and not DEFAULT_CONF.exists():
+            raise TreinoError(
+                f"SLURM_CONF is not set and {DEFAULT_CONF} does not exist: treino reads the cluster's slurm.conf "
+                "like every Slurm client. To fix: export SLURM_CONF=/path/to/slurm.conf (on a login node of the "
+                "cluster), or use --backend local."
+            )
+        if conf and not Path(conf).is_file():
+            raise TreinoError(f"SLURM_CONF={conf} is not a file. To fix: point it at the cluster's slurm.conf.")
+        known = partitions_of_cluster()
+        for p in self.partitions:
+            if p not in known:
+                close = difflib.get_close_matches(p, known, n=2)
+                hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+                raise TreinoError(
+                    f"Unknown Slurm partition {p!r}.{hint} This cluster has: {', '.join(known)} (sinfo). "
+                    "To fix: --partition NAME with one of those."
+                )
+        if not self.partitions:
+            self.partitions = known
+        inventory = self.inventory()
+        if not inventory.nodes:
+            raise TreinoError(f"Partitions {', '.join(self.partitions)} have no nodes. To fix: check sinfo.")
+        if not any(n.gpus for n in inventory.nodes):
+            raise TreinoError(
+                f"No node of partitions {', '.join(self.partitions)} has GPUs as a GRES (Gres=gpu:N in slurm.conf "
+                "and gres.conf). To fix: pick GPU partitions with --partition."
+            )
+
+    def check_shared(self, shared_dir: Path) -> None:
+        """A 1-node Slurm job reads a file the server wrote in `shared_dir` and writes back another: checkpoints,
+        logs and datasets live there, so every node must see it as this server does."""
+        check_dir = shared_dir / "shared-check"
+        check_dir.mkdir(parents=True, exist_ok=True)
+        nonce = secrets.token_hex(16)
+        src, dst = check_dir / f"{nonce}.in", check_dir / f"{nonce}.out"
+        src.write_text(nonce)
+        argv = [
+            "sbatch",
+            "--parsable",
+            "--wait",
+            "--nodes=1",
+            f"--partition={','.join(self.partitions)}",
+            f"--job-name=treino-{self.tag}-shared-check",
+            "--time=2",
+            "--output=/dev/null",
+            *([f"--account={self.account}"] if self.account else []),
+            f"--wrap=cat {shlex.quote(str(src))} > {shlex.quote(str(dst))}",
+        ]
+        try:
+            run(argv, timeout_s=SHARED_CHECK_S)
+            got = dst.read_text() if dst.exists() else ""
+        except BackendUnavailable as exc:
+            raise TreinoError(
+                f"Could not check that {shared_dir} is shared with the cluster's nodes: {exc} To fix: make sure a "
+                "1-node job can start in these partitions (sinfo, squeue)."
+            ) from exc
+        finally:
+            for path in (src, dst):
+                path.unlink(missing_ok=True)
+        if got != nonce:
+            raise TreinoError(
+                f"{shared_dir} is not shared with the cluster's nodes: a Slurm job could not read and write it as "
+                "this server does. Checkpoints, job logs and datasets live there. To fix: put the data dir (or "
+                "--shared-dir) on a filesystem every node mounts at the same path (NFS, Lustre, ...)."
+            )
+
+    # --- inventory ---------------------------------------------------------------------------------------------
+    def inventory(self) -> Inventory:
+        if time.monotonic() - self._inventory_at > INVENTORY_S:
+            self._inventory_at = time.monotonic()
+            try:
+                self._inventory = inventory_of(read_nodes(self.partitions), self._gpu_names)
+            except (BackendUnavailable, SlurmError) as exc:
+                log.warning("Slurm inventory not refreshed: %s", exc)  # the last one stands
+        return self._inventory
+
+    # --- launch ------------------------------------------------------------------------------------------------
+    def job_name(self, request: LaunchRequest) -> str:
+        return f"treino-{self.tag}-{request.job_id}-{request.attempt}"
+
+    def handle_for(self, request: LaunchRequest) -> dict[str, Any]:
+        return {
+            "node": "slurm",
+            "name": self.job_name(request),
+            "dir": str(request.attempt_dir),
+            "key": request.key,
+            "slurm_job_id": None,
+        }
+
+    def _partition_for(self, nodes: Sequence[str]) -> str:
+        """One partition that holds every chosen node (sbatch needs one for --nodelist)."""
+        inventory = self.inventory()
+        of = {n.name: set(n.partitions) for n in inventory.nodes}
+        common = set(self.partitions).intersection(*(of.get(n, set()) for n in nodes))
+        return sorted(common)[0] if common else ",".join(self.partitions)
+
+    def launch(self, request: LaunchRequest) -> dict[str, Any]:
+        request.attempt_dir.mkdir(parents=True, exist_ok=True)
+        nodes = list(request.nodes)
+        write_json_atomic(
+            request.attempt_dir / "launch.json",
+            {
+                "argv": request.argv,
+                "cwd": request.cwd,
+                "env": request.env,  # the job's token: 0600 on the shared filesystem, never on a command line
+                "key": request.key,
+                "grace_s": request.grace_s,
+                "gpus_per_node": request.gpus_per_node,
+                "script": request.script,
+                "python": request.python,
+                "rdzv_port": RDZV_PORT_BASE + request.job_id % RDZV_PORT_SPAN,
+            },
+        )
+        script = request.attempt_dir / "launch.sh"
+        script.write_text(
+            "#!/bin/sh\n# treino: one attempt of a job; see treino.server.slurm_launch\n"
+            f"exec {shlex.quote(request.python)} -m treino.server.slurm_launch batch "
+            f"{shlex.quote(str(request.attempt_dir))}\n"
+        )
+        script.chmod(0o700)
+        output = str(request.attempt_dir / "output.log")
+        argv = [
+            "sbatch",
+            "--parsable",
+            f"--job-name={self.job_name(request)}",
+            f"--nodes={len(nodes)}",
+            "--ntasks-per-node=1",  # one torchrun agent per node; it starts the node's worker processes
+            f"--gres=gpu:{request.gpus_per_node}",
+            f"--partition={self._partition_for(nodes)}",
+            f"--nodelist={','.join(nodes)}",  # where treino's scheduler counted the GPUs free
+            "--requeue",  # a node failure puts it back in Slurm's queue (same job id); it resumes from a checkpoint
+            "--open-mode=append",  # a requeue must not truncate the log of the run before
+            f"--output={output}",
+            f"--error={output}",
+            f"--chdir={request.attempt_dir}",
+            *([f"--account={self.account}"] if self.account else []),
+            *self._time_limit(request),
+            str(script),
+        ]
+        out = run(argv)
+        job_id = int(out.strip().split(";")[0])
+        self._snapshot_at = -math.inf  # the next poll sees it
+        return {**self.handle_for(request), "slurm_job_id": job_id, "partition": self._partition_for(nodes)}
+
+    @staticmethod
+    def _time_limit(request: LaunchRequest) -> list[str]:
+        """--time from the spec's timeout (whole minutes, rounded up), and SIGTERM to the steps a grace period
+        before it, so the job checkpoints even if treino is down when the limit comes (Slurm's timer has ~30-60 s
+        resolution, reference cluster-on-one-machine.md)."""
+        if request.timeout_s is None:
+            return []
+        minutes = max(1, math.ceil(request.timeout_s / 60))
+        return [f"--time={minutes}", f"--signal=TERM@{max(1, int(request.grace_s))}"]
+
+    # --- poll ----------------------------------------------------------------------------------------------------
+    def _jobs(self) -> dict[int, dict[str, Any]]:
+        """treino's own jobs in Slurm now (one `squeue --json` per SNAPSHOT_S), by Slurm job id."""
+        if time.monotonic() - self._snapshot_at > SNAPSHOT_S:
+            data = json.loads(run(["squeue", "--json"]))
+            prefix = f"treino-{self.tag}-"
+            self._snapshot = {
+                int(j["job_id"]): j for j in data.get("jobs", []) if str(j.get("name", "")).startswith(prefix)
+            }
+            self._snapshot_at = time.monotonic()
+        return self._snapshot
+
+    def _job_id(self, handle: dict[str, Any]) -> int | None:
+        """The handle's Slurm job id; for an attempt recorded just before a crash, found by its name."""
+        if handle.get("slurm_job_id"):
+            return int(handle["slurm_job_id"])
+        for job_id, job in self._jobs().items():
+            if job.get("name") == handle["name"]:
+                handle["slurm_job_id"] = job_id
+                return job_id
+        return None
+
+    def poll(self, handle: dict[str, Any]) -> ExitInfo | None:
+        attempt_dir = Path(handle["dir"])
+        if handle.get("launch_error"):
+            return launch_failed(handle, attempt_dir)
+        try:
+            job_id = self._job_id(handle)
+            if job_id is None:
+                return self._from_exit_file(attempt_dir, "the attempt never reached Slurm (server stopped first)")
+            live = self._jobs().get(job_id)
+            if live is not None and _state(live) in LIVE_STATES:
+                self._release_requeue_hold(job_id, live)
+                return None
+            final = self._final(job_id)
+        except BackendUnavailable as exc:
+            log.warning("Slurm unreachable; job state unknown for now: %s", exc)
+            return None  # unknown is not ended: nothing is requeued or failed while slurmctld is down
+        if final is None:
+            return self._from_exit_file(attempt_dir, f"Slurm no longer knows job {job_id} (past MinJobAge)")
+        state, exit_code = final
+        if state in LIVE_STATES:
+            return None
+        return self._exit_info(attempt_dir, state, exit_code)
+
+    def _final(self, job_id: int) -> tuple[str, int | None] | None:
+        """(state, exit code) of a job squeue no longer lists: `scontrol show job` (kept for MinJobAge), then
+        accounting (`sacct`, with slurmdbd), else None."""
+        try:
+            rec = parse_record(run(["scontrol", "-o", "show", "job", str(job_id)]).strip())
+            return rec.get("JobState", "UNKNOWN").split("+")[0], _exit_code(rec.get("ExitCode", ""))
+        except SlurmError as exc:
+            if not GONE.search(str(exc)):
+                raise
+        with contextlib.suppress(SlurmError):
+            out = run(["sacct", "-n", "-X", "-P", "-j", str(job_id), "-o", "State,ExitCode"]).strip().splitlines()
+            if out:
+                state, code = out[-1].split("|")[:2]
+                return state.split()[0], _exit_code(code)
+        return None
+
+    def _exit_info(self, attempt_dir: Path, state: str, exit_code: int | None) -> ExitInfo:
+        tail = read_tail(attempt_dir / "output.log")
+        written = _exit_file(attempt_dir)
+        returncode = written if written is not None else exit_code
+        if state == "COMPLETED" or (state == "FAILED" and returncode):
+            return ExitInfo(returncode if returncode is not None else 1, tail)
+        if state in FINAL_STATES:
+            reason, has_status, detail = FINAL_STATES[state]
+            return ExitInfo(returncode if has_status else None, tail, reason=reason, detail=detail)
+        return ExitInfo(returncode, tail, reason=FailureReason.NODE_FAULT, detail=f"Slurm ended the job as {state}")
+
+    @staticmethod
+    def _from_exit_file(attempt_dir: Path, why: str) -> ExitInfo:
+        written = _exit_file(attempt_dir)
+        tail = read_tail(attempt_dir / "output.log")
+        if written is not None:
+            return ExitInfo(written, tail)
+        return ExitInfo(None, tail, reason=FailureReason.NODE_FAULT, detail=why)
+
+    def _release_requeue_hold(self, job_id: int, job: dict[str, Any]) -> None:
+        """Slurm holds a requeued job for a fixed 2 minutes (Reason=BeginTime). treino's jobs resume from their
+        last checkpoint, so the wait only loses time: release it, once per requeue."""
+        restarts = int(job.get("restart_cnt") or 0)
+        if _state(job) != "PENDING" or job.get("state_reason") != "BeginTime" or restarts == 0:
+            return
+        if self._released.get(job_id) == restarts:
+            return
+        with contextlib.suppress(SlurmError):
+            run(["scontrol", "update", f"jobid={job_id}", "StartTime=now"])
+            log.info("Slurm job %s: requeued (restart %s); its BeginTime hold released", job_id, restarts)
+        self._released[job_id] = restarts
+
+    def placement(self, handle: dict[str, Any]) -> Placement | None:
+        try:
+            job_id = self._job_id(handle)
+            job = self._jobs().get(job_id) if job_id else None
+            if job is None:
+                return None
+            state = _state(job)
+            extra = {
+                "slurm_job_id": job_id,
+                "partition": job.get("partition"),
+                "slurm_restarts": int(job.get("restart_cnt") or 0),
+            }
+            if state == "PENDING":
+                return Placement((), "pending", str(job.get("state_reason", "")), extra)
+            return Placement(expand_hostlist(str(job.get("nodes", ""))), "running", "", extra)
+        except (BackendUnavailable, SlurmError):
+            return None
+
+    # --- stop ----------------------------------------------------------------------------------------------------
+    def stop(self, handle: dict[str, Any], grace_s: float) -> None:
+        """SIGTERM to the job's steps (torchrun passes it to its workers, which checkpoint); a job still pending
+        in Slurm is simply cancelled. The service kills it after the grace period if it has not ended."""
+        job_id = self._known_id(handle)
+        if job_id is None:
+            return
+        pending = _state(self._jobs().get(job_id, {})) == "PENDING"
+        with contextlib.suppress(SlurmError):
+            run(["scancel", str(job_id)] if pending else ["scancel", "--signal=TERM", str(job_id)])
+
+    def kill(self, handle: dict[str, Any]) -> None:
+        job_id = self._known_id(handle)
+        if job_id is not None:
+            with contextlib.suppress(SlurmError):
+                run(["scancel", str(job_id)])  # SIGTERM then SIGKILL after Slurm's KillWait, every step
+
+    def _known_id(self, handle: dict[str, Any]) -> int | None:
+        try:
+            return self._job_id(handle)
+        except BackendUnavailable:
+            return int(handle["slurm_job_id"]) if handle.get("slurm_job_id") else None
+
+    def sweep(self, active: Iterable[dict[str, Any]]) -> None:
+        """Nothing: Slurm tracks every process of a job (proctrack) and ends them with it."""
+
+    def telemetry(self) -> list[dict[str, Any]]:
+        return []  # GPUs are on the nodes, not here; their telemetry belongs to the cluster's own exporters
+
+    def metrics(self) -> dict[str, Any]:
+        return {}
+
+
+def _state(job: dict[str, Any]) -> str:
+    state = job.get("job_state", "")
+    if isinstance(state, list):  # newer Slurm: a list of the state and its flags
+        state = state[0] if state else ""
+    return str(state).split("+")[0]
+
+
+def _exit_code(text: str) -> int | None:
+    """Slurm's `ExitCode=code:signal`: the code, or -signal when a signal ended it."""
+    try:
+        code, _, sig = text.partition(":")
+        return -int(sig) if sig and int(sig) and not int(code) else int(code)
+    except ValueError:
+        return None
+
+
+def _exit_file(attempt_dir: Path) -> int | None:
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        value = json.loads((attempt_dir / "exit.json").read_text())["returncode"]
+        return int(value) if value is not None else None
+    return None
+
+
+def server_tag(data_dir: Path) -> str:
+    """A short, stable tag of this server (its data dir) for Slurm job names: a restarted server finds its own
+    jobs by name, and two servers on one cluster never take each other's."""
+    return hashlib.sha256(str(data_dir).encode()).hexdigest()[:6]
