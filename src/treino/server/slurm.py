@@ -162,9 +162,9 @@ def read_nodes(partitions: Sequence[str]) -> list[Node]:
         rec = parse_record(line)
         if "NodeName" not in rec:
             continue
-        parts = tuple(p for p in rec.get("Partitions", "").split(",") if p)
-        if partitions and not set(parts) & set(partitions):
-            continue
+        parts = tuple(p for p in rec.get("Partitions", "").split(",") if p and (not partitions or p in partitions))
+        if not parts:
+            continue  # not in a partition treino may use
         gpus, _ = gres_gpus(rec.get("Gres", ""))
         state = rec.get("State", "UNKNOWN")
         nodes.append(

@@ -78,7 +78,8 @@ def overview(service: Service, s: Session, telemetry: list[dict[str, Any]]) -> d
     holder = {d: j for j in active for d in j["devices"]}
     stats = {g["index"]: g for g in telemetry}
     devices = []
-    for d in service.inventory.devices:
+    inventory = service.inventory
+    for d in inventory.devices:
         g = stats.get(d.index, {})
         job = holder.get(d.index)
         devices.append(
@@ -86,6 +87,7 @@ def overview(service: Service, s: Session, telemetry: list[dict[str, Any]]) -> d
                 "index": d.index,
                 "kind": d.kind,
                 "name": d.name,
+                "node": d.node,
                 "memory_total": d.memory_bytes or None,
                 "memory_used": g.get("memory_used_bytes"),
                 "util": g.get("util_percent"),
@@ -94,9 +96,10 @@ def overview(service: Service, s: Session, telemetry: list[dict[str, Any]]) -> d
             }
         )
     return {
-        "kind": service.inventory.kind,
-        "description": service.inventory.describe(),
+        "kind": inventory.kind,
+        "description": inventory.describe(),
         "devices": devices,
+        "nodes": [asdict(n) for n in inventory.nodes],
         "running": active,
         "queue": queue,
         "queued": queued,
