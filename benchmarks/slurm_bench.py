@@ -72,7 +72,8 @@ class Server:
         argv = [sys.executable, "-m", "treino", "server", "--data-dir", str(data_dir), "--port", str(self.port)]
         argv += ["--backend", "slurm", "--host", "0.0.0.0", "--public-url", self.url]
         env = {k: v for k, v in os.environ.items() if not k.startswith("TREINO_")}
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**env, "SLURM_CONF": conf})
+        env["SLURM_CONF"] = conf
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
@@ -196,7 +197,7 @@ def throughput(tmp: Path) -> tuple[list[float], list[float]]:
 
 
 def main() -> int:
-    if os.geteuid() != 0 or shutil.which("slurmctld") is None and not Path("/usr/sbin/slurmctld").exists():
+    if os.geteuid() != 0 or (shutil.which("slurmctld") is None and not Path("/usr/sbin/slurmctld").exists()):
         console.print("slurm_bench: skipped (needs root and Slurm's packages: scripts/local_slurm.py install)")
         return 0
     with tempfile.TemporaryDirectory(prefix="treino-slurm-bench-") as tmp_name:
