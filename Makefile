@@ -38,6 +38,8 @@ demo: venv
 	@$(BIN)/python scripts/demo_dashboard.py
 
 test: venv
+	@# Slurm 22.05 from Debian for the cluster-mode tests (tests/cluster); as root only, else they skip and say why
+	@$(BIN)/python scripts/local_slurm.py install --if-root
 	$(BIN)/python -m pytest -q
 
 lint: venv
@@ -52,6 +54,7 @@ bench: venv
 	$(BIN)/python benchmarks/audit_bench.py
 	$(BIN)/python benchmarks/erasure_bench.py
 	$(BIN)/python benchmarks/web_bench.py
+	$(BIN)/python benchmarks/slurm_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -96,6 +96,7 @@ class Action(enum.StrEnum):
     GRANT_REVOKE = "grant.revoke"
     JOB_ADMIT = "job.admit"
     JOB_DENY = "job.deny"  # detail: {"rule": ..., "reason": ...}
+    JOB_START = "job.start"  # detail: {"attempt", "backend", "nodes", and on Slurm "slurm_job_id", "partition"}
     ERASURE_REQUEST = "erasure.request"
     ERASURE_COMPLETE = "erasure.complete"
     SUBJECT_REPORT = "subject.report"

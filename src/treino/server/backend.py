@@ -50,6 +50,7 @@ class LaunchRequest:
     script: list[str] | None = None  # `script` + `args` of a script job, for a multi-node torchrun to wrap
     python: str = sys.executable
     timeout_s: float | None = None  # the spec's wall-clock limit (Slurm enforces it too, with --time)
+    partitions: tuple[str, ...] | None = None  # Slurm partitions its data may be processed in (None: any)
 
 
 @dataclass(frozen=True)

@@ -539,6 +539,7 @@ class Service:
             script=spec.script_argv(),
             python=self.settings.python,
             timeout_s=_timeout_s(job),
+            partitions=tuple(job.partitions) if job.partitions is not None else None,
         )
         handle = self.backend.handle_for(request)
         attempt = Attempt(job_id=job.id, number=number, devices=list(devices), handle=handle, started_at=time.time())

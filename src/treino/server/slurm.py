@@ -266,7 +266,11 @@ class SlurmBackend:
             f"--wrap=cat {shlex.quote(str(src))} > {shlex.quote(str(dst))}",
         ]
         try:
-            run(argv, timeout_s=SHARED_CHECK_S)
+            try:
+                run(argv, timeout_s=SHARED_CHECK_S)
+            except SlurmError as exc:  # sbatch --wait exits non-zero with only the job id when the job failed
+                if not re.fullmatch(r"sbatch: \d+(;\S+)?", str(exc)):
+                    raise SlurmError(f"{exc}. To fix: check --partition and --slurm-account (sbatch refused)") from exc
             got = dst.read_text() if dst.exists() else ""
         except BackendUnavailable as exc:
             raise TreinoError(
@@ -306,12 +310,13 @@ class SlurmBackend:
             "slurm_job_id": None,
         }
 
-    def _partition_for(self, nodes: Sequence[str]) -> str:
-        """One partition that holds every chosen node (sbatch needs one for --nodelist)."""
-        inventory = self.inventory()
-        of = {n.name: set(n.partitions) for n in inventory.nodes}
-        common = set(self.partitions).intersection(*(of.get(n, set()) for n in nodes))
-        return sorted(common)[0] if common else ",".join(self.partitions)
+    def _partition_for(self, request: LaunchRequest) -> str:
+        """One partition the job may run in (its data's residency) that holds every chosen node: sbatch needs
+        one for --nodelist. Several when no single one does; Slurm then picks, still among the allowed."""
+        allowed = list(request.partitions) if request.partitions is not None else self.partitions
+        of = {n.name: set(n.partitions) for n in self.inventory().nodes}
+        common = set(allowed).intersection(*(of.get(n, set()) for n in request.nodes))
+        return sorted(common)[0] if common else ",".join(allowed)
 
     def launch(self, request: LaunchRequest) -> dict[str, Any]:
         request.attempt_dir.mkdir(parents=True, exist_ok=True)
@@ -338,6 +343,7 @@ class SlurmBackend:
         )
         script.chmod(0o700)
         output = str(request.attempt_dir / "output.log")
+        partition = self._partition_for(request)
         argv = [
             "sbatch",
             "--parsable",
@@ -345,7 +351,7 @@ class SlurmBackend:
             f"--nodes={len(nodes)}",
             "--ntasks-per-node=1",  # one torchrun agent per node; it starts the node's worker processes
             f"--gres=gpu:{request.gpus_per_node}",
-            f"--partition={self._partition_for(nodes)}",
+            f"--partition={partition}",
             f"--nodelist={','.join(nodes)}",  # where treino's scheduler counted the GPUs free
             "--requeue",  # a node failure puts it back in Slurm's queue (same job id); it resumes from a checkpoint
             "--open-mode=append",  # a requeue must not truncate the log of the run before
@@ -359,7 +365,7 @@ class SlurmBackend:
         out = run(argv)
         job_id = int(out.strip().split(";")[0])
         self._snapshot_at = -math.inf  # the next poll sees it
-        return {**self.handle_for(request), "slurm_job_id": job_id, "partition": self._partition_for(nodes)}
+        return {**self.handle_for(request), "slurm_job_id": job_id, "partition": partition}
 
     @staticmethod
     def _time_limit(request: LaunchRequest) -> list[str]:

@@ -1,0 +1,159 @@
+"""A real Slurm 22.05 for the cluster-mode tests, brought up by scripts/local_slurm.py (Debian's packages, no
+systemd): `slurm_single` (one node, 2 fake GPUs, partitions gpu-sp1 and gpu-mia on it) and `slurm_two_nodes` (two
+slurmd in their own network namespaces, with their own addresses and hostnames).
+
+Without root or the Slurm packages these tests are skipped, saying why; under CI=true they must run, so a missing
+package fails them instead (.ci/run installs the packages).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.server.conftest import ServerProcess, Servers
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "local_slurm.py"
+JOB_WAIT_S = 180.0  # a job through Slurm, including torch start-up on 2 busy cores
+POLL_S = 0.2
+
+
+@dataclass
+class Cluster:
+    info: dict[str, Any]
+    dir: Path
+
+    @property
+    def conf(self) -> str:
+        return str(self.info["slurm_conf"])
+
+    def slurm(self, *argv: str, check: bool = True) -> str:
+        done = subprocess.run(list(argv), capture_output=True, text=True, env={**os.environ, "SLURM_CONF": self.conf})
+        if check and done.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)}: {done.stderr}")
+        return done.stdout
+
+    def script(self, *argv: str) -> str:
+        done = subprocess.run(
+            [sys.executable, str(SCRIPT), *argv, "--dir", str(self.dir)], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"local_slurm.py {' '.join(argv)}: {done.stdout}{done.stderr}")
+        return done.stdout
+
+    def cancel_all(self) -> None:
+        self.slurm("scancel", "--user", os.environ.get("USER", "root"), check=False)
+
+
+def why_no_slurm() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (Slurm's daemons, fake GPU devices with mknod, network namespaces)"
+    for tool in ("slurmctld", "slurmd", "sbatch", "munged", "nsenter"):
+        if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
+            return f"{tool} is not installed (apt-get install slurmctld slurmd slurm-client munge)"
+    return None
+
+
+def bring_up(tmp: pytest.TempPathFactory, mode: str, extra: list[str]) -> Iterator[Cluster]:
+    reason = why_no_slurm()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"cluster tests must run under CI=true, but: {reason}")
+        pytest.skip(reason)
+    where = tmp.mktemp(f"slurm-{mode}")
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "up", "--dir", str(where), "--mode", mode, "--json", *extra],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        subprocess.run([sys.executable, str(SCRIPT), "down", "--dir", str(where)], capture_output=True)
+        pytest.fail(f"local_slurm.py up --mode {mode} failed:\n{done.stdout}\n{done.stderr}")
+    cluster = Cluster(json.loads(done.stdout), where)
+    old = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = cluster.conf  # the servers the tests start inherit it, like any Slurm client
+    try:
+        yield cluster
+    finally:
+        cluster.cancel_all()
+        subprocess.run([sys.executable, str(SCRIPT), "down", "--dir", str(where)], capture_output=True)
+        if old is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old
+
+
+@pytest.fixture(scope="module")
+def slurm_single(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    yield from bring_up(
+        tmp_path_factory,
+        "single",
+        ["--gpus", "2", "--partition", "gpu-sp1", "--partition", "gpu-mia", "--port-base", "17817"],
+    )
+
+
+@pytest.fixture(scope="module")
+def slurm_two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    yield from bring_up(tmp_path_factory, "netns", ["--gpus", "1"])
+
+
+@pytest.fixture
+def servers(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Servers]:
+    s = Servers(tmp_path_factory)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def api(server: ServerProcess, method: str, path: str, token: str | None = None, **kw: Any) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token or server.token}"}
+    return httpx.request(method, server.url + path, headers=headers, timeout=30, **kw)
+
+
+def wait_for(what: str, check: Any, timeout_s: float = JOB_WAIT_S, server: ServerProcess | None = None) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(POLL_S)
+    raise AssertionError(
+        f"timed out after {timeout_s:g} s waiting for {what}" + (f"\n{server.log()}" if server else "")
+    )
+
+
+def job(server: ServerProcess, job_id: int) -> dict[str, Any]:
+    r = api(server, "GET", f"/api/v1/jobs/{job_id}")
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def wait_final(server: ServerProcess, job_id: int, timeout_s: float = JOB_WAIT_S) -> dict[str, Any]:
+    return dict(
+        wait_for(
+            f"job {job_id} to end",
+            lambda: (j := job(server, job_id))["state"] in ("succeeded", "failed", "cancelled") and j,
+            timeout_s,
+            server,
+        )
+    )
+
+
+def logs(server: ServerProcess, job_id: int, attempt: int | None = None) -> str:
+    params = {"attempt": attempt} if attempt else {}
+    r = api(server, "GET", f"/api/v1/jobs/{job_id}/logs", params=params)
+    assert r.status_code == 200, r.text
+    return str(r.json()["text"])

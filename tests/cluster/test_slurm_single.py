@@ -1,0 +1,210 @@
+"""Cluster mode on a real single-node Slurm with 2 fake GPUs (character devices, so slurmd sets
+CUDA_VISIBLE_DEVICES): jobs placed by Slurm, a third one waiting, cancel, the example DDP job, a server SIGKILL,
+residency by partition, and the refusals a user meets first."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.cluster.conftest import Cluster, api, job, logs, wait_final, wait_for
+from tests.server.conftest import ServerProcess, Servers, clean_env, free_port
+from tests.server.people import DATA, ROOT, churn_job, people_and_clientes
+
+SP1 = ["--backend", "slurm", "--partition", "gpu-sp1=eveo-sp1"]
+
+
+def slurm_server(servers: Servers, *extra: str, **kw: Any) -> ServerProcess:
+    return servers.start(extra_args=[*(extra or SP1)], **kw)
+
+
+def sleeper(name: str, marker: str, seconds: int = 120) -> dict[str, Any]:
+    code = (
+        f"import os,time; print('CVD=' + os.environ['CUDA_VISIBLE_DEVICES'], {marker!r}, flush=True); "
+        f"time.sleep({seconds})"
+    )
+    return {"name": name, "command": [sys.executable, "-c", code], "gpus": 1, "grace_seconds": 2}
+
+
+def running_on_slurm(server: ServerProcess, job_id: int) -> bool:
+    j = job(server, job_id)
+    where = j["history"][-1]["placement"] if j["history"] else {}
+    return j["state"] == "running" and where.get("placement", {}).get("state") == "running"
+
+
+def test_two_one_gpu_jobs_share_the_node_a_third_waits_and_cancel_leaves_nothing(
+    slurm_single: Cluster, servers: Servers
+) -> None:
+    server = slurm_server(servers)
+    marker = f"treino-test-{uuid.uuid4().hex}"
+    ids = []
+    for i in range(3):
+        r = api(server, "POST", "/api/v1/jobs", json=sleeper(f"s{i}", marker))
+        assert r.status_code == 201, r.text
+        ids.append(r.json()["id"])
+    wait_for("two jobs running on Slurm", lambda: all(running_on_slurm(server, i) for i in ids[:2]), server=server)
+    seen = wait_for(
+        "both jobs' CUDA_VISIBLE_DEVICES",
+        lambda: (
+            (cvd := sorted(line.split()[1] for i in ids[:2] for line in logs(server, i).splitlines() if "CVD=" in line))
+            and len(cvd) == 2
+            and cvd
+        ),
+        server=server,
+    )
+    assert seen == ["CVD=0", "CVD=1"]  # Slurm gave each its own GPU of the two
+    assert job(server, ids[2])["state"] == "queued"  # no GPU left: it waits in treino's queue
+    placement = job(server, ids[0])["history"][0]["placement"]
+    assert placement["partition"] == "gpu-sp1" and placement["slurm_job_id"] > 0
+    assert slurm_single.slurm("squeue", "-h", "-o", "%j").count("treino-") == 2
+    for i in ids:
+        assert api(server, "POST", f"/api/v1/jobs/{i}/cancel").status_code == 200
+    for i in ids:
+        assert wait_final(server, i)["state"] == "cancelled"
+    wait_for("no process of the jobs left", lambda: not _processes_with(marker), timeout_s=30)
+    assert "treino-" not in slurm_single.slurm("squeue", "-h", "-o", "%j")
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def test_the_example_ddp_job_completes_with_its_checkpoints(slurm_single: Cluster, servers: Servers) -> None:
+    server = slurm_server(servers)
+    spec = yaml.safe_load((ROOT / "examples" / "job.yaml").read_text())
+    spec.update(workdir=str(ROOT / "examples"), args=["--steps", "40", "--save-every", "20"])
+    r = api(server, "POST", "/api/v1/jobs", json=spec)
+    assert r.status_code == 201, r.text
+    final = wait_final(server, r.json()["id"])
+    text = logs(server, final["id"])
+    assert final["state"] == "succeeded", text
+    assert final["attempts"] == 1 and [c["step"] for c in final["checkpoints"]][-1] == 40
+    assert "world_size=2" in text or "world size 2" in text.lower(), text
+
+
+def test_a_server_killed_during_a_slurm_job_adopts_it_on_restart(slurm_single: Cluster, servers: Servers) -> None:
+    server = slurm_server(servers)
+    code = "import time; time.sleep(10); print('finished after the restart', flush=True)"
+    r = api(server, "POST", "/api/v1/jobs", json={"name": "adopt", "command": [sys.executable, "-c", code]})
+    job_id = r.json()["id"]
+    wait_for("the job running on Slurm", lambda: running_on_slurm(server, job_id), server=server)
+    assert server.stop(signal.SIGKILL) == -signal.SIGKILL
+    again = slurm_server(servers, data_dir=server.data_dir, port=server.port)
+    assert "1 job(s) adopted" in again.log()
+    final = wait_final(again, job_id)
+    assert final["state"] == "succeeded" and final["attempts"] == 1, final
+    assert "finished after the restart" in logs(again, job_id)
+
+
+def test_residency_by_partition_br_data_refused_in_miami_admitted_in_sp1(
+    slurm_single: Cluster, servers: Servers
+) -> None:
+    both = [
+        "--backend",
+        "slurm",
+        "--partition",
+        "gpu-mia=eveo-fl1",
+        "--partition",
+        "gpu-sp1=eveo-sp1",
+        "--import-root",
+        str(DATA),
+    ]
+    server = slurm_server(servers, *both)
+    tokens = people_and_clientes(server.url, server.token)
+    r = api(server, "POST", "/api/v1/jobs", token=tokens["eng1"], json=churn_job(steps=20))
+    assert r.status_code == 201, r.text
+    final = wait_final(server, r.json()["id"])
+    assert final["state"] == "succeeded", logs(server, final["id"])
+    assert final["history"][0]["placement"]["partition"] == "gpu-sp1"  # kept out of the Miami partition
+    audit = api(server, "GET", "/api/v1/audit/export").text
+    records = [json.loads(line) for line in audit.splitlines() if line.strip()]
+    admit = next(r for r in records if r["action"] == "job.admit")
+    assert admit["detail"]["partitions"] == {"gpu-sp1": "eveo-sp1"}
+    start = next(r for r in records if r["action"] == "job.start")
+    slurm_id = final["history"][0]["placement"]["slurm_job_id"]
+    assert start["detail"]["slurm_job_id"] == slurm_id and start["detail"]["nodes"] == [
+        slurm_single.info["nodes"][0]["name"]
+    ]
+    assert any(r["action"] == "dataset.read" and r["detail"]["site"] == "eveo-sp1" for r in records)
+
+    miami = slurm_server(servers, "--backend", "slurm", "--partition", "gpu-mia=eveo-fl1", "--import-root", str(DATA))
+    tokens = people_and_clientes(miami.url, miami.token)
+    r = api(miami, "POST", "/api/v1/jobs", token=tokens["eng1"], json=churn_job())
+    assert r.status_code == 403, r.text
+    detail = r.json()["detail"]
+    assert detail["rule"] == "residency" and "Art. 33" in detail["message"] and "eveo-fl1" in detail["message"]
+
+
+def test_more_nodes_or_gpus_than_the_cluster_has_are_refused_with_the_fix(
+    slurm_single: Cluster, servers: Servers
+) -> None:
+    server = slurm_server(servers)
+    base = {"name": "big", "command": ["true"]}
+    r = api(server, "POST", "/api/v1/jobs", json={**base, "nodes": 2})
+    assert r.status_code == 422 and "nodes <= 1" in r.text, r.text
+    r = api(server, "POST", "/api/v1/jobs", json={**base, "gpus": 3})
+    assert r.status_code == 422 and "gpus <= 2" in r.text, r.text
+    assert api(server, "GET", "/api/v1/jobs").json()["jobs"] == []  # nothing queued
+
+
+def run_server(args: list[str], env: dict[str, str], timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "treino", "server", *args], capture_output=True, text=True, env=env, timeout=timeout_s
+    )
+
+
+def test_start_up_refusals_are_one_line_with_the_fix(slurm_single: Cluster, tmp_path: Path) -> None:
+    env = clean_env(COLUMNS="200")
+    base = ["--data-dir", str(tmp_path / "d"), "--port", str(free_port()), "--backend", "slurm"]
+    out = run_server([*base, "--partition", "gpu-sp"], env)
+    assert out.returncode == 2 and "Unknown Slurm partition 'gpu-sp'. Did you mean 'gpu-sp1'" in out.stderr
+    assert "Traceback" not in out.stderr
+
+    no_conf = {k: v for k, v in env.items() if k != "SLURM_CONF"}
+    out = run_server(base, no_conf)
+    assert out.returncode == 2 and "SLURM_CONF is not set" in out.stderr and "To fix" in out.stderr
+
+    # A slurm.conf whose controller is not running (another port): slurmctld cannot be reached.
+    conf = Path(slurm_single.conf).read_text()
+    dead = tmp_path / "dead" / "slurm.conf"
+    dead.parent.mkdir()
+    dead.write_text(
+        "\n".join("SlurmctldPort=16999" if line.startswith("SlurmctldPort=") else line for line in conf.splitlines())
+    )
+    out = run_server(base, {**env, "SLURM_CONF": str(dead)})
+    assert out.returncode == 2 and "slurmctld cannot be reached" in out.stderr, out.stderr
+
+
+def test_a_data_dir_the_nodes_do_not_see_is_refused_at_start(slurm_single: Cluster, tmp_path: Path) -> None:
+    # The server sees its data dir on a tmpfs mounted in its own mount namespace only; slurmd (and so every job)
+    # sees the empty folder beneath: exactly a data dir that is not on a shared filesystem.
+    data = tmp_path / "private"
+    data.mkdir()
+    argv = [sys.executable, "-m", "treino", "server", "--data-dir", str(data), "--port", str(free_port())]
+    inner = f"mount -t tmpfs none {data} && exec {' '.join(argv)} --backend slurm --partition gpu-sp1"
+    out = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", inner],
+        capture_output=True,
+        text=True,
+        env=clean_env(COLUMNS="200"),
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr
+    assert f"{data} is not shared with the cluster's nodes" in out.stderr and "To fix" in out.stderr
+    assert "Traceback" not in out.stderr
