@@ -169,7 +169,7 @@ def run(
         raise CliError(f"`{' '.join(argv)}` took over {timeout_s:.0f} s.", "see the logs in DIR/log.") from e
     if check and out.returncode != 0:
         raise CliError(
-            f"`{' '.join(argv)}` exited {out.returncode}: {one_line(out.stderr or out.stdout)}",
+            f"`{' '.join(argv)}` exited {out.returncode}: {one_line(out.stderr or out.stdout)}.",
             "see the message; rerun with --debug for every command run.",
         )
     return out
@@ -826,7 +826,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         raise CliError(f"no slurm.conf in {d}.", f"bring a cluster up with `{PROG} up --dir {d} --mode MODE`.")
     out = run(["sinfo"], env=slurm_env(d), check=False)
     if out.returncode != 0:
-        raise CliError(f"sinfo failed: {one_line(out.stderr)}", f"start the cluster: `{PROG} up --dir {d} ...`.")
+        raise CliError(f"sinfo failed: {one_line(out.stderr)}.", f"start the cluster: `{PROG} up --dir {d} ...`.")
     sys.stdout.write(out.stdout.decode())
     return 0
 

@@ -1,0 +1,80 @@
+"""Cluster mode across two Slurm nodes, each slurmd in its own network namespace with its own address and
+hostname: a 2-node torchrun (gloo) through treino, and a node failure in the middle of a 2-node job."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tests.cluster.conftest import Cluster, api, job, logs, wait_final, wait_for
+from tests.server.conftest import ServerProcess, Servers
+from tests.server.people import ROOT
+
+SAVE_EVERY = 10  # steps between checkpoints in the node-failure test
+
+
+def cluster_server(cluster: Cluster, servers: Servers) -> ServerProcess:
+    """A server the nodes can reach: listening on the link to the nodes' namespaces, TREINO_URL on it."""
+    from tests.server.conftest import free_port
+
+    port = free_port()
+    url = f"http://{cluster.info['host_addr']}:{port}"
+    return servers.start(
+        extra_args=["--backend", "slurm", "--host", "0.0.0.0", "--public-url", url],
+        port=port,
+    )
+
+
+def spec(cluster: Cluster, **extra: Any) -> dict[str, Any]:
+    env = {"OMP_NUM_THREADS": "1"}
+    if cluster.info.get("ifname"):
+        env["GLOO_SOCKET_IFNAME"] = cluster.info["ifname"]  # the nodes' link, as on a real cluster's fabric
+    return {"workdir": str(ROOT / "examples"), "nodes": 2, "gpus": 1, "env": env, **extra}
+
+
+def test_a_two_node_torchrun_job_completes_and_both_nodes_logs_reach_treino(
+    slurm_two_nodes: Cluster, servers: Servers
+) -> None:
+    server = cluster_server(slurm_two_nodes, servers)
+    r = api(server, "POST", "/api/v1/jobs", json=spec(slurm_two_nodes, name="allreduce", script="allreduce_check.py"))
+    assert r.status_code == 201, r.text
+    final = wait_final(server, r.json()["id"])
+    text = logs(server, final["id"])
+    assert final["state"] == "succeeded", text
+    lines = re.findall(r"^(\d): rank=(\d) world_size=(\d) host=(\S+) allreduce=(\S+) expected=\S+ ok$", text, re.M)
+    assert sorted((rank, world, total) for _, rank, world, _, total in lines) == [("0", "2", "3"), ("1", "2", "3")], (
+        text
+    )
+    assert sorted(task for task, *_ in lines) == ["0", "1"]  # one line from each node's task (srun --label)
+    hosts = {n["name"] for n in slurm_two_nodes.info["nodes"]}
+    assert {host for _, _, _, host, _ in lines} == hosts  # each rank on its own node, under its own hostname
+    assert final["history"][0]["placement"]["placement"]["nodes"] == sorted(hosts)
+
+
+def test_a_node_failure_requeues_and_the_job_resumes_from_its_last_checkpoint(
+    slurm_two_nodes: Cluster, servers: Servers
+) -> None:
+    server = cluster_server(slurm_two_nodes, servers)
+    args = ["--steps", "150", "--save-every", str(SAVE_EVERY), "--sleep", "0.1"]
+    r = api(server, "POST", "/api/v1/jobs", json=spec(slurm_two_nodes, name="ddp2", script="ddp_train.py", args=args))
+    assert r.status_code == 201, r.text
+    job_id = r.json()["id"]
+    wait_for("two checkpoints", lambda: (job(server, job_id)["checkpoint_step"] or 0) >= 2 * SAVE_EVERY, server=server)
+    second = slurm_two_nodes.info["nodes"][1]["name"]
+    slurm_two_nodes.slurm("scontrol", "update", f"nodename={second}", "state=down", "reason=treino-test")
+    reached = job(server, job_id)["last_step"]
+    wait_for(
+        "Slurm to requeue it",
+        lambda: job(server, job_id)["history"][0]["placement"].get("slurm_restarts", 0) >= 1,
+        timeout_s=60,
+        server=server,
+    )
+    # ReturnToService=2: its slurmd still answers, so the node comes back by itself and the job runs again
+    final = wait_final(server, job_id)
+    text = logs(server, job_id)
+    assert final["state"] == "succeeded", text
+    assert final["attempts"] == 1  # Slurm's requeue, not a treino restart: one attempt, the same job token
+    resumed = [int(s) for s in re.findall(r"resumed from step=(\d+)", text)]
+    assert len(resumed) == 1, text
+    assert reached - resumed[0] <= SAVE_EVERY + 5  # at most one checkpoint interval lost (+ steps in flight)
+    assert "done step=150" in text
