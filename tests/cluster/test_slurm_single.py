@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
 from tests.cluster.conftest import Cluster, api, job, logs, wait_final, wait_for
@@ -65,6 +67,30 @@ def test_two_one_gpu_jobs_share_the_node_a_third_waits_and_cancel_leaves_nothing
     placement = job(server, ids[0])["history"][0]["placement"]
     assert placement["partition"] == "gpu-sp1" and placement["slurm_job_id"] > 0
     assert slurm_single.slurm("squeue", "-h", "-o", "%j").count("treino-") == 2
+    node = slurm_single.info["nodes"][0]["name"]
+    state = wait_for(  # the inventory is re-read from Slurm every few seconds: the node shows its two jobs
+        "the node busy in /metrics",
+        lambda: (
+            (
+                m := re.search(
+                    rf'treino_node_gpus{{node="{node}",partitions="gpu-sp1",state="(\w+)"}} 2.0',
+                    api(server, "GET", "/metrics").text,
+                )
+            )
+            and m.group(1) in ("mixed", "allocated")
+            and m.group(1)
+        ),
+        timeout_s=30,
+    )
+    metrics = api(server, "GET", "/metrics").text
+    assert f'treino_node_usable{{node="{node}"}} 1.0' in metrics and "treino_devices_busy 2.0" in metrics
+    with httpx.Client(base_url=server.url) as browser:  # the dashboard, logged in with the token
+        assert browser.post("/login", data={"token": server.token}).status_code in (200, 303)
+        overview = browser.get("/").text
+        assert f"<td>{node}</td><td>127.0.0.1</td><td>{state}</td><td>2</td><td>gpu-sp1</td>" in overview
+        assert f"GPU 0 · GPU · {node}" in overview
+        page = browser.get(f"/jobs/{ids[0]}").text
+        assert f"<td>{node} · Slurm {placement['slurm_job_id']} · gpu-sp1</td>" in page
     for i in ids:
         assert api(server, "POST", f"/api/v1/jobs/{i}/cancel").status_code == 200
     for i in ids:
@@ -208,3 +234,37 @@ def test_a_data_dir_the_nodes_do_not_see_is_refused_at_start(slurm_single: Clust
     assert out.returncode == 2, out.stderr
     assert f"{data} is not shared with the cluster's nodes" in out.stderr and "To fix" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_slurmctld_down_loses_nothing_and_foreign_slurm_jobs_are_never_touched(
+    slurm_single: Cluster, servers: Servers
+) -> None:
+    server = slurm_server(servers)
+    foreign = slurm_single.slurm("sbatch", "--parsable", "--job-name=someone-else", "--wrap", "sleep 300").strip()
+    pid = int((slurm_single.dir / "run" / "slurmctld.pid").read_text())
+    os.kill(pid, signal.SIGTERM)  # the controller goes away (state saved); the clients now fail to reach it
+    wait_for("slurmctld to stop", lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), timeout_s=30)
+    code = "print('ran once the controller was back', flush=True)"
+    r = api(server, "POST", "/api/v1/jobs", json={"name": "waits", "command": [sys.executable, "-c", code]})
+    assert r.status_code == 201, r.text
+    job_id = r.json()["id"]
+    wait_for("a launch attempt", lambda: "will retry" in server.log(), timeout_s=60, server=server)
+    j = job(server, job_id)
+    assert j["state"] == "queued" and j["attempts"] == 0, j  # put back as it was: no attempt spent, nothing lost
+    env = {**os.environ, "TREINO_LOCAL_SLURM_DIR": str(slurm_single.dir)}  # so local_slurm.py down finds it
+    subprocess.run(["slurmctld"], env=env, check=True)  # without -i: it recovers its saved state
+    final = wait_final(server, job_id)
+    assert final["state"] == "succeeded" and final["attempts"] == 1, final
+    assert "ran once the controller was back" in logs(server, job_id)
+    server.stop()  # a treino shutdown and restart never touch a job treino did not start
+    again = slurm_server(servers, data_dir=server.data_dir, port=server.port)
+    assert api(again, "GET", "/healthz").status_code == 200
+    assert slurm_single.slurm("squeue", "-h", "-j", foreign, "-o", "%T").strip() in ("RUNNING", "PENDING")
+    slurm_single.slurm("scancel", foreign)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

@@ -30,6 +30,8 @@ PT: dict[str, str] = {
     "slot": "slot",
     "free": "livre",
     "Nodes": "Nós",
+    "where": "onde",
+    "pending in Slurm": "aguardando no Slurm",
     "node": "nó",
     "address": "endereço",
     "partitions": "partições",
@@ -206,8 +208,9 @@ class Locale:
             return f"{self.num(seconds / 3600, 1)} h"
         return f"{self.num(seconds / 86400, 1)} {'dias' if self.pt else 'days'}"
 
-    def gib(self, nbytes: float) -> str:
-        return f"{self.num(nbytes / 2**30, 2)} GiB"
+    def gib(self, nbytes: float | None) -> str:
+        """Bytes as GiB; '–' when unknown (a Slurm node's GPU memory is not reported to the server)."""
+        return "–" if nbytes is None else f"{self.num(nbytes / 2**30, 2)} GiB"
 
     def filters(self) -> dict[str, Callable[..., str]]:
         return {"num": self.num, "money": self.money, "when": self.when, "duration": self.duration, "gib": self.gib}
