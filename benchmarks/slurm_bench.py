@@ -33,8 +33,8 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "local_slurm.py"
 SUBMITS = 20
-THROUGHPUT_STEPS = 300
-RUNS = 2
+THROUGHPUT_STEPS = 2000  # long enough that Slurm's 1 s StartTime/EndTime resolution is a few per cent
+RUNS = 3
 POLL_S = 0.05
 JOB_WAIT_S = 300.0
 TARGET_SUBMIT_P50_S = 2.0

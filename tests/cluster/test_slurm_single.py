@@ -268,3 +268,30 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_a_higher_priority_job_preempts_through_slurm_and_the_preempted_ones_requeue(
+    slurm_single: Cluster, servers: Servers
+) -> None:
+    server = slurm_server(servers)
+    marker = f"treino-test-{uuid.uuid4().hex}"
+    low = [api(server, "POST", "/api/v1/jobs", json=sleeper(f"low{i}", marker)).json()["id"] for i in range(2)]
+    wait_for("both low jobs on Slurm", lambda: all(running_on_slurm(server, i) for i in low), server=server)
+    code = "print('high ran', flush=True)"
+    r = api(
+        server,
+        "POST",
+        "/api/v1/jobs",
+        json={"name": "high", "command": [sys.executable, "-c", code], "gpus": 2, "priority": 10},
+    )
+    high = r.json()["id"]
+    final = wait_final(server, high)
+    assert final["state"] == "succeeded" and "high ran" in logs(server, high), final
+    for i in low:  # SIGTERM through scancel --signal, then back in treino's queue, then run again
+        j = job(server, i)
+        assert j["preemptions"] == 1 and j["history"][0]["outcome"] == "preempt", j
+    wait_for("the low jobs running again", lambda: all(running_on_slurm(server, i) for i in low), server=server)
+    for i in low:
+        api(server, "POST", f"/api/v1/jobs/{i}/cancel")
+    for i in low:
+        assert wait_final(server, i)["state"] == "cancelled"
