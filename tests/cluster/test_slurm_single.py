@@ -126,13 +126,19 @@ def test_the_example_ddp_job_completes_with_its_checkpoints(slurm_single: Cluste
 
 def test_a_server_killed_during_a_slurm_job_adopts_it_on_restart(slurm_single: Cluster, servers: Servers) -> None:
     server = slurm_server(servers)
-    code = "import time; time.sleep(10); print('finished after the restart', flush=True)"
+    go = server.data_dir.parent / "go"  # the job ends only once the test says so: after the restart
+    code = (
+        f"import os,time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.1)\n"
+        "print('finished after the restart', flush=True)"
+    )
     r = api(server, "POST", "/api/v1/jobs", json={"name": "adopt", "command": [sys.executable, "-c", code]})
     job_id = r.json()["id"]
     wait_for("the job running on Slurm", lambda: running_on_slurm(server, job_id), server=server)
     assert server.stop(signal.SIGKILL) == -signal.SIGKILL
     again = slurm_server(servers, data_dir=server.data_dir, port=server.port)
     assert "1 job(s) adopted" in again.log()
+    assert job(again, job_id)["state"] == "running"
+    go.touch()
     final = wait_final(again, job_id)
     assert final["state"] == "succeeded" and final["attempts"] == 1, final
     assert "finished after the restart" in logs(again, job_id)
@@ -249,8 +255,10 @@ def test_slurmctld_down_loses_nothing_and_foreign_slurm_jobs_are_never_touched(
     assert r.status_code == 201, r.text
     job_id = r.json()["id"]
     wait_for("a launch attempt", lambda: "will retry" in server.log(), timeout_s=60, server=server)
-    j = job(server, job_id)
-    assert j["state"] == "queued" and j["attempts"] == 0, j  # put back as it was: no attempt spent, nothing lost
+    back = wait_for(  # put back as it was: no attempt spent, nothing lost
+        "the job back in the queue", lambda: (j := job(server, job_id))["state"] == "queued" and j, server=server
+    )
+    assert back["attempts"] == 0, back
     env = {**os.environ, "TREINO_LOCAL_SLURM_DIR": str(slurm_single.dir)}  # so local_slurm.py down finds it
     subprocess.run(["slurmctld"], env=env, check=True)  # without -i: it recovers its saved state
     final = wait_final(server, job_id)

@@ -110,11 +110,27 @@ def test_a_job_gets_gpus_on_each_of_its_nodes_never_split_within_a_node() -> Non
 
 def test_residency_keeps_a_job_to_its_allowed_nodes_and_an_unplaceable_job_never_blocks() -> None:
     devices = cluster({"sp1": 2, "mia": 2})
-    assert choose_devices(devices, 2, allowed=frozenset({"mia"})) == (2, 3)
-    br_only = Queued(1, 0, 1, 1.0, None, nodes=2, allowed_nodes=frozenset({"sp1"}))  # 2 nodes, 1 allowed
-    other = Queued(2, 0, 1, 2.0, None, allowed_nodes=frozenset({"sp1"}))
+    assert choose_devices(devices, 2, groups=(frozenset({"mia"}),)) == (2, 3)
+    sp1 = (frozenset({"sp1"}),)
+    br_only = Queued(1, 0, 1, 1.0, None, nodes=2, node_groups=sp1)  # 2 nodes, 1 allowed
+    other = Queued(2, 0, 1, 2.0, None, node_groups=sp1)
     d = schedule(devices, [br_only, other], [], NOW)
     assert dict(d.start) == {2: (0,)} and d.head is None
     # Held devices count per node: with sp1 busy, a job kept to sp1 waits although mia is free.
     d = schedule(devices, [other], [Running(9, 0, (0, 1), NOW, None)], NOW)
     assert d.start == () and d.head == 2
+
+
+def test_a_multi_node_job_stays_inside_one_partition() -> None:
+    devices = cluster({"a1": 1, "b1": 1, "b2": 1})
+    groups = (frozenset({"a1"}), frozenset({"b1", "b2"}))  # partitions A and B: only B has two machines
+    assert choose_devices(devices, 1, nodes=2, groups=groups) == (1, 2)
+    assert choose_devices(devices[:2], 1, nodes=2, groups=groups) is None  # a1 + b1 would span two partitions
+
+
+def test_preemption_counts_only_the_machines_the_head_may_use() -> None:
+    devices = cluster({"sp1": 2, "mia": 2})
+    low = Running(9, 0, (0,), NOW - 10, None)  # holds one of sp1's two GPUs; mia is all free
+    head = Queued(1, 10, 2, 1.0, None, node_groups=(frozenset({"sp1"}),))
+    d = schedule(devices, [head], [low], NOW)
+    assert d.preempt == (9,) and d.start == ()  # mia's free GPUs do not seat a job kept to sp1

@@ -87,12 +87,22 @@ def server(
     if backend == "slurm":
         from treino.server.slurm import SlurmBackend, server_tag
 
+        # NAME=SITE maps a partition to where its nodes are. NAME alone has no site (data with a residency is not
+        # sent there): a forgotten mapping must not pass a Miami partition off as São Paulo. Without --partition,
+        # the whole cluster is at --site.
         for entry in partition or ():
             name, _, where = entry.partition("=")
-            partition_sites[name] = find_site(where) if where else default_site
+            partition_sites[name] = find_site(where) if where else None
         slurm = SlurmBackend(list(partition_sites), slurm_account or None, tag=server_tag(data_dir))
         slurm.check()
-        partition_sites = {p: partition_sites.get(p, default_site) for p in slurm.partitions}
+        partition_sites = {p: partition_sites[p] if partition else default_site for p in slurm.partitions}
+        for n in slurm.inventory().nodes:
+            sites = {partition_sites[p].name if partition_sites[p] else None for p in n.partitions}
+            if len(sites) > 1:
+                out.print(
+                    f"[yellow]warning:[/] node {n.name} is in partitions mapped to different sites "
+                    f"({', '.join(sorted(str(s) for s in sites))}); residency is decided per partition."
+                )
         out.print(f"Slurm: checking that {shared_dir or data_dir} is shared with the nodes (a 1-node job) ...")
         slurm.check_shared(shared_dir or data_dir)
         the_backend = slurm

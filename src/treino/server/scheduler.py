@@ -3,7 +3,7 @@
 Rules (the issue's, and Slurm's EASY backfill, which small GPU clusters use):
 1. Whole devices only: a device is held by at most one job. A job asks for `gpus` on each of `nodes` machines
    (best fit: the machines with the fewest free devices that still fit, keeping emptier machines whole for bigger
-   jobs), and only on the machines its data may be processed on (`allowed_nodes`, from residency). On a machine,
+   jobs), all of them inside one of its `node_groups` (a Slurm partition its data may be processed in). On a machine,
    its devices come from one NVLink domain when one has enough free (best fit again), else from the fullest
    domains first.
 2. Order: higher priority first, FIFO (submission order) within a priority.
@@ -18,6 +18,7 @@ Rules (the issue's, and Slurm's EASY backfill, which small GPU clusters use):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +34,14 @@ class Queued:
     submitted_at: float
     timeout_s: float | None
     nodes: int = 1
-    allowed_nodes: frozenset[str] | None = None  # None: any machine
+    node_groups: tuple[frozenset[str], ...] | None = None  # its machines all come from one group; None: any
+
+    def eligible(self, devices: Sequence[Device]) -> list[Device]:
+        """The devices the job could ever be given (any group's)."""
+        if self.node_groups is None:
+            return list(devices)
+        nodes = frozenset().union(*self.node_groups)
+        return [d for d in devices if d.node in nodes]
 
     @property
     def devices_needed(self) -> int:
@@ -68,20 +76,21 @@ def order(queue: Sequence[Queued]) -> list[Queued]:
 
 
 def choose_devices(
-    free: Sequence[Device], count: int, nodes: int = 1, allowed: frozenset[str] | None = None
+    free: Sequence[Device], count: int, nodes: int = 1, groups: tuple[frozenset[str], ...] | None = None
 ) -> tuple[int, ...] | None:
-    """`count` device indices on each of `nodes` machines from `free` (only machines in `allowed`), inside one
-    NVLink domain per machine when possible; None if too few."""
-    by_node: dict[str, list[Device]] = {}
-    for d in sorted(free, key=lambda d: d.index):
-        if allowed is None or d.node in allowed:
-            by_node.setdefault(d.node, []).append(d)
-    fitting = sorted(
-        (devs for devs in by_node.values() if len(devs) >= count), key=lambda devs: (len(devs), devs[0].index)
-    )
-    if len(fitting) < nodes:
-        return None
-    return tuple(i for devs in fitting[:nodes] for i in _within_node(devs, count))
+    """`count` device indices on each of `nodes` machines from `free`, all machines from one of `groups` (None:
+    any), inside one NVLink domain per machine when possible; None if too few."""
+    for group in groups if groups is not None else (None,):
+        by_node: dict[str, list[Device]] = {}
+        for d in sorted(free, key=lambda d: d.index):
+            if group is None or d.node in group:
+                by_node.setdefault(d.node, []).append(d)
+        fitting = sorted(
+            (devs for devs in by_node.values() if len(devs) >= count), key=lambda devs: (len(devs), devs[0].index)
+        )
+        if len(fitting) >= nodes:
+            return tuple(i for devs in fitting[:nodes] for i in _within_node(devs, count))
+    return None
 
 
 def _within_node(free: Sequence[Device], count: int) -> tuple[int, ...]:
@@ -103,7 +112,7 @@ def _within_node(free: Sequence[Device], count: int) -> tuple[int, ...]:
 
 def could_ever_fit(devices: Sequence[Device], job: Queued) -> bool:
     """Whether the whole inventory, empty, could seat the job (refused at submit otherwise; never blocks)."""
-    return choose_devices(devices, job.gpus, job.nodes, job.allowed_nodes) is not None
+    return choose_devices(devices, job.gpus, job.nodes, job.node_groups) is not None
 
 
 def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequence[Running], now: float) -> Decision:
@@ -118,21 +127,25 @@ def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequen
         if not could_ever_fit(devices, job):
             continue  # refused at submit (or its machines are down); never blocks the queue
         if head is None:
-            chosen = choose_devices(free, job.gpus, job.nodes, job.allowed_nodes)
+            chosen = choose_devices(free, job.gpus, job.nodes, job.node_groups)
             if chosen is not None:
                 starts.append((job.id, chosen))
                 free = [d for d in free if d.index not in chosen]
                 continue
             head = job
-            reservation, spare_at_reservation = _reservation(len(free), running, job.devices_needed)
-            victims = _victims(job, len(free), running)
+            # Counted on the machines it may use only (its data's residency): free GPUs elsewhere do not seat it.
+            eligible = {d.index for d in job.eligible(devices)}
+            free_for_head = sum(1 for d in free if d.index in eligible)
+            mine = [_on(r, eligible) for r in running]
+            reservation, spare_at_reservation = _reservation(free_for_head, mine, job.devices_needed)
+            victims = _victims(job, free_for_head, mine)
             if victims:
                 # The head takes the next devices to come free: nothing backfills in this decision (a victim's
                 # expected end is its timeout, not the grace period it is about to get).
                 preempt.extend(victims)
                 reservation, spare_at_reservation = now, 0
             continue
-        chosen = choose_devices(free, job.gpus, job.nodes, job.allowed_nodes)
+        chosen = choose_devices(free, job.gpus, job.nodes, job.node_groups)
         if chosen is None:
             continue
         ends_in_time = job.timeout_s is not None and not math.isinf(reservation) and now + job.timeout_s <= reservation
@@ -147,6 +160,11 @@ def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequen
         head.id if head else None,
         None if head is None or math.isinf(reservation) else reservation,
     )
+
+
+def _on(r: Running, eligible: set[int]) -> Running:
+    """`r` holding only its devices among `eligible` (what its end frees for a job kept to those)."""
+    return dataclasses.replace(r, devices=tuple(i for i in r.devices if i in eligible))
 
 
 def _reservation(free: int, running: Sequence[Running], need: int) -> tuple[float, int]:
@@ -167,7 +185,7 @@ def _victims(head: Queued, free: int, running: Sequence[Running]) -> list[int]:
     if free + stopping >= head.devices_needed:
         return []  # devices are already on their way back
     candidates = sorted(
-        (r for r in running if r.stopping_until is None and r.priority < head.priority),
+        (r for r in running if r.stopping_until is None and r.priority < head.priority and r.devices),
         key=lambda r: (r.priority, -r.started_at),
     )
     chosen: list[int] = []

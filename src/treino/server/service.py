@@ -296,7 +296,7 @@ class Service:
         if partitions is None:
             return
         inventory = self.inventory
-        shape = scheduler.Queued(0, 0, spec.gpus, 0.0, None, spec.nodes, allowed_nodes(inventory, partitions))
+        shape = scheduler.Queued(0, 0, spec.gpus, 0.0, None, spec.nodes, node_groups(inventory, partitions))
         if not scheduler.could_ever_fit(inventory.devices, shape):
             raise JobError(
                 f"asks for {spec.nodes} node(s) x {spec.gpus} GPU(s), more than the partitions its data may be "
@@ -427,9 +427,13 @@ class Service:
         seen = {"state": placement.state, "nodes": list(placement.nodes), "reason": placement.reason}
         if attempt.handle.get("placement") == seen:
             return
+        was_running = (attempt.handle.get("placement") or {}).get("state") == "running"
         attempt.handle = {**attempt.handle, **placement.extra, "placement": seen}
         if placement.state != "running" or not placement.nodes:
             return
+        if not was_running:
+            # Time pending in the backend's queue (Slurm's) is not the job's: its timeout counts from its start.
+            attempt.started_at = time.time()
         if s.scalar(select(func.count()).select_from(JobDataset).where(JobDataset.job_id == job.id)):
             self.audit(
                 s,
@@ -474,7 +478,7 @@ class Service:
                 j.submitted_at,
                 _timeout_s(j),
                 int(j.spec.get("nodes", 1)),
-                allowed_nodes(inventory, j.partitions),
+                node_groups(inventory, j.partitions),
             )
             for j in queued
         ]
@@ -624,6 +628,10 @@ class Service:
             )
             if last is not None:
                 self.register_model(s, job, "final", last.path, last.step)
+        elif info.reason in (FailureReason.TIMEOUT, FailureReason.SIGNAL):
+            # The backend's own verdict (Slurm's time limit; cancelled in Slurm by an operator): final, as a
+            # treino timeout or cancel is; a retry would meet the same limit or overrule the operator.
+            self._end(job, JobState.FAILED, outcome, detail)
         elif outcome == FailureReason.OOM:
             advice = self.advice.get(job.id, "")
             self._end(job, JobState.FAILED, outcome, detail + (f" | planner: {advice}" if advice else ""))
@@ -691,12 +699,12 @@ def _grace_s(job: Job) -> float:
     return float(job.spec.get("grace_seconds", DEFAULT_GRACE_S))
 
 
-def allowed_nodes(inventory: Inventory, partitions: list[Any] | None) -> frozenset[str] | None:
-    """The machines of `partitions` (None: every machine)."""
+def node_groups(inventory: Inventory, partitions: list[Any] | None) -> tuple[frozenset[str], ...] | None:
+    """The machines of each of `partitions`, one group each: a job's nodes all come from one partition, which
+    sbatch needs (None: no partitions, any machine)."""
     if partitions is None:
         return None
-    wanted = set(partitions)
-    return frozenset(n.name for n in inventory.nodes if wanted & set(n.partitions))
+    return tuple(frozenset(n.name for n in inventory.nodes if p in n.partitions) for p in partitions)
 
 
 def _base_env() -> dict[str, str]:

@@ -10,8 +10,8 @@ environment:
                -> treino.server.slurm_launch: one torchrun agent per node via srun, c10d rendezvous on the
                first node's NodeAddr (docs/cluster.md)
     poll       squeue --json (one call per SNAPSHOT_S for every job), then `scontrol show job` for the final
-               state and exit code (within MinJobAge), `sacct` where accounting exists, and the exit.json the
-               launcher writes on the shared filesystem
+               state and exit code (within MinJobAge), `sacct --json` where accounting exists, else `sacct -c`
+               (the job-completion log), and the exit.json the launcher writes on the shared filesystem
     stop/kill  scancel --signal=TERM (the job's steps; the grace period to checkpoint), then scancel
     requeue    a job Slurm requeued (node failure) waits on a fixed 2-minute BeginTime hold; treino releases its
                own jobs at once (scontrol update jobid=N StartTime=now), since they resume from a checkpoint
@@ -34,6 +34,7 @@ import os
 import re
 import secrets
 import shlex
+import socket
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -51,9 +52,9 @@ log = logging.getLogger("treino.server")
 SLURM_CMD_TIMEOUT_S = 30.0  # one client call (slurmctld answers in milliseconds; a hung one must not hang us)
 SNAPSHOT_S = 1.0  # how stale the squeue snapshot poll() reads may be: one squeue per second, whatever the jobs
 INVENTORY_S = 5.0  # how often nodes are re-read (drains, failures, returns)
+UNREACHABLE_BACKOFF_S = 5.0  # after slurmctld could not be reached, calls fail at once for this long
+REQUEUE_NODE_WAIT_S = 60.0  # a job Slurm requeued waits this long for its (pinned) nodes before treino moves it
 SHARED_CHECK_S = 120.0  # the start-up check job's limit (it waits for a free node like any job)
-RDZV_PORT_BASE = 29400  # torchrun's c10d rendezvous port on the first node: base + job id mod span
-RDZV_PORT_SPAN = 1000
 DEFAULT_CONF = Path("/etc/slurm/slurm.conf")  # where Slurm's clients look when SLURM_CONF is unset
 # Slurm states in which a job is not over yet (squeue's JOB_STATE, without flags).
 LIVE_STATES = frozenset(
@@ -103,9 +104,23 @@ def slurm_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("TREINO_") and k != "CUDA_VISIBLE_DEVICES"}
 
 
+_unreachable: dict[str, Any] = {"until": -math.inf, "why": ""}  # the last BackendUnavailable, for UNREACHABLE_BACKOFF_S
+
+
 def run(argv: Sequence[str], timeout_s: float = SLURM_CMD_TIMEOUT_S) -> str:
     """One Slurm client call: stdout, BackendUnavailable when the controller cannot be reached, SlurmError when
-    Slurm refuses (its message)."""
+    Slurm refuses (its message). After one call finds slurmctld unreachable, the next UNREACHABLE_BACKOFF_S fail at
+    once: a tick with many jobs must not wait MessageTimeout per call while it holds the service's lock."""
+    if time.monotonic() < _unreachable["until"]:
+        raise BackendUnavailable(_unreachable["why"])
+    try:
+        return _run(argv, timeout_s)
+    except BackendUnavailable as exc:
+        _unreachable.update(until=time.monotonic() + UNREACHABLE_BACKOFF_S, why=str(exc))
+        raise
+
+
+def _run(argv: Sequence[str], timeout_s: float) -> str:
     try:
         done = subprocess.run(
             list(argv), capture_output=True, text=True, timeout=timeout_s, env=slurm_env(), stdin=subprocess.DEVNULL
@@ -212,6 +227,7 @@ class SlurmBackend:
         self._snapshot: dict[int, dict[str, Any]] = {}
         self._snapshot_at = -math.inf
         self._released: dict[int, int] = {}  # Slurm job id -> the restart count whose BeginTime hold we released
+        self._pending_since: dict[int, float] = {}  # Slurm job id -> when it was first seen pending after a requeue
 
     # --- start-up ----------------------------------------------------------------------------------------------
     def check(self) -> None:
@@ -250,6 +266,9 @@ class SlurmBackend:
         logs and datasets live there, so every node must see it as this server does."""
         check_dir = shared_dir / "shared-check"
         check_dir.mkdir(parents=True, exist_ok=True)
+        passed = check_dir / "passed"  # once shown shared, a restart does not wait for a free node again
+        if passed.exists() and passed.read_text() == f"{shared_dir}\n{','.join(self.partitions)}":
+            return
         nonce = secrets.token_hex(16)
         src, dst = check_dir / f"{nonce}.in", check_dir / f"{nonce}.out"
         src.write_text(nonce)
@@ -273,6 +292,8 @@ class SlurmBackend:
                     raise SlurmError(f"{exc}. To fix: check --partition and --slurm-account (sbatch refused)") from exc
             got = dst.read_text() if dst.exists() else ""
         except BackendUnavailable as exc:
+            with contextlib.suppress(BackendUnavailable, SlurmError):  # a check job still pending must not linger
+                _run(["scancel", f"--name=treino-{self.tag}-shared-check"], SLURM_CMD_TIMEOUT_S)
             raise TreinoError(
                 f"Could not check that {shared_dir} is shared with the cluster's nodes: {exc} To fix: make sure a "
                 "1-node job can start in these partitions (sinfo, squeue)."
@@ -280,6 +301,9 @@ class SlurmBackend:
         finally:
             for path in (src, dst):
                 path.unlink(missing_ok=True)
+        if got == nonce:
+            passed.write_text(f"{shared_dir}\n{','.join(self.partitions)}")
+            return
         if got != nonce:
             raise TreinoError(
                 f"{shared_dir} is not shared with the cluster's nodes: a Slurm job could not read and write it as "
@@ -307,6 +331,7 @@ class SlurmBackend:
             "name": self.job_name(request),
             "dir": str(request.attempt_dir),
             "key": request.key,
+            "nodes": list(request.nodes),
             "slurm_job_id": None,
         }
 
@@ -319,6 +344,13 @@ class SlurmBackend:
         return sorted(common)[0] if common else ",".join(allowed)
 
     def launch(self, request: LaunchRequest) -> dict[str, Any]:
+        # An earlier sbatch of this very attempt may have reached Slurm although its answer did not reach us (a
+        # timeout): that job carries this name. It is cancelled before the new one, so the attempt never runs twice.
+        self._snapshot_at = -math.inf
+        earlier = self._by_name(self.job_name(request))
+        if earlier is not None:
+            log.warning("Slurm job %s is an earlier submission of %s: cancelled", earlier, self.job_name(request))
+            self._scancel({"name": self.job_name(request)}, earlier)
         request.attempt_dir.mkdir(parents=True, exist_ok=True)
         nodes = list(request.nodes)
         write_json_atomic(
@@ -332,7 +364,6 @@ class SlurmBackend:
                 "gpus_per_node": request.gpus_per_node,
                 "script": request.script,
                 "python": request.python,
-                "rdzv_port": RDZV_PORT_BASE + request.job_id % RDZV_PORT_SPAN,
             },
         )
         script = request.attempt_dir / "launch.sh"
@@ -393,11 +424,22 @@ class SlurmBackend:
         """The handle's Slurm job id; for an attempt recorded just before a crash, found by its name."""
         if handle.get("slurm_job_id"):
             return int(handle["slurm_job_id"])
+        found = self._by_name(handle["name"])
+        if found is not None:
+            handle["slurm_job_id"] = found
+        return found
+
+    def _by_name(self, name: str) -> int | None:
         for job_id, job in self._jobs().items():
-            if job.get("name") == handle["name"]:
-                handle["slurm_job_id"] = job_id
+            if job.get("name") == name:
                 return job_id
         return None
+
+    def _live(self, handle: dict[str, Any], job_id: int) -> dict[str, Any] | None:
+        """The job in the snapshot, if it is still this attempt's (same name): a Slurm job id is never trusted
+        alone, since ids restart after a controller's cold start."""
+        job = self._jobs().get(job_id)
+        return job if job is not None and job.get("name") == handle["name"] else None
 
     def poll(self, handle: dict[str, Any]) -> ExitInfo | None:
         attempt_dir = Path(handle["dir"])
@@ -407,11 +449,21 @@ class SlurmBackend:
             job_id = self._job_id(handle)
             if job_id is None:
                 return self._from_exit_file(attempt_dir, "the attempt never reached Slurm (server stopped first)")
-            live = self._jobs().get(job_id)
+            live = self._live(handle, job_id)
             if live is not None and _state(live) in LIVE_STATES:
                 self._release_requeue_hold(job_id, live)
+                if self._stuck_after_requeue(handle, job_id, live):
+                    self._scancel(handle, job_id)
+                    nodes = ", ".join(handle.get("nodes", []))
+                    return ExitInfo(
+                        None,
+                        read_tail(attempt_dir / "output.log"),
+                        reason=FailureReason.NODE_FAULT,
+                        detail=f"Slurm requeued it after a node failure, and its nodes ({nodes}) stayed unusable "
+                        f"for {REQUEUE_NODE_WAIT_S:g} s: submitted again on other nodes",
+                    )
                 return None
-            final = self._final(job_id)
+            final = self._final(job_id, handle["name"])
         except BackendUnavailable as exc:
             log.warning("Slurm unreachable; job state unknown for now: %s", exc)
             return None  # unknown is not ended: nothing is requeued or failed while slurmctld is down
@@ -422,20 +474,29 @@ class SlurmBackend:
             return None
         return self._exit_info(attempt_dir, state, exit_code)
 
-    def _final(self, job_id: int) -> tuple[str, int | None] | None:
+    def _final(self, job_id: int, name: str) -> tuple[str, int | None] | None:
         """(state, exit code) of a job squeue no longer lists: `scontrol show job` (kept for MinJobAge), then
-        accounting (`sacct`, with slurmdbd), else None."""
+        accounting (`sacct --json`, with slurmdbd), then the job-completion log (`sacct -c`, jobcomp/filetxt),
+        else None."""
         try:
             rec = parse_record(run(["scontrol", "-o", "show", "job", str(job_id)]).strip())
+            if rec.get("JobName") != name:
+                return None  # not this attempt's job any more (ids restart after a controller's cold start)
             return rec.get("JobState", "UNKNOWN").split("+")[0], _exit_code(rec.get("ExitCode", ""))
         except SlurmError as exc:
             if not GONE.search(str(exc)):
                 raise
-        with contextlib.suppress(SlurmError):
-            out = run(["sacct", "-n", "-X", "-P", "-j", str(job_id), "-o", "State,ExitCode"]).strip().splitlines()
-            if out:
-                state, code = out[-1].split("|")[:2]
-                return state.split()[0], _exit_code(code)
+        with contextlib.suppress(SlurmError, ValueError, KeyError, IndexError, TypeError):
+            jobs = json.loads(run(["sacct", "--json", "-X", "-j", str(job_id), f"--name={name}"])).get("jobs", [])
+            if jobs:
+                state = jobs[-1]["state"]["current"]
+                code = jobs[-1].get("exit_code", {}).get("return_code")
+                return str(state[0] if isinstance(state, list) else state).split()[0], code
+        with contextlib.suppress(SlurmError, ValueError):
+            lines = run(["sacct", "-c", "-n", "-P", "-j", str(job_id), "-o", "JobID,JobName,State,ExitCode"])
+            mine = [f for f in (line.split("|") for line in lines.splitlines()) if f[:2] == [str(job_id), name]]
+            if mine:
+                return mine[-1][2].split()[0], _exit_code(mine[-1][3])
         return None
 
     def _exit_info(self, attempt_dir: Path, state: str, exit_code: int | None) -> ExitInfo:
@@ -457,6 +518,16 @@ class SlurmBackend:
             return ExitInfo(written, tail)
         return ExitInfo(None, tail, reason=FailureReason.NODE_FAULT, detail=why)
 
+    def _stuck_after_requeue(self, handle: dict[str, Any], job_id: int, job: dict[str, Any]) -> bool:
+        """Requeued by Slurm (node failure) and pending for REQUEUE_NODE_WAIT_S while one of the nodes it is pinned
+        to (--nodelist) is still unusable: it would wait for that node forever."""
+        if _state(job) != "PENDING" or int(job.get("restart_cnt") or 0) == 0:
+            self._pending_since.pop(job_id, None)
+            return False
+        since = self._pending_since.setdefault(job_id, time.monotonic())
+        usable = {n.name for n in self.inventory().nodes if n.usable}
+        return time.monotonic() - since > REQUEUE_NODE_WAIT_S and not set(handle.get("nodes", [])) <= usable
+
     def _release_requeue_hold(self, job_id: int, job: dict[str, Any]) -> None:
         """Slurm holds a requeued job for a fixed 2 minutes (Reason=BeginTime). treino's jobs resume from their
         last checkpoint, so the wait only loses time: release it, once per requeue."""
@@ -473,7 +544,7 @@ class SlurmBackend:
     def placement(self, handle: dict[str, Any]) -> Placement | None:
         try:
             job_id = self._job_id(handle)
-            job = self._jobs().get(job_id) if job_id else None
+            job = self._live(handle, job_id) if job_id else None
             if job is None:
                 return None
             state = _state(job)
@@ -491,25 +562,31 @@ class SlurmBackend:
     # --- stop ----------------------------------------------------------------------------------------------------
     def stop(self, handle: dict[str, Any], grace_s: float) -> None:
         """SIGTERM to the job's steps (torchrun passes it to its workers, which checkpoint); a job still pending
-        in Slurm is simply cancelled. The service kills it after the grace period if it has not ended."""
-        job_id = self._known_id(handle)
-        if job_id is None:
-            return
-        pending = _state(self._jobs().get(job_id, {})) == "PENDING"
-        with contextlib.suppress(SlurmError):
-            run(["scancel", str(job_id)] if pending else ["scancel", "--signal=TERM", str(job_id)])
+        in Slurm is simply cancelled. The service kills it after the grace period if it has not ended, and keeps
+        trying while slurmctld cannot be reached."""
+        try:
+            job_id = self._job_id(handle)
+            if job_id is None:
+                return
+            live = self._live(handle, job_id)
+            self._scancel(handle, job_id, signal=None if live and _state(live) == "PENDING" else "TERM")
+        except BackendUnavailable as exc:
+            log.warning("could not signal %s now: %s", handle.get("name"), exc)
 
     def kill(self, handle: dict[str, Any]) -> None:
-        job_id = self._known_id(handle)
-        if job_id is not None:
-            with contextlib.suppress(SlurmError):
-                run(["scancel", str(job_id)])  # SIGTERM then SIGKILL after Slurm's KillWait, every step
-
-    def _known_id(self, handle: dict[str, Any]) -> int | None:
+        """scancel: SIGTERM then SIGKILL after Slurm's KillWait, to every step and the batch step."""
         try:
-            return self._job_id(handle)
-        except BackendUnavailable:
-            return int(handle["slurm_job_id"]) if handle.get("slurm_job_id") else None
+            job_id = self._job_id(handle)
+            if job_id is not None:
+                self._scancel(handle, job_id)
+        except BackendUnavailable as exc:
+            log.warning("could not cancel %s now: %s", handle.get("name"), exc)
+
+    @staticmethod
+    def _scancel(handle: dict[str, Any], job_id: int, signal: str | None = None) -> None:
+        """scancel of this attempt's job only: the id *and* treino's name for it must match (--name filters)."""
+        with contextlib.suppress(SlurmError):
+            run(["scancel", f"--name={handle['name']}", *([f"--signal={signal}"] if signal else []), str(job_id)])
 
     def sweep(self, active: Iterable[dict[str, Any]]) -> None:
         """Nothing: Slurm tracks every process of a job (proctrack) and ends them with it."""
@@ -545,6 +622,6 @@ def _exit_file(attempt_dir: Path) -> int | None:
 
 
 def server_tag(data_dir: Path) -> str:
-    """A short, stable tag of this server (its data dir) for Slurm job names: a restarted server finds its own
-    jobs by name, and two servers on one cluster never take each other's."""
-    return hashlib.sha256(str(data_dir).encode()).hexdigest()[:6]
+    """A short, stable tag of this server (its machine and data dir) for Slurm job names: a restarted server finds
+    its own jobs by name, and two servers on one cluster never take each other's."""
+    return hashlib.sha256(f"{socket.gethostname()}:{data_dir}".encode()).hexdigest()[:8]

@@ -4,7 +4,7 @@ The batch step (ATTEMPT_DIR/launch.sh, what sbatch runs on the first node) start
 each task execs the job's command there: for a script, one torchrun agent per node with c10d rendezvous on the
 first node's address, so every node's workers join one process group of nodes x gpus ranks.
     ATTEMPT_DIR/launch.json   in:  argv, cwd, env (with the job's token; mode 0600), grace_s, gpus_per_node, script,
-                                   python, rdzv_port (written by the server's SlurmBackend)
+                                   python (written by the server's SlurmBackend)
     ATTEMPT_DIR/output.log    every node's output, each line prefixed with its node's task number (srun --label)
     ATTEMPT_DIR/state.json    {"slurm_job_id", "nodes", "head_addr", "restart", "started_at"} once srun starts
     ATTEMPT_DIR/exit.json     {"returncode", "ended_at", "restart"}, written atomically when srun ends
@@ -17,6 +17,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -45,6 +46,7 @@ def batch(attempt_dir: Path) -> int:
     (attempt_dir / "exit.json").unlink(missing_ok=True)  # a requeued job's earlier run may have left one
     nodes = scontrol("show", "hostnames", os.environ["SLURM_JOB_NODELIST"]).split()
     head = node_addr(nodes[0])
+    port = free_port()  # this step runs on the first node, where torchrun's rendezvous store will listen
     write_json_atomic(
         attempt_dir / "state.json",
         {
@@ -69,6 +71,7 @@ def batch(attempt_dir: Path) -> int:
         "node",
         str(attempt_dir),
         head,
+        str(port),
     ]
     returncode = subprocess.run(argv, stdin=subprocess.DEVNULL).returncode
     write_json_atomic(
@@ -77,12 +80,18 @@ def batch(attempt_dir: Path) -> int:
     return returncode
 
 
-def node(attempt_dir: Path, head_addr: str) -> None:
+def free_port() -> int:
+    """A port free on this node now (the kernel's pick): two jobs sharing a first node never share a rendezvous."""
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def node(attempt_dir: Path, head_addr: str, port: int) -> None:
     """Exec the job's command on this node (never returns)."""
     launch = json.loads((attempt_dir / "launch.json").read_text())
     nnodes = int(os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or 1)
     gpus = int(launch["gpus_per_node"])
-    port = int(launch["rdzv_port"])
     # Slurm's own variables (CUDA_VISIBLE_DEVICES from the GRES, SLURM_*) over the job's environment.
     slurm_vars = {k: v for k, v in os.environ.items() if k.startswith(("SLURM", "CUDA_", "GPU_DEVICE_ORDINAL"))}
     env = {**launch["env"], **slurm_vars, KEY_VAR: launch["key"]}
@@ -125,9 +134,12 @@ def node(attempt_dir: Path, head_addr: str) -> None:
 def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] == "batch":
         return batch(Path(argv[1]))
-    if len(argv) >= 3 and argv[0] == "node":
-        node(Path(argv[1]), argv[2])
-    print("usage: python -m treino.server.slurm_launch batch ATTEMPT_DIR | node ATTEMPT_DIR HEAD_ADDR", file=sys.stderr)
+    if len(argv) >= 4 and argv[0] == "node":
+        node(Path(argv[1]), argv[2], int(argv[3]))
+    print(
+        "usage: python -m treino.server.slurm_launch batch ATTEMPT_DIR | node ATTEMPT_DIR HEAD_ADDR PORT",
+        file=sys.stderr,
+    )
     return 2
 
 
