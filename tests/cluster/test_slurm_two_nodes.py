@@ -78,3 +78,38 @@ def test_a_node_failure_requeues_and_the_job_resumes_from_its_last_checkpoint(
     assert len(resumed) == 1, text
     assert reached - resumed[0] <= SAVE_EVERY + 5  # at most one checkpoint interval lost (+ steps in flight)
     assert "done step=150" in text
+
+
+def test_a_node_whose_slurmd_dies_for_good_sends_its_job_to_the_other_node(
+    slurm_two_nodes: Cluster, servers: Servers
+) -> None:
+    server = cluster_server(slurm_two_nodes, servers)
+    first, second = (n["name"] for n in slurm_two_nodes.info["nodes"])
+    go = server.data_dir.parent / "go"
+    code = (
+        f"import os,socket,time\nprint('on', socket.gethostname(), flush=True)\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.1)\n"
+    )
+    # Fill the first node so the job lands on the second; then free the first and crash the second.
+    blocker = api(server, "POST", "/api/v1/jobs", json={"name": "blocker", "command": ["sleep", "600"]}).json()["id"]
+    wait_for("the blocker on Slurm", lambda: job(server, blocker)["state"] == "running", server=server)
+    r = api(server, "POST", "/api/v1/jobs", json={"name": "moved", "command": ["python3", "-c", code]})
+    job_id = r.json()["id"]
+    wait_for("the job on the second node", lambda: f"on {second}" in logs(server, job_id), server=server)
+    api(server, "POST", f"/api/v1/jobs/{blocker}/cancel")
+    slurm_two_nodes.script("node-stop", second)  # slurmd and the job's processes killed, as a crash would
+    try:
+        wait_for(
+            "the job running again on the first node",
+            lambda: f"on {first}" in logs(server, job_id, attempt=2) if job(server, job_id)["attempts"] == 2 else False,
+            timeout_s=240,
+            server=server,
+        )
+        go.touch()
+        final = wait_final(server, job_id)
+        assert final["state"] == "succeeded", final
+        first_attempt = final["history"][0]
+        assert first_attempt["outcome"] == "node_fault" and first_attempt["placement"]["slurm_restarts"] >= 1
+        assert f"its nodes ({second}) stayed unusable for 60 s" in server.log() and final["restarts"] == 0
+    finally:
+        slurm_two_nodes.script("node-restart", second)

@@ -645,7 +645,8 @@ class Service:
             self._transition(job, JobState.QUEUED)
         else:
             self._end(job, JobState.FAILED, outcome, detail)
-        log.info("job %s attempt %s ended: %s (%s) -> %s", job.id, attempt.number, outcome, detail, job.state)
+        said = f"{stop} requested" if stop else detail  # a requested stop explains the end, whatever Slurm says
+        log.info("job %s attempt %s ended: %s (%s) -> %s", job.id, attempt.number, attempt.outcome, said, job.state)
 
     @staticmethod
     def _lost_repeatedly(s: Session, job: Job) -> bool:
