@@ -246,7 +246,9 @@ def test_slurmctld_down_loses_nothing_and_foreign_slurm_jobs_are_never_touched(
     slurm_single: Cluster, servers: Servers
 ) -> None:
     server = slurm_server(servers)
-    foreign = slurm_single.slurm("sbatch", "--parsable", "--job-name=someone-else", "--wrap", "sleep 300").strip()
+    foreign = slurm_single.slurm(
+        "sbatch", "--parsable", "--job-name=someone-else", "--output=/dev/null", "--wrap", "sleep 300"
+    ).strip()
     pid = int((slurm_single.dir / "run" / "slurmctld.pid").read_text())
     os.kill(pid, signal.SIGTERM)  # the controller goes away (state saved); the clients now fail to reach it
     wait_for("slurmctld to stop", lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), timeout_s=30)
