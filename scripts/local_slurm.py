@@ -330,12 +330,7 @@ def terminate(pids: set[int], grace_s: float) -> None:
         return
     debug(f"stopping pids {sorted(pids)}")
     signal_all(pids, signal.SIGTERM)
-    left = wait_gone(pids, grace_s)
-    if left:
-        signal_all(left, signal.SIGKILL)
-        left = wait_gone(left, STOP_TIMEOUT_S)
-    if left:
-        raise CliError(f"processes {sorted(left)} survive SIGKILL.", "look at them with `ps -o pid,stat,cmd -p PID`.")
+    kill_now(wait_gone(pids, grace_s))
 
 
 def kill_now(pids: set[int]) -> None:

@@ -121,7 +121,7 @@ def test_the_example_ddp_job_completes_with_its_checkpoints(slurm_single: Cluste
     text = logs(server, final["id"])
     assert final["state"] == "succeeded", text
     assert final["attempts"] == 1 and [c["step"] for c in final["checkpoints"]][-1] == 40
-    assert "world_size=2" in text or "world size 2" in text.lower(), text
+    assert "start step=1 world_size=2" in text, text
 
 
 def test_a_server_killed_during_a_slurm_job_adopts_it_on_restart(slurm_single: Cluster, servers: Servers) -> None:

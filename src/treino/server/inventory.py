@@ -37,6 +37,7 @@ class Node:
     gpus: int
     partitions: tuple[str, ...]
     usable: bool  # may jobs be given its GPUs now (up and not draining)
+    gpu_type: str = ""  # the GRES type (gpu:h100:8 -> "h100"), when slurm.conf names one
 
 
 @dataclass(frozen=True)

@@ -227,21 +227,14 @@ class Service:
                 "start the server on a Slurm cluster with 'treino server --backend slurm' (docs/cluster.md).",
             )
         nodes, per_node = inventory.node_count(), inventory.max_devices_per_node()
-        what = "GPUs" if inventory.kind == "gpu" else "devices"
         if spec.nodes > nodes:
             return "nodes", f"asks for {spec.nodes} nodes but {inventory.describe()}. To fix: nodes <= {nodes}."
-        if spec.gpus > per_node and inventory.nodes:
-            return (
-                "gpus",
-                f"asks for {spec.gpus} {what} per node but a node has at most {per_node} ({inventory.describe()}). "
-                f"To fix: gpus <= {per_node}, and more nodes.",
-            )
         if spec.gpus > per_node:
-            return (
-                "gpus",
-                f"asks for {spec.gpus} but this server has {per_node} ({inventory.describe()}). "
-                f"To fix: gpus <= {per_node}.",
+            has = (
+                f"per node but a node has at most {per_node}" if inventory.nodes else f"but this server has {per_node}"
             )
+            more = ", and more nodes" if inventory.nodes else ""
+            return "gpus", f"asks for {spec.gpus} {has} ({inventory.describe()}). To fix: gpus <= {per_node}{more}."
         return None
 
     def _admit_datasets(

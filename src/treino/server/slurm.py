@@ -180,11 +180,10 @@ def read_nodes(partitions: Sequence[str]) -> list[Node]:
         parts = tuple(p for p in rec.get("Partitions", "").split(",") if p and (not partitions or p in partitions))
         if not parts:
             continue  # not in a partition treino may use
-        gpus, _ = gres_gpus(rec.get("Gres", ""))
+        gpus, gpu_type = gres_gpus(rec.get("Gres", ""))
         state = rec.get("State", "UNKNOWN")
-        nodes.append(
-            Node(rec["NodeName"], rec.get("NodeAddr", rec["NodeName"]), state.lower(), gpus, parts, node_usable(state))
-        )
+        addr = rec.get("NodeAddr", rec["NodeName"])
+        nodes.append(Node(rec["NodeName"], addr, state.lower(), gpus, parts, node_usable(state), gpu_type))
     return sorted(nodes, key=lambda n: n.name)
 
 
@@ -192,14 +191,14 @@ def partitions_of_cluster() -> list[str]:
     return sorted({p.split()[0].rstrip("*") for p in run(["sinfo", "-h", "-o", "%P"]).split() if p})
 
 
-def inventory_of(nodes: Sequence[Node], gpu_names: dict[str, str]) -> Inventory:
+def inventory_of(nodes: Sequence[Node]) -> Inventory:
     """Devices of the usable nodes. Indices are stable while the cluster's node list is: node k's GPU g is
     sum(GPUs of nodes before k) + g, counting unusable nodes too, so a drain does not renumber held devices."""
     devices, index = [], 0
     for ordinal, n in enumerate(nodes):
         for g in range(n.gpus):
             if n.usable:
-                devices.append(Device(index + g, "gpu", gpu_names.get(n.name) or "GPU", 0, ordinal, node=n.name))
+                devices.append(Device(index + g, "gpu", n.gpu_type or "GPU", 0, ordinal, node=n.name))
         index += n.gpus
     return Inventory("gpu", tuple(devices), nodes=tuple(nodes))
 
@@ -223,7 +222,6 @@ class SlurmBackend:
         self.tag = tag or secrets.token_hex(3)  # in every job name: several treino servers may share a cluster
         self._inventory = Inventory("gpu", ())
         self._inventory_at = -math.inf
-        self._gpu_names: dict[str, str] = {}
         self._snapshot: dict[int, dict[str, Any]] = {}
         self._snapshot_at = -math.inf
         self._released: dict[int, int] = {}  # Slurm job id -> the restart count whose BeginTime hold we released
@@ -316,7 +314,7 @@ class SlurmBackend:
         if time.monotonic() - self._inventory_at > INVENTORY_S:
             self._inventory_at = time.monotonic()
             try:
-                self._inventory = inventory_of(read_nodes(self.partitions), self._gpu_names)
+                self._inventory = inventory_of(read_nodes(self.partitions))
             except (BackendUnavailable, SlurmError) as exc:
                 log.warning("Slurm inventory not refreshed: %s", exc)  # the last one stands
         return self._inventory
