@@ -68,7 +68,6 @@ from treino.govern.models import (
     Transfer,
     User,
 )
-from treino.server.db import Job
 
 GENESIS_HASH = "0" * 64
 CHECKPOINT_EVERY_RECORDS = 1000  # default interval of signed checkpoints
@@ -81,6 +80,8 @@ EXPORT_COLUMNS = (*FIELDS[:2], "time_utc", *FIELDS[2:], "hash")
 _RAW_TYPES = (Integer, Float, String, String, String, String, Integer, String, String, String)  # detail as text
 # The canonical form of the docstring; one encoder object, so verify does not rebuild it per record.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# The server's jobs table, named in the Art. 37 records: a Core reference, so govern/ does not import server/.
+_JOBS = table("jobs", column("id", Integer), column("name", String), column("owner", String), column("state", String))
 _PSEUDONYM_RE = re.compile(r"[0-9a-f]{64}")
 _CPF_SHAPE_RE = re.compile(r"\d{3}\.?\d{3}\.?\d{3}-?\d{2}")
 # CPFs in a record (lgpd-requirements.md §7.3): the NNN.NNN.NNN-NN mask anywhere, or a JSON string of exactly 11
@@ -531,9 +532,9 @@ def processing_records(session: Session, *, controller: str = CONTROLLER_PLACEHO
             select(DatasetVersion).where(DatasetVersion.dataset_id == d.id).order_by(DatasetVersion.number)
         ).all()
         uses = session.execute(
-            select(JobDataset, DatasetVersion.number, Job.name, Job.owner, Job.state)
+            select(JobDataset, DatasetVersion.number, _JOBS.c.name, _JOBS.c.owner, _JOBS.c.state)
             .join(DatasetVersion, JobDataset.version_id == DatasetVersion.id)
-            .join(Job, JobDataset.job_id == Job.id)
+            .join(_JOBS, JobDataset.job_id == _JOBS.c.id)
             .where(DatasetVersion.dataset_id == d.id)
             .order_by(JobDataset.job_id)
         ).all()

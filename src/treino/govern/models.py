@@ -1,4 +1,4 @@
-"""The governance tables. They share the server's metadata (treino.server.db.Base), so one Alembic history
+"""The governance tables. They share the server's metadata (treino.orm.Base), so one Alembic history
 migrates both.
 
     users ─< tokens            people with a role; tokens are stored as SHA-256 only, with expiry and revocation
@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from treino.server.db import Base
+from treino.orm import Base
 
 
 class Role(enum.StrEnum):

@@ -19,9 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, create_engine, event
+from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text, create_engine, event
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+from sqlalchemy.orm import Mapped, mapped_column, sessionmaker
+
+from treino.orm import Base
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -59,11 +61,6 @@ class FailureReason(enum.StrEnum):
     SIGNAL = "signal"
     NODE_FAULT = "node_fault"
     TIMEOUT = "timeout"
-
-
-class Base(DeclarativeBase):
-    # Times are unix seconds (float): one representation that SQLite and PostgreSQL compare the same way.
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}  # noqa: RUF012 (SQLAlchemy's documented form)
 
 
 class Token(Base):

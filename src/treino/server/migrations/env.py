@@ -5,7 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from treino.server.db import Base, all_models
+from treino.orm import Base
+from treino.server.db import all_models
 
 all_models()
 
