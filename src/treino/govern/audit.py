@@ -50,9 +50,9 @@ import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, cast
 
-from sqlalchemy import Float, Integer, String, column, func, insert, select, table
+from sqlalchemy import ColumnElement, Float, Integer, String, Table, column, func, insert, select, table
 from sqlalchemy.orm import Session, SessionTransaction
 
 from treino.errors import TreinoError
@@ -166,8 +166,9 @@ _RECORDS_RAW = table(
 )
 
 _INSERT_RAW = insert(_RECORDS_RAW)
-_INSERT = insert(AuditRecord.__table__)
-_INSERT_CHECKPOINT = insert(AuditCheckpoint.__table__)
+# A declarative class's __table__ is typed FromClause; a class mapped by its own columns, as these are, has a Table.
+_INSERT = insert(cast(Table, AuditRecord.__table__))
+_INSERT_CHECKPOINT = insert(cast(Table, AuditCheckpoint.__table__))
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,7 +346,7 @@ class VerifyResult:
     last_hash: str | None = None  # the head of an intact chain: publish it to a witness (R28)
 
 
-def _rows(session: Session, columns: Sequence[Any], *where: Any) -> Iterator[Any]:
+def _rows(session: Session, columns: Iterable[ColumnElement[Any]], *where: Any) -> Iterator[Any]:
     """Rows of audit_records in seq order, streamed in batches, as plain Core rows (no ORM objects)."""
     stmt = select(*columns).where(*where).order_by(column("seq")).execution_options(yield_per=VERIFY_BATCH_ROWS)
     for batch in session.execute(stmt).partitions():
@@ -403,6 +404,35 @@ def _slow_hash(row: Sequence[Any]) -> str | None:
         return None
 
 
+def _checkpoint_problem(
+    key: bytes, seq: int, stored_hash: str, signed: list[tuple[int, str, str]], last_good_cp: int
+) -> str | None:
+    """Why a checkpoint of record `seq` fails (`signed`: its checkpoints' id, hash and HMAC), or None when every
+    one verifies and signed `stored_hash`; `last_good_cp` is the seq of the last checkpoint that matched."""
+    for cp_id, cp_hash, cp_hmac in signed:
+        if not hmac.compare_digest(checkpoint_hmac(key, seq, cp_hash), cp_hmac):
+            return f"checkpoint #{cp_id}'s HMAC does not verify (forged, or signed with another key)"
+        if cp_hash != stored_hash:
+            return (
+                f"its hash is not the one checkpoint #{cp_id} signed: the chain was rewritten after record "
+                f"{last_good_cp} (records {last_good_cp + 1}-{seq}), by someone without the key"
+            )
+    return None
+
+
+def _leftover_problem(cps: dict[int, list[tuple[int, str, str]]], expected: int) -> tuple[int, str]:
+    """The bad seq and the reason for checkpoints left over once the records end (`expected` is the seq after the
+    last record): they name records that are not there."""
+    beyond = max(cps)
+    if beyond >= expected:
+        return (
+            expected,
+            f"missing: checkpoint #{cps[beyond][0][0]} signed record {beyond}, but the log ends at record "
+            f"{expected - 1} (tail deleted)",
+        )
+    return min(cps), f"checkpoint #{cps[min(cps)][0][0]} names this record, which cannot exist"
+
+
 def verify(session: Session, key: bytes, *, checkpoint_every: int | None = None) -> VerifyResult:
     """Recompute the chain and check every signed checkpoint against it; stop at the first bad record.
     With `checkpoint_every` (the server's interval), a checkpoint missing at a multiple of it is a failure too."""
@@ -435,27 +465,14 @@ def verify(session: Session, key: bytes, *, checkpoint_every: int | None = None)
         n += 1
         prev_hash, expected = stored_hash, seq + 1
         if seq in cps:
-            for cp_id, cp_hash, cp_hmac in cps.pop(seq):
-                if not hmac.compare_digest(checkpoint_hmac(key, seq, cp_hash), cp_hmac):
-                    return bad(seq, f"checkpoint #{cp_id}'s HMAC does not verify (forged, or signed with another key)")
-                if cp_hash != stored_hash:
-                    return bad(
-                        seq,
-                        f"its hash is not the one checkpoint #{cp_id} signed: the chain was rewritten after record "
-                        f"{last_good_cp} (records {last_good_cp + 1}-{seq}), by someone without the key",
-                    )
+            problem = _checkpoint_problem(key, seq, stored_hash, cps.pop(seq), last_good_cp)
+            if problem:
+                return bad(seq, problem)
             last_good_cp = seq
         elif checkpoint_every and seq % checkpoint_every == 0:
             return bad(seq, f"its signed checkpoint (one every {checkpoint_every} records) is missing")
     if cps:  # checkpoints left over name records that are not there
-        beyond = max(cps)
-        if beyond >= expected:
-            return bad(
-                expected,
-                f"missing: checkpoint #{cps[beyond][0][0]} signed record {beyond}, but the log ends at record "
-                f"{expected - 1} (tail deleted)",
-            )
-        return bad(min(cps), f"checkpoint #{cps[min(cps)][0][0]} names this record, which cannot exist")
+        return bad(*_leftover_problem(cps, expected))
     if n == 0:
         return VerifyResult(True, 0, None, "the audit log is empty", 0, GENESIS_HASH)
     reason = f"{n:,} records and {n_cps:,} signed checkpoints verified; the head is record {n}"

@@ -18,8 +18,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no py.typed marker
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 # A CPF inside any text: bare or formatted, not part of a longer digit run (reference §7.3, CPF_RE).
 CPF_RE = re.compile(r"(?<!\d)(\d{3})\.?(\d{3})\.?(\d{3})-?(\d{2})(?!\d)")
@@ -139,7 +139,7 @@ def _sample(column: pa.ChunkedArray | pa.Array, sample_rows: int) -> list[str | 
 
 
 def _scannable(type_: pa.DataType) -> bool:
-    return pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_integer(type_)
+    return bool(pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_integer(type_))
 
 
 def scan_column(name: str, column: pa.ChunkedArray | pa.Array, sample_rows: int = SAMPLE_ROWS) -> ColumnFinding | None:

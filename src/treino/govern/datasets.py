@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
-import pyarrow.json as pajson
-import pyarrow.parquet as pq
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no py.typed marker
+import pyarrow.compute as pc  # type: ignore[import-untyped]
+import pyarrow.csv as pacsv  # type: ignore[import-untyped]
+import pyarrow.json as pajson  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -660,6 +660,66 @@ def open_erasure(
     return erasure
 
 
+def _erase_in_dataset(
+    session: Session, store: Path, ds: Dataset, subject_id: str, *, erasure_id: int, actor: str
+) -> tuple[list[tuple[DatasetVersion, int]], DatasetVersion | None, int]:
+    """The live versions of `ds` that hold `subject_id`, each with its count of the subject's rows; when the latest
+    holds the subject, the version written without those rows (reason "erasure #ID") and how many rows it lost."""
+    assert ds.subject_column is not None
+    live = _live_versions(session, store, ds)
+    if not live:
+        return [], None, 0
+    latest = resolve(session, ds.name)
+    held: list[tuple[DatasetVersion, int]] = []
+    new: DatasetVersion | None = None
+    removed = 0
+    for v in live:
+        if v.id == latest.id:
+            table = pq.read_table(version_path(store, v))
+            mask = _subject_mask(ds.subject_column, table.column(ds.subject_column), subject_id)
+            removed = _count(mask)
+            if removed:
+                held.append((v, removed))
+                kept = table.filter(pc.invert(mask))
+                stored = _store_table(session, store, kept, import_check=False)
+                new = _add_version(session, ds, stored, reason=f"erasure #{erasure_id}", actor=actor, parent_id=v.id)
+        else:
+            column = pq.read_table(version_path(store, v), columns=[ds.subject_column]).column(0)
+            n = _count(_subject_mask(ds.subject_column, column, subject_id))
+            if n:
+                held.append((v, n))
+    return held, new, removed
+
+
+def _mark_models(session: Session, uses: list[ModelUse], erasure_id: int) -> None:
+    """Mark every model trained on an erased version: `erasure_id`, unless an earlier erasure marked it already,
+    and a note (appended to any earlier one) naming the versions it read."""
+    notes: dict[int, list[str]] = {}
+    for u in uses:
+        notes.setdefault(u.model_id, []).append(f"trained on {u.dataset} v{u.version}, which held the erased subject")
+    for model in session.scalars(select(Model).where(Model.id.in_(list(notes)))):
+        note = f"erasure #{erasure_id}: " + "; ".join(dict.fromkeys(notes[model.id]))
+        if model.erasure_id is None:
+            model.erasure_id = erasure_id
+        model.erasure_note = f"{model.erasure_note}\n{note}" if model.erasure_note else note
+
+
+def _unshared_files(session: Session, store: Path, paths: set[str], *, delete_files: bool) -> list[str]:
+    """The store paths in `paths` that no live version points to any more, in order; deleted when `delete_files`."""
+    unshared: list[str] = []
+    for rel in sorted(paths):
+        shared = session.scalar(
+            select(func.count())
+            .select_from(DatasetVersion)
+            .where(DatasetVersion.path == rel, DatasetVersion.purged_at.is_(None))
+        )
+        if not shared:
+            if delete_files:  # else the caller deletes them once its transaction has committed
+                (store / rel).unlink(missing_ok=True)
+            unshared.append(rel)
+    return unshared
+
+
 def erase_subject(
     session: Session,
     store: Path,
@@ -684,31 +744,7 @@ def erase_subject(
     affected: dict[int, tuple[str, int]] = {}  # version id -> (dataset, number)
     to_delete: set[str] = set()
     for ds in targets:
-        assert ds.subject_column is not None
-        live = _live_versions(session, store, ds)
-        if not live:
-            continue
-        latest = resolve(session, ds.name)
-        held: list[tuple[DatasetVersion, int]] = []
-        new: DatasetVersion | None = None
-        removed = 0
-        for v in live:
-            if v.id == latest.id:
-                table = pq.read_table(version_path(store, v))
-                mask = _subject_mask(ds.subject_column, table.column(ds.subject_column), subject_id)
-                removed = _count(mask)
-                if removed:
-                    held.append((v, removed))
-                    kept = table.filter(pc.invert(mask))
-                    stored = _store_table(session, store, kept, import_check=False)
-                    new = _add_version(
-                        session, ds, stored, reason=f"erasure #{erasure_id}", actor=actor, parent_id=v.id
-                    )
-            else:
-                column = pq.read_table(version_path(store, v), columns=[ds.subject_column]).column(0)
-                n = _count(_subject_mask(ds.subject_column, column, subject_id))
-                if n:
-                    held.append((v, n))
+        held, new, removed = _erase_in_dataset(session, store, ds, subject_id, erasure_id=erasure_id, actor=actor)
         if not held:
             continue
         for v, _ in held:
@@ -725,26 +761,10 @@ def erase_subject(
             )
         )
     uses, jobs = _models_of(session, affected)
-    notes: dict[int, list[str]] = {}
-    for u in uses:
-        notes.setdefault(u.model_id, []).append(f"trained on {u.dataset} v{u.version}, which held the erased subject")
-    for model in session.scalars(select(Model).where(Model.id.in_(list(notes)))):
-        note = f"erasure #{erasure_id}: " + "; ".join(dict.fromkeys(notes[model.id]))
-        if model.erasure_id is None:
-            model.erasure_id = erasure_id
-        model.erasure_note = f"{model.erasure_note}\n{note}" if model.erasure_note else note
+    _mark_models(session, uses, erasure_id)
     result = ErasureResult(erasure_id, erased, uses, jobs, [d.name for d in targets], unsearched)
     session.flush()
-    for rel in sorted(to_delete):
-        shared = session.scalar(
-            select(func.count())
-            .select_from(DatasetVersion)
-            .where(DatasetVersion.path == rel, DatasetVersion.purged_at.is_(None))
-        )
-        if not shared:
-            if delete_files:  # else the caller deletes them once its transaction has committed
-                (store / rel).unlink(missing_ok=True)
-            result.deleted_files.append(rel)
+    result.deleted_files.extend(_unshared_files(session, store, to_delete, delete_files=delete_files))
     erasure = session.get(Erasure, erasure_id)
     if erasure is not None:
         erasure.report = result.report()

@@ -63,7 +63,7 @@ def generate(rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SEED) -> list[dict[st
     """`rows` synthetic customers with distinct CPFs; the same seed always gives the same rows."""
     rng = random.Random(seed)
     seen: set[str] = set()
-    out = []
+    out: list[dict[str, Any]] = []
     while len(out) < rows:
         cpf = random_cpf(rng)
         if cpf in seen:
