@@ -11,12 +11,15 @@ loopback port; rank 0 reports. Every op's all-reduce result is checked against t
 
 from __future__ import annotations
 
+import functools
 import socket
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from treino.bench.gpu import cuda_timing_events
 from treino.errors import TreinoError
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
@@ -95,8 +98,10 @@ def _worker(
     # torch 2.13 renamed the tensor forms *_single; older releases only have *_tensor.
     _all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
     _reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-    bound = {"device_id": device} if cuda else {}  # NCCL: bind the rank to its GPU (barriers, eager init)
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ranks, **bound)
+    bound = device if cuda else None  # NCCL: bind the rank to its GPU (barriers, eager init)
+    dist.init_process_group(
+        backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ranks, device_id=bound
+    )
     try:
         # Correctness: random data (never zeros) summed across ranks, compared with the sum computed here.
         mine = torch.randn(CHECK_ELEMENTS, generator=torch.Generator().manual_seed(1000 + rank))
@@ -106,33 +111,28 @@ def _worker(
         max_err = float((got.cpu().double() - want).abs().max())
         correct = max_err <= 1e-4 * max(1.0, float(want.abs().max()))
 
-        rows = []
+        rows: list[tuple[str, int, float]] = []
+        run: Callable[[], object]  # one op on this size's tensors, bound now (the loop rebinds full and shard)
         for op in OPS:
             for nbytes in sizes:
                 elements = max(ranks, nbytes // 4 // ranks * ranks)  # fp32, divisible by the rank count
                 full = torch.rand(elements, device=device)
                 shard = torch.rand(elements // ranks, device=device)
                 if op == "all_reduce":
-
-                    def run(full: Any = full) -> None:
-                        dist.all_reduce(full)
+                    run = functools.partial(dist.all_reduce, full)
                 elif op == "all_gather":
-
-                    def run(full: Any = full, shard: Any = shard) -> None:
-                        _all_gather(full, shard)
+                    run = functools.partial(_all_gather, full, shard)
                 else:
-
-                    def run(full: Any = full, shard: Any = shard) -> None:
-                        _reduce_scatter(shard, full)
+                    run = functools.partial(_reduce_scatter, shard, full)
 
                 for _ in range(WARMUP_ITERS):
                     run()
-                times = []
+                times: list[float] = []
                 for _ in range(iters):
                     dist.barrier()
                     if cuda:
                         torch.cuda.synchronize()
-                        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                        start, end = cuda_timing_events()
                         start.record()
                         run()
                         end.record()

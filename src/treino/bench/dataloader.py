@@ -12,7 +12,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:  # torch is imported where it is used: `treino bench` must start on a machine without it
+    from torch import Tensor
+    from torch.utils.data import Dataset
 
 SHARDS = 4
 TOKENS_PER_SHARD = 2 * 1024**2  # uint32: 8 MiB a shard
@@ -49,7 +53,7 @@ class TokenShards:
     def __len__(self) -> int:
         return sum(self.samples_per_shard)
 
-    def __getitem__(self, index: int) -> tuple[Any, Any]:
+    def __getitem__(self, index: int) -> tuple[Tensor, Tensor]:
         import numpy as np
         import torch
 
@@ -68,7 +72,10 @@ def samples_per_s(dataset: TokenShards, workers: int, batches: int) -> float:
     """Samples/s over `batches` batches after the first (worker start-up is not counted)."""
     from torch.utils.data import DataLoader
 
-    loader = DataLoader(dataset, batch_size=BATCH_SAMPLES, shuffle=True, num_workers=workers, drop_last=True)
+    # TokenShards is a map-style dataset by duck typing (__len__, __getitem__), which is all DataLoader uses; it does
+    # not subclass torch's Dataset so that this module imports without torch.
+    samples = cast("Dataset[tuple[Tensor, Tensor]]", dataset)
+    loader = DataLoader(samples, batch_size=BATCH_SAMPLES, shuffle=True, num_workers=workers, drop_last=True)
     it = iter(loader)
     next(it)  # warm-up: starts the workers
     t0 = time.perf_counter()

@@ -20,9 +20,12 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from treino.bench.host import copy_bytes_moved
+
+if TYPE_CHECKING:  # torch is imported where it is used: `treino bench` must start on a machine without it
+    import torch
 
 COPY_BUFFER_BYTES_MAX = 8 * 1024**3  # each of source and destination; capped by a quarter of free memory
 COPY_BUFFER_BYTES_QUICK = 1024**3
@@ -62,16 +65,26 @@ class GpuResult:
         return asdict(self)
 
 
-def _time_s(fn: Callable[[], None], repeats: int, inner: int = INNER_ITERS) -> float:
+def cuda_timing_events() -> tuple[torch.cuda.Event, torch.cuda.Event]:
+    """A start and an end CUDA event that record time: `start.elapsed_time(end)` is in milliseconds."""
+    import torch
+
+    # torch.cuda.Event.__new__ carries no annotations (torch 2.13), so mypy sees an untyped call.
+    start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+    end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+    return start, end
+
+
+def _time_s(fn: Callable[[], object], repeats: int, inner: int = INNER_ITERS) -> float:
     """Median seconds of one call of `fn`, from CUDA events around `inner` calls, after a warm-up."""
     import torch
 
     for _ in range(WARMUP_ITERS):
         fn()
     torch.cuda.synchronize()
-    times = []
+    times: list[float] = []
     for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start, end = cuda_timing_events()
         start.record()
         for _ in range(inner):
             fn()
@@ -109,7 +122,7 @@ def _burst_and_sustained(fn: Callable[[], None], sustain_s: float) -> tuple[floa
     torch.cuda.synchronize()
     times: list[float] = []
     while sum(times) * INNER_ITERS < sustain_s or len(times) < 4:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start, end = cuda_timing_events()
         start.record()
         for _ in range(INNER_ITERS):
             fn()

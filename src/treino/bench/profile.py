@@ -147,9 +147,10 @@ def apply_profile(spec: GpuSpec, profile: dict[str, Any], path: str = "") -> Mea
     when = str(profile.get("measured_at", "?"))
     source = f"measured by treino bench at {when} ({', '.join(changes)}); datasheet: {spec.source}"
     storage = profile.get("storage_read_gb_s") if profile.get("storage_method") != "buffered (cached)" else None
-    return MeasuredGpu(
-        dataclasses.replace(spec, source=source, **changes), measured, when, path, float(storage) if storage else None
-    )
+    # The keys of `changes` are GpuSpec's float fields, chosen at run time: mypy cannot match them to the dataclass,
+    # so they go in untyped, and dataclasses.replace checks the names (TypeError on an unknown field).
+    fields: dict[str, Any] = {"source": source, **changes}
+    return MeasuredGpu(dataclasses.replace(spec, **fields), measured, when, path, float(storage) if storage else None)
 
 
 def measured_spec(spec: GpuSpec, path: Path) -> MeasuredGpu:

@@ -6,7 +6,7 @@ at 7 GB/s or more (a PCIe Gen4 x4 drive, ../shared/reference/hardware-and-prices
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from treino.bench.dataloader import workers_needed
 
@@ -16,7 +16,17 @@ NVME_READ_MIN_GB_S = 7.0
 NVME_SOURCE = "seed criterion: NVMe >= 7 GB/s (Samsung 980 PRO class, hardware-and-prices §5.1)"
 
 
-def _verdict(criterion: str, passed: bool | None, text: str, value: float | None, threshold: float | None) -> dict:
+class Verdict(TypedDict):
+    """One criterion: `passed` is None where it is not judged (no GPUs here, storage read through the page cache)."""
+
+    criterion: str
+    passed: bool | None
+    value: float | None
+    threshold: float | None
+    text: str
+
+
+def _verdict(criterion: str, passed: bool | None, text: str, value: float | None, threshold: float | None) -> Verdict:
     return {"criterion": criterion, "passed": passed, "value": value, "threshold": threshold, "text": text}
 
 
@@ -27,8 +37,8 @@ def verdicts(
     collective_check: tuple[bool, float, str, int] | None = None,
     feed_samples_per_s: float = 0.0,
     dataloader_by_workers: dict[int, float] | None = None,
-) -> list[dict[str, Any]]:
-    out = []
+) -> list[Verdict]:
+    out: list[Verdict] = []
     host = result.get("host")
     if host:
         cores, ram_gb = host["cores"], host["ram_bytes"] / 1e9
