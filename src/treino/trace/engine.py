@@ -127,7 +127,8 @@ def _peak_tracker() -> Any:
 
     from torch.distributed._tools.mem_tracker import MemTracker
 
-    class _GlobalPeakTracker(MemTracker):
+    # TorchDispatchMode.__init_subclass__ is unannotated (torch 2.13): subclassing is an untyped call to mypy.
+    class _GlobalPeakTracker(MemTracker):  # type: ignore[no-untyped-call]
         def _update_peak_stats(self, peak_state: Any) -> None:
             for dev, dev_snap in self._curr_mem_snap.items():
                 if self._peak_mem.get(dev, 0) < dev_snap["Total"]:
@@ -186,10 +187,13 @@ def measure_training_step(
         raise PlanError(f"grad_accum must be at least 1, got {grad_accum}.")
     if checkpointing == "full":
         kwargs = {"use_reentrant": False}
-        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.x
-            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
-        elif hasattr(model, "gradient_checkpointing_enable"):  # its name in transformers 4.x
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+        # getattr, not attribute access: nn.Module types every unknown attribute as Tensor | Module.
+        enable_v5 = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5.x
+        enable_v4 = getattr(model, "gradient_checkpointing_enable", None)  # its name in transformers 4.x
+        if enable_v5 is not None:
+            enable_v5(activation_checkpointing_kwargs=kwargs)
+        elif enable_v4 is not None:
+            enable_v4(gradient_checkpointing_kwargs=kwargs)
         else:
             raise PlanError("Full checkpointing in trace mode needs a Hugging Face model.")
     elif checkpointing != "none":
@@ -209,7 +213,7 @@ def measure_training_step(
                 tracker.reset_mod_stats()
             with ctx:
                 loss = _loss_of(model(**batch))
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]  # Tensor.backward is unannotated (torch 2.13)
         if master:
             master.step()
         else:
@@ -284,6 +288,9 @@ def build_hf_model(config: dict[str, Any], *, precision: str, attention: str) ->
             "To fix: upgrade transformers, or trace your own model with --model module:function."
         ) from exc
     cfg._attn_implementation = attention
+    auto: type[
+        transformers.AutoModelForCausalLM | transformers.AutoModelForSeq2SeqLM | transformers.AutoModelForMaskedLM
+    ]
     # BERT is in the causal-LM mapping too (BertLMHeadModel), but is trained as a masked LM.
     if model_type != "bert" and model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         auto = transformers.AutoModelForCausalLM
@@ -297,7 +304,8 @@ def build_hf_model(config: dict[str, Any], *, precision: str, attention: str) ->
             "To fix: trace your own model with --model module:function."
         )
     with default_dtype(weights_dtype(precision)):
-        model: nn.Module = auto.from_config(cfg, attn_implementation=attention)
+        # from_config is unannotated in transformers (5.24): it returns the PreTrainedModel for `cfg`.
+        model: nn.Module = auto.from_config(cfg, attn_implementation=attention)  # type: ignore[no-untyped-call]
     return model
 
 
