@@ -359,7 +359,7 @@ class Run:
             path = Path(self._client.get(f"datasets/{name}")["path"])
         if not as_table:
             return path
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no py.typed marker
 
         return pq.read_table(path)
 

@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypedDict, cast
 
 import typer
 
@@ -482,9 +482,28 @@ def models_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
     console().print(models_table(specs))
 
 
+class _JobCost(TypedDict):
+    """`plan train --json`'s `cost` object: plan.cost.CostBreakdown's fields, then the servers it takes."""
+
+    offer: str
+    months: int
+    compute_brl: float
+    egress_brl: float
+    hours_per_month: float
+    utilisation: float
+    fx_brl_per_usd: float | None
+    fx_date: str | None
+    price_source: str
+    price_as_of: str
+    servers: int
+    total_brl: float  # compute for every server, plus egress
+    per_month_brl: float
+    fx_source: str
+
+
 def _job_cost(
     offer_name: str, gpu: str, gpus: int, run_seconds: float, runs_per_month: float, months: int, dataset_gb: float
-) -> dict[str, object] | None:
+) -> _JobCost | None:
     """The `cost` object of `plan train --json`: this run on `offer_name`, enough servers for `gpus`."""
     if not offer_name:
         return None
@@ -500,13 +519,17 @@ def _job_cost(
     fx = offer_catalog.fx_rate()
     one = project_cost(offer, fx, run_seconds / 3600, runs_per_month, months, dataset_gb)
     total = one.compute_brl * servers + one.egress_brl
-    return {
-        **asdict(one),
-        "servers": servers,
-        "total_brl": total,
-        "per_month_brl": total / months,
-        "fx_source": fx.source,
-    }
+    # asdict is typed dict[str, Any]; its keys are CostBreakdown's fields, as _JobCost lists them.
+    return cast(
+        _JobCost,
+        {
+            **asdict(one),
+            "servers": servers,
+            "total_brl": total,
+            "per_month_brl": total / months,
+            "fx_source": fx.source,
+        },
+    )
 
 
 def _hours(text: str) -> float:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
+import yaml  # type: ignore[import-untyped]  # no types-PyYAML in the venv
 
 from treino.errors import JobError, TreinoError
 

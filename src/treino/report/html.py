@@ -125,7 +125,9 @@ def _memory_figure(
             ax.bar(i, gib, bottom=bottom, color=COLOURS[j], label=name if i == 0 else None, width=0.6)
             bottom += gib
         capacity = gpus[choice.gpu].memory_bytes / GIB
-        ax.hlines(capacity, i - 0.4, i + 0.4, colors="#000", linestyles="--", label="GPU memory" if i == 0 else None)
+        # One legend entry for all the capacity lines: matplotlib leaves labels that start with "_" out of it.
+        label = "GPU memory" if i == 0 else "_nolegend_"
+        ax.hlines(capacity, i - 0.4, i + 0.4, colors="#000", linestyles="--", label=label)
         ax.text(i, capacity, f"{capacity:,.0f} GiB", ha="center", va="bottom", fontsize=8)
         labels.append(f"{'top: ' if i == 0 else ''}{choice.gpus}× {choice.gpu}\n{choice.offer}")
     ax.set_xticks(range(len(choices)), labels, fontsize=7, rotation=12, ha="right")
