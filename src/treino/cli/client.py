@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml  # type: ignore[import-untyped]  # no types-PyYAML in the venv
+import yaml
 
 from treino.errors import JobError, TreinoError
 
