@@ -38,19 +38,21 @@ def build(tmp: Path) -> tuple[object, str, int]:
     """(TestClient logged in as admin, its token, the id of the job with metric points)."""
     from fastapi.testclient import TestClient
 
-    from treino.server.api import build_app, create_admin_token
+    from treino.server.api import build_app
     from treino.server.backend import LocalBackend
+    from treino.server.context import ServerContext
     from treino.server.db import Job, JobState, MetricPoint, make_engine, make_sessionmaker, migrate, sqlite_url
     from treino.server.inventory import cpu_inventory
-    from treino.server.service import Service, Settings
+    from treino.server.settings import Settings
 
     engine = make_engine(sqlite_url(tmp))
     migrate(engine)
-    service = Service(Settings(tmp, "http://127.0.0.1:0"), make_sessionmaker(engine), LocalBackend(cpu_inventory(2)))
-    token = create_admin_token(service)
+    settings = Settings(tmp, "http://127.0.0.1:0", key=b"k" * 32)
+    ctx = ServerContext.create(settings, make_sessionmaker(engine), LocalBackend(cpu_inventory(2)))
+    token = ctx.create_admin_token()
     assert token is not None
     now = time.time()
-    with service.sessions.begin() as s:
+    with ctx.sessions.begin() as s:
         for i in range(DB_JOBS):
             if i >= DB_JOBS - RUNNING:
                 state, devices = JobState.RUNNING, [i - (DB_JOBS - RUNNING)]
@@ -80,7 +82,7 @@ def build(tmp: Path) -> tuple[object, str, int]:
             MetricPoint(job_id=job_id, step=k, time=now + k * 0.08, values={"loss": 10.0 / (1 + k)})
             for k in range(METRIC_POINTS)
         )
-    client = TestClient(build_app(service), base_url="http://testserver")
+    client = TestClient(build_app(ctx), base_url="http://testserver")
     r = client.post("/login", data={"token": token, "next": "/"}, follow_redirects=False)
     assert r.status_code == 303, r.text
     return client, token, job_id

@@ -1,11 +1,19 @@
-"""treino's exceptions, in one place.
+"""treino's exceptions, in one place. Each carries the HTTP status the server answers it with (`http_status`), so
+no route inspects an error's message to pick one (treino.server.api.errors maps them).
 
-    TreinoError                 anything treino refuses to do, with a message that says how to fix it
+    TreinoError                 anything treino refuses to do, with a message that says how to fix it     422
     ├── PlanError               an estimate cannot be made from these inputs (bad sizes, unsupported family)
     │   └── UnsupportedModelError   a config of a family the analytic planner does not model
     ├── CatalogError            an unknown GPU or model, or a malformed catalog/config file
     ├── JobError                a job spec or job state problem (the run server)
-    └── PolicyViolation         a governance rule refused an action; carries the rule's name
+    │   └── SpecError           a spec this server cannot run; names the field at fault (`field`)
+    ├── PolicyViolation         a governance rule refused an action; carries the rule's name                403
+    ├── Unauthenticated         no token, or one that is wrong, expired or revoked                          401
+    ├── Forbidden               the caller's role (or ownership) does not allow the action                  403
+    ├── NotFound                no such job, dataset, user, token, grant or model                           404
+    ├── Conflict                the object exists, or its state does not allow the action                   409
+    ├── Gone                    the object existed and was erased (LGPD Art. 18 VI)                         410
+    └── TooLarge                a request body over the server's limit                                      413
 
 The CLI maps every TreinoError to one red line and exit code 2 (bad input); a traceback is shown only
 with --debug. Code that hits an internal invariant uses `assert`, never these.
@@ -13,9 +21,14 @@ with --debug. Code that hits an internal invariant uses `assert`, never these.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class TreinoError(Exception):
     """Base class: the message is shown to the user as is."""
+
+    http_status: ClassVar[int] = 422
+    field: str = "(request)"  # the input at fault, in a 422's {field, message}
 
 
 class PlanError(TreinoError):
@@ -34,10 +47,44 @@ class JobError(TreinoError):
     """A job spec is invalid or a job cannot change state as asked."""
 
 
+class SpecError(JobError):
+    """A job spec this server cannot run (too many GPUs, a plan that does not fit): 422 naming `field`."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class PolicyViolation(TreinoError):
     """A governance rule refused an action."""
+
+    http_status = 403
 
     def __init__(self, rule: str, detail: str) -> None:
         super().__init__(f"{rule}: {detail}")
         self.rule = rule
         self.detail = detail
+
+
+class Unauthenticated(TreinoError):
+    http_status = 401
+
+
+class Forbidden(TreinoError):
+    http_status = 403
+
+
+class NotFound(TreinoError):
+    http_status = 404
+
+
+class Conflict(TreinoError):
+    http_status = 409
+
+
+class Gone(TreinoError):
+    http_status = 410
+
+
+class TooLarge(TreinoError):
+    http_status = 413

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from treino.server.api import build_app, create_admin_token
+from treino.server.api import build_app
 from treino.server.backend import LocalBackend
+from treino.server.context import ServerContext
 from treino.server.db import Job, JobState, make_engine, make_sessionmaker, migrate, sqlite_url
 from treino.server.inventory import Device, Inventory
-from treino.server.service import Service, Settings
+from treino.server.settings import Settings
 
 GIB = 2**30
 
@@ -24,11 +25,10 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TestClient:
     engine = make_engine(sqlite_url(tmp_path))
     migrate(engine)
     devices = tuple(Device(i, "gpu", "NVIDIA H200", 141 * GIB, 0) for i in range(2))
-    service = Service(
-        Settings(tmp_path, "http://127.0.0.1:0"), make_sessionmaker(engine), LocalBackend(Inventory("gpu", devices))
-    )
-    token = create_admin_token(service)
-    with service.sessions.begin() as s:
+    settings = Settings(tmp_path, "http://127.0.0.1:0", key=b"k" * 32)
+    ctx = ServerContext.create(settings, make_sessionmaker(engine), LocalBackend(Inventory("gpu", devices)))
+    token = ctx.create_admin_token()
+    with ctx.sessions.begin() as s:
         s.add(
             Job(
                 name="llm-sft",
@@ -48,7 +48,7 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TestClient:
         {"index": 1, "util_percent": 97, "memory_used_bytes": 120 * GIB, "temperature_c": 64},
     ]
     monkeypatch.setattr("treino.server.inventory.gpu_telemetry", lambda: telemetry)
-    c = TestClient(build_app(service))
+    c = TestClient(build_app(ctx))
     assert c.post("/login", data={"token": token}, follow_redirects=False).status_code == 303
     return c
 

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml  # type: ignore[import-untyped]  # no types-PyYAML in the venv
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from treino.catalog.loader import _did_you_mean, _normalise, gpu, gpus

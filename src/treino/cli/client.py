@@ -156,6 +156,8 @@ def _http_error(response: httpx.Response, what: str) -> TreinoError:
         return TreinoError(detail)
     if isinstance(detail, dict) and "rule" in detail and "message" in detail:
         rule, message = str(detail["rule"]), str(detail["message"])
+        if rule == "role":  # the caller's role, not a governance rule: the message says it all
+            return TreinoError(message)
         message = message.removeprefix(f"{rule}: ")  # PolicyViolation's text already starts with its rule
         return TreinoError(f"refused ({rule}): {message}")
     return TreinoError(f"The treino server answered {response.status_code}: {response.text[:500]}")

@@ -8,15 +8,15 @@ from typing import Annotated
 
 import typer
 
-DEFAULT_DATA_DIR = Path("~/.local/share/treino").expanduser()
+from treino.server.settings import DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT
 
 
 def server(
     data_dir: Annotated[
         Path, typer.Option("--data-dir", help="Database, job logs and checkpoints.")
     ] = DEFAULT_DATA_DIR,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = DEFAULT_HOST,
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = DEFAULT_PORT,
     devices: Annotated[
         str, typer.Option(help="'auto': NVIDIA GPUs through NVML; 'cpu:N': N CPU slots (jobs use gloo).")
     ] = "auto",
@@ -67,11 +67,12 @@ def server(
     from treino.errors import TreinoError
     from treino.govern.access import site as find_site
     from treino.server.admission import admission_for, gpu_for
-    from treino.server.api import build_app, create_admin_token
+    from treino.server.api import build_app
     from treino.server.backend import Backend, LocalBackend
+    from treino.server.context import ServerContext
     from treino.server.db import make_engine, make_sessionmaker, migrate, sqlite_url
     from treino.server.inventory import discover
-    from treino.server.service import Service, Settings
+    from treino.server.settings import Settings, load_or_create_key
 
     out = Console(stderr=True, highlight=False)
     data_dir = data_dir.expanduser().resolve()
@@ -97,7 +98,7 @@ def server(
         slurm.check()
         partition_sites = {p: partition_sites[p] if partition else default_site for p in slurm.partitions}
         for n in slurm.inventory().nodes:
-            sites = {partition_sites[p].name if partition_sites[p] else None for p in n.partitions}
+            sites = {at.name if (at := partition_sites[p]) else None for p in n.partitions}
             if len(sites) > 1:
                 out.print(
                     f"[yellow]warning:[/] node {n.name} is in partitions mapped to different sites "
@@ -119,63 +120,49 @@ def server(
     settings = Settings(
         data_dir,
         public_url.rstrip("/") or f"http://{public_host}:{port}",
-        key=server_key(data_dir),
+        key=load_or_create_key(data_dir),
         site=default_site,
         import_roots=tuple(p.expanduser().resolve() for p in import_root or ()),
         partition_sites=partition_sites,
         shared_dir=shared_dir,
         **({"controller": controller} if controller else {}),
     )
-    service = Service(settings, make_sessionmaker(engine), the_backend)
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None
     if gpu is None and inventory.kind == "gpu" and inventory.devices:
         gpu = gpu_for(inventory.devices[0].name)
+    ctx = ServerContext.create(settings, make_sessionmaker(engine), the_backend, admission_for(gpu) if gpu else None)
     from treino.govern.datasets import sweep_purged
 
-    with service.sessions.begin() as s:
+    with ctx.sessions.begin() as s:
         swept = sweep_purged(s, settings.store)
     if swept:
         out.print(f"Deleted {len(swept)} erased dataset file(s) an interrupted erasure had left in the store.")
-    token = create_admin_token(service)
+    token = ctx.create_admin_token()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    counts = service.reconcile()
+    counts = ctx.engine.reconcile()
     out.print(f"treino server: {inventory.describe()}; data in {data_dir}")
     if any(counts.values()):
         out.print(
             f"Reconciled after restart: {counts['adopted']} job(s) adopted, {counts['requeued']} requeued, "
             f"{counts['finished']} finished while the server was down."
         )
-    where = settings.site
+    here = settings.site
     if partition_sites:
         for name, at in partition_sites.items():
             out.print(f"Partition {name}: " + (f"site {at.name} ({at.city}, {at.country})" if at else "no site"))
     else:
         out.print(
-            f"Site: {where.name} ({where.city}, {where.country}, {where.provider})"
-            if where
+            f"Site: {here.name} ({here.city}, {here.country}, {here.provider})"
+            if here
             else "Site: none (--site): jobs on datasets with a residency are refused"
         )
     out.print(f"Admission control: {'plans checked against ' + gpu.display_name if gpu else 'off (no GPU model)'}")
     if token:
         out.print(f"Admin token (shown once; also in {data_dir / 'admin-token'}, mode 0600): {token}")
-    service.start(reconcile=False)
-    app = build_app(service, admission_for(gpu) if gpu else None)
+    ctx.start()
+    app = build_app(ctx)
     out.print(f"Listening on http://{host}:{port} (API under /api/v1, dashboard at /, log in with a token)")
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
-        service.shutdown()
-
-
-def server_key(data_dir: Path) -> bytes:
-    """The server's secret (32 random bytes, DATA_DIR/server-key, mode 0600): it signs the audit chain's checkpoints
-    and keys the subject pseudonyms. Lose it and old pseudonyms can no longer be matched; leak it and the
-    checkpoints can be forged."""
-    import secrets
-
-    path = data_dir / "server-key"
-    if not path.exists():
-        path.touch(mode=0o600)
-        path.chmod(0o600)
-        path.write_bytes(secrets.token_bytes(32))
-    return path.read_bytes()
+        ctx.shutdown()

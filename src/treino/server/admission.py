@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from treino import catalog
-from treino.errors import JobError
+from treino.errors import SpecError
 from treino.plan import TrainSetup, plan_training
 from treino.plan.hardware import GpuSpec
 from treino.server.spec import JobSpec
@@ -23,7 +23,8 @@ def gpu_for(device_name: str) -> GpuSpec | None:
 
 
 def admission_for(gpu: GpuSpec) -> Callable[[JobSpec], str]:
-    """A check for `gpu`: returns the plan's one-line verdict, raises JobError when the job cannot fit."""
+    """A check for `gpu`: returns the plan's one-line verdict, raises SpecError (field `plan`) when the job cannot
+    fit, with the planner's advice."""
 
     def check(spec: JobSpec) -> str:
         assert spec.plan is not None
@@ -47,9 +48,10 @@ def admission_for(gpu: GpuSpec) -> Callable[[JobSpec], str]:
             return f"fits: {need:.1f} of {have:.1f} GiB per {gpu.display_name}{over}"
         options = [a for a in plan.advice() if a.fits][:3]
         advice = "; ".join(f"{a.change} ({a.flags}: {a.peak_bytes / GIB:.1f} GiB)" for a in options)
-        raise JobError(
+        raise SpecError(
+            "plan",
             f"does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu.display_name} has {have:.1f} GiB. "
-            + (f"To fix: {advice}." if advice else "To fix: more GPUs with ZeRO-3, or a smaller model.")
+            + (f"To fix: {advice}." if advice else "To fix: more GPUs with ZeRO-3, or a smaller model."),
         )
 
     return check

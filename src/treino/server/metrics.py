@@ -5,11 +5,11 @@ from __future__ import annotations
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 from sqlalchemy import func, select
 
+from treino.server.context import ServerContext
 from treino.server.db import Job, JobState
-from treino.server.service import Service
 
 
-def render(service: Service) -> tuple[bytes, str]:
+def render(ctx: ServerContext) -> tuple[bytes, str]:
     registry = CollectorRegistry()
     queue = Gauge("treino_queue_length", "Jobs waiting for devices.", registry=registry)
     by_state = Gauge("treino_jobs", "Jobs by state.", ["state"], registry=registry)
@@ -29,7 +29,7 @@ def render(service: Service) -> tuple[bytes, str]:
         "treino_orphan_processes_killed", "Processes of finished attempts found on GPUs.", registry=registry
     )
     temp = Gauge("treino_gpu_temperature_celsius", "GPU temperature (NVML).", ["gpu"], registry=registry)
-    with service.sessions() as s:
+    with ctx.sessions() as s:
         counts = dict(s.execute(select(Job.state, func.count()).group_by(Job.state)).tuples().all())
         for state in JobState:
             by_state.labels(state=state.value).set(counts.get(state.value, 0))
@@ -44,7 +44,7 @@ def render(service: Service) -> tuple[bytes, str]:
                 loss.labels(**labels).set(job.last_loss)
             if job.last_step is not None:
                 step.labels(**labels).set(job.last_step)
-    inventory = service.inventory
+    inventory = ctx.engine.inventory
     devices.labels(kind=inventory.kind).set(len(inventory.devices))
     busy.set(held)
     if inventory.nodes:  # a cluster: its machines as Slurm reports them
@@ -63,11 +63,11 @@ def render(service: Service) -> tuple[bytes, str]:
         for n in inventory.nodes:
             node_gpus.labels(node=n.name, state=n.state, partitions=",".join(n.partitions)).set(n.gpus)
             node_usable.labels(node=n.name).set(1 if n.usable else 0)
-    for g in service.backend.telemetry():
+    for g in ctx.backend.telemetry():
         util.labels(gpu=str(g["index"])).set(g["util_percent"])
         mem.labels(gpu=str(g["index"])).set(g["memory_used_bytes"])
         temp.labels(gpu=str(g["index"])).set(g["temperature_c"])
-    hygiene = service.backend.metrics()
+    hygiene = ctx.backend.metrics()
     for gpu_index, pids in hygiene.get("foreign_gpu_pids", {}).items():
         foreign.labels(gpu=str(gpu_index)).set(len(pids))
     orphans.set(hygiene.get("orphans_killed", 0))

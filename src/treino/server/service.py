@@ -1,61 +1,67 @@
-"""The server's engine room: submit, cancel, the scheduling loop, attempt outcomes and crash reconciliation.
+"""The job engine: the job state machine, the scheduling loop, attempt outcomes and crash reconciliation, and
+nothing else (authentication, dataset admission, the audit chain and lineage live beside it: treino.server.auth,
+.submission, .lineage; periodic work runs as treino.server.tasks).
 
-All job state lives in the database; this object holds nothing that a restart could lose. One loop thread calls
-`tick()` every TICK_S (and at once after a submit or cancel): it collects finished attempts, enforces timeouts and
-grace periods, then asks the pure scheduler (treino.server.scheduler) what to start and what to preempt.
+All job state lives in the database; this object holds nothing that a restart could lose. `tick()` (every
+settings.TICK_S, and at once after a submit or cancel) collects finished attempts, enforces timeouts and grace
+periods, then asks the pure scheduler (treino.server.scheduler) what to start and what to preempt. What governance
+must hear of (an attempt placed, a job that succeeded) goes to `events` (JobEvents).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import os
 import re
 import secrets
-import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from treino.errors import JobError, PolicyViolation
-from treino.govern.access import Principal, Site, check_grant, check_residency
-from treino.govern.models import Dataset, DatasetVersion, JobDataset, Model, User
+from treino.errors import Conflict, NotFound, SpecError
 from treino.server import scheduler
-from treino.server.backend import Backend, BackendUnavailable, ExitInfo, LaunchRequest
+from treino.server.auth import dead_token_hash, new_job_token, token_hash
+from treino.server.backend import Backend, BackendUnavailable, ExitInfo, LaunchRequest, Placement
 from treino.server.db import (
     ACTIVE_STATES,
     FINAL_STATES,
     TRANSITIONS,
     Attempt,
-    Checkpoint,
     FailureReason,
     Job,
     JobState,
     StopRequest,
 )
 from treino.server.inventory import Inventory
+from treino.server.settings import BACKEND_RETRY_S, KILL_MARGIN_S, LOST_ATTEMPTS_MAX, Settings
 from treino.server.spec import DEFAULT_GRACE_S, JobSpec
 
 log = logging.getLogger("treino.server")
 
-TICK_S = 0.2  # scheduling loop period; submits and cancels wake it at once
-AUDIT_CHECKPOINT_S = 300.0  # signed checkpoints of the audit head, besides one every AuditLog.checkpoint_every
-SWEEP_S = 5.0  # how often the backend's hygiene runs (the local backend: NVML's processes vs the running jobs)
-BACKEND_RETRY_S = 5.0  # after the backend was unreachable at a launch, how long before the next start
-LOST_ATTEMPTS_MAX = 3  # attempts in a row whose supervisor vanished before the job is failed, not requeued
-KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor gets before the server SIGKILLs itself
 # What a failed attempt's output says about why (the classes SkyPilot and Determined separate, reference §2-3).
 OOM_PATTERNS = re.compile(r"CUDA out of memory|OutOfMemoryError|HIP out of memory|CUBLAS_STATUS_ALLOC_FAILED")
 SIGNAL_PATTERNS = re.compile(r"Signal \d+ \(SIG\w+\) received|exitcode\s*:\s*-\d+|Killed")
 NODE_PATTERNS = re.compile(r"uncorrectable ECC|Xid \d+|GPU has fallen off the bus|NCCL error.*unhandled system error")
 
 
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+class JobEvents(Protocol):
+    """What the engine reports, inside its own transaction, to whoever must record it (treino.server.lineage)."""
+
+    def attempt_started(self, s: Session, job: Job, attempt: Attempt, placement: Placement) -> None: ...
+
+    def job_succeeded(self, s: Session, job: Job) -> None: ...
+
+
+class NoEvents:
+    def attempt_started(self, s: Session, job: Job, attempt: Attempt, placement: Placement) -> None:
+        pass
+
+    def job_succeeded(self, s: Session, job: Job) -> None:
+        pass
 
 
 def classify(info: ExitInfo) -> tuple[str, str]:
@@ -82,289 +88,95 @@ def classify(info: ExitInfo) -> tuple[str, str]:
     return FailureReason.USER_ERROR, (last[-1].strip()[:500] if last else f"exit code {info.returncode}")
 
 
-@dataclass(frozen=True)
-class Settings:
-    data_dir: Path
-    url: str  # how job processes reach this server (TREINO_URL)
-    python: str = sys.executable
-    key: bytes = b""  # the server key: audit checkpoints (HMAC) and subject pseudonyms
-    site: Site | None = None  # where this server is (sites catalog): residency decisions
-    import_roots: tuple[Path, ...] = ()  # where datasets may be registered from
-    controller: str = "(controller: set with treino server --controller)"  # named in the Art. 37 records
-    # Slurm backend: the site of each partition jobs may run on (--partition NAME=SITE); residency is checked
-    # against every one of them, and a job is kept to the partitions its data may be processed in.
-    partition_sites: dict[str, Site | None] = field(default_factory=dict)
-    # Where job folders (logs, checkpoints) and the dataset store live: on a cluster, a filesystem every node
-    # mounts at the same path (--shared-dir); None: the data dir.
-    shared_dir: Path | None = None
-
-    @property
-    def store(self) -> Path:
-        return (self.shared_dir or self.data_dir) / "store"
-
-    @property
-    def jobs_dir(self) -> Path:
-        return (self.shared_dir or self.data_dir) / "jobs"
-
-
 class Service:
-    def __init__(self, settings: Settings, sessions: sessionmaker[Session], backend: Backend):
+    """The job engine. Submits enter through treino.server.submission (which admits them first), everything else
+    through `cancel`, `tick` and `reconcile`."""
+
+    def __init__(
+        self, settings: Settings, sessions: sessionmaker[Session], backend: Backend, events: JobEvents | None = None
+    ) -> None:
         self.settings = settings
         self.sessions = sessions
         self.backend = backend
+        self.events: JobEvents = events or NoEvents()
         self.lock = threading.RLock()  # one writer of job state at a time: the loop, submit and cancel
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.advice: dict[int, str] = {}  # job id -> the planner's advice, for OOM failures
-        self.token_cache: dict[str, tuple[float, Principal]] = {}  # the API's authentication cache
-        from treino.govern.audit import AuditLog
-
-        self.audit_log = AuditLog(settings.key or secrets.token_bytes(32))  # no key: an ephemeral one (tests)
-        self._last_sweep = 0.0
+        self.wakeup = threading.Event()  # set by submit and cancel: the scheduling task runs at once
         self.backend_unavailable_until = 0.0  # no starts before this (monotonic), after a BackendUnavailable
-        self._last_audit_checkpoint = time.monotonic()
 
     @property
     def inventory(self) -> Inventory:
         return self.backend.inventory()
 
-    # --- lifecycle -------------------------------------------------------------------------------------------
-    def start(self, reconcile: bool = True) -> None:
-        if reconcile:
-            self.reconcile()
-        self._thread = threading.Thread(target=self._loop, name="treino-scheduler", daemon=True)
-        self._thread.start()
-
-    def shutdown(self) -> None:
-        """Stop scheduling; running jobs keep running (their supervisors are detached) and are adopted next start."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread:
-            self._thread.join(timeout=10)
-        self.sign_audit()
-
-    def sign_audit(self) -> None:
-        """An HMAC checkpoint of the audit chain's head now: records after the last checkpoint are not protected
-        against a cut tail, so the loop signs every AUDIT_CHECKPOINT_S and the server on shutdown."""
-        with self.sessions.begin() as s:
-            self.audit_log.checkpoint(s)
-        self._last_audit_checkpoint = time.monotonic()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.tick()
-            except Exception:  # the loop must survive a bad tick; the error is logged with its traceback
-                log.exception("scheduler tick failed")
-            self._wake.wait(TICK_S)
-            self._wake.clear()
-
     def wake(self) -> None:
-        self._wake.set()
+        self.wakeup.set()
 
-    # --- API-facing ------------------------------------------------------------------------------------------
-    def submit(self, spec: JobSpec, who: Principal | str) -> tuple[Job, str]:
-        """A queued job and its job token (returned once, passed to the job's processes).
+    def job_dir(self, job_id: int) -> Path:
+        return self.settings.jobs_dir / str(job_id)
 
-        Datasets are admitted here: each must exist, the submitter must hold a grant for the spec's purpose, and the
-        server's site must satisfy its residency; the latest version of each is pinned to the job. The decision, an
-        admission or a denial naming its rule, goes into the audit chain either way."""
-        owner = who if isinstance(who, str) else who.name
-        job_token = "trj_" + secrets.token_urlsafe(24)
-        try:
-            with self.lock, self.sessions.begin() as s:
-                pins, partitions = self._admit_datasets(s, spec, who)
-                self._check_partitions(spec, partitions)
-                job = Job(
-                    name=spec.name,
-                    spec=spec.model_dump(mode="json"),
-                    owner=owner,
-                    state=JobState.QUEUED,
-                    priority=spec.priority,
-                    gpus=spec.gpus,
-                    submitted_at=time.time(),
-                    job_token_hash=token_hash(job_token),
-                    partitions=partitions,
-                )
-                s.add(job)
-                s.flush()
-                for dataset, version, reason in pins:
-                    s.add(JobDataset(job_id=job.id, version_id=version.id, purpose=spec.purpose or ""))
-                    self.audit(
-                        s,
-                        owner,
-                        "job.admit",
-                        dataset=dataset.name,
-                        job_id=job.id,
-                        detail={
-                            "version": version.number,
-                            "sha256": version.sha256,
-                            "purpose": spec.purpose,
-                            **self._where(partitions),
-                            "residency": reason,
-                        },
-                    )
-        except PolicyViolation as exc:
-            with self.sessions.begin() as s:
-                self.audit(
-                    s,
-                    owner,
-                    "job.deny",
-                    detail={"job": spec.name, "rule": exc.rule, "reason": str(exc), "datasets": spec.datasets},
-                )
-            raise
-        self.wake()
-        return job, job_token
-
-    def capacity_error(self, spec: JobSpec) -> tuple[str, str] | None:
-        """(field, message) when this server could never run `spec`, whatever else runs: refused at submit."""
+    # --- submit and cancel -----------------------------------------------------------------------------------
+    def capacity_error(self, spec: JobSpec) -> SpecError | None:
+        """Why this server could never run `spec`, whatever else runs (refused at submit); None if it could."""
         inventory = self.inventory
         if spec.nodes > 1 and not self.backend.multi_node:
-            return (
+            return SpecError(
                 "nodes",
                 f"asks for {spec.nodes} nodes, but this server runs jobs on one machine. To fix: nodes: 1, or "
                 "start the server on a Slurm cluster with 'treino server --backend slurm' (docs/cluster.md).",
             )
         nodes, per_node = inventory.node_count(), inventory.max_devices_per_node()
         if spec.nodes > nodes:
-            return "nodes", f"asks for {spec.nodes} nodes but {inventory.describe()}. To fix: nodes <= {nodes}."
+            return SpecError(
+                "nodes", f"asks for {spec.nodes} nodes but {inventory.describe()}. To fix: nodes <= {nodes}."
+            )
         if spec.gpus > per_node:
             has = (
                 f"per node but a node has at most {per_node}" if inventory.nodes else f"but this server has {per_node}"
             )
             more = ", and more nodes" if inventory.nodes else ""
-            return "gpus", f"asks for {spec.gpus} {has} ({inventory.describe()}). To fix: gpus <= {per_node}{more}."
+            return SpecError(
+                "gpus", f"asks for {spec.gpus} {has} ({inventory.describe()}). To fix: gpus <= {per_node}{more}."
+            )
         return None
 
-    def _admit_datasets(
-        self, s: Session, spec: JobSpec, who: Principal | str
-    ) -> tuple[list[tuple[Dataset, DatasetVersion, str]], list[str] | None]:
-        """The dataset versions to pin, and the Slurm partitions the job may run on (None: any, or no Slurm)."""
-        pins = []
-        partitions = sorted(self.settings.partition_sites) or None
-        for name in spec.datasets:
-            dataset = s.scalar(select(Dataset).where(Dataset.name == name))
-            if dataset is None:
-                raise PolicyViolation("dataset", f"unknown dataset {name!r}. To fix: see 'treino data list'.")
-            user = s.get(User, who.user_id) if isinstance(who, Principal) and who.user_id else None
-            if user is None:
-                raise PolicyViolation("grant", f"the submitter has no user record to hold a grant on {name}.")
-            check_grant(s, user, dataset, spec.purpose)
-            reason, partitions = self._check_residency(s, dataset, partitions)
-            version = s.scalar(
-                select(DatasetVersion)
-                .where(DatasetVersion.dataset_id == dataset.id, DatasetVersion.purged_at.is_(None))
-                .order_by(DatasetVersion.number.desc())
-                .limit(1)
-            )
-            if version is None:
-                raise PolicyViolation("dataset", f"dataset {name} has no version with its bytes present.")
-            pins.append((dataset, version, reason))
-        return pins, partitions
-
-    def _check_residency(
-        self, s: Session, dataset: Dataset, partitions: list[str] | None
-    ) -> tuple[str, list[str] | None]:
-        """On one machine: the server's site. On Slurm: every partition the job could still run on is checked
-        against its own site; the job keeps those that pass, and is refused (with the first refusal's reason,
-        which names the rule and the fix) when none does."""
-        if partitions is None:
-            return check_residency(s, dataset, self.settings.site), None
-        kept, reasons, refusals = [], [], []
-        for partition in partitions:
-            try:
-                reasons.append(f"{partition}: {check_residency(s, dataset, self.settings.partition_sites[partition])}")
-                kept.append(partition)
-            except PolicyViolation as exc:
-                refusals.append(exc)
-        if not kept:
-            raise PolicyViolation(
-                refusals[0].rule, f"no partition of this cluster may process it: {refusals[0].detail}"
-            )
-        return "; ".join(reasons), kept
-
-    def _check_partitions(self, spec: JobSpec, partitions: list[str] | None) -> None:
+    def check_partitions(self, spec: JobSpec, partitions: list[str] | None) -> None:
         """A job kept to some partitions (its data's residency) must fit in them."""
         if partitions is None:
             return
         inventory = self.inventory
         shape = scheduler.Queued(0, 0, spec.gpus, 0.0, None, spec.nodes, node_groups(inventory, partitions))
         if not scheduler.could_ever_fit(inventory.devices, shape):
-            raise JobError(
+            raise SpecError(
+                "nodes",
                 f"asks for {spec.nodes} node(s) x {spec.gpus} GPU(s), more than the partitions its data may be "
                 f"processed in ({', '.join(partitions)}) have up now ({inventory.describe()}). To fix: fewer nodes "
-                "or GPUs per node, or bring nodes of those partitions back (sinfo -R tells why they are down)."
+                "or GPUs per node, or bring nodes of those partitions back (sinfo -R tells why they are down).",
             )
 
-    def _where(self, partitions: list[str] | None) -> dict[str, Any]:
-        """Where a job's data may be processed, for audit records."""
-        if partitions is None:
-            return {"site": self.settings.site.name if self.settings.site else None}
-        sites = self.settings.partition_sites
-        return {"partitions": {p: (sites[p].name if sites.get(p) else None) for p in partitions}}
-
-    def job_site(self, s: Session, job: Job) -> Site | None:
-        """The site a job's processes are at now: its partition's on Slurm, else this server's."""
-        if not self.settings.partition_sites:
-            return self.settings.site
-        if job.attempts < 1:
-            return None
-        partition = self._latest_attempt(s, job).handle.get("partition")
-        return self.settings.partition_sites.get(partition) if isinstance(partition, str) else None
-
-    def register_model(self, s: Session, job: Job, kind: str, path: str, step: int | None) -> Model:
-        """A checkpoint or final model in the lineage. It inherits the classification and the strictest residency
-        of the dataset versions its job read, because models memorise (lgpd-requirements.md §2.3, §3.3)."""
-        rows = s.execute(
-            select(Dataset, DatasetVersion)
-            .join(DatasetVersion, DatasetVersion.dataset_id == Dataset.id)
-            .join(JobDataset, JobDataset.version_id == DatasetVersion.id)
-            .where(JobDataset.job_id == job.id)
-        ).all()
-        residencies = sorted({d.residency for d, _ in rows if d.residency not in ("any", "")})
-        model = Model(
-            job_id=job.id,
-            kind=kind,
-            step=step,
-            path=path,
-            personal_data=any(d.personal_data for d, _ in rows),
-            sensitive=any(d.sensitive for d, _ in rows),
-            residency=residencies[0] if len(residencies) == 1 else ("+".join(residencies) or "any"),
+    def enqueue(self, s: Session, spec: JobSpec, owner: str, partitions: list[str] | None) -> Job:
+        """A queued job in `s` (the caller holds `lock` and commits, then calls `wake`). Its token is minted when an
+        attempt starts; until then no process holds one."""
+        job = Job(
+            name=spec.name,
+            spec=spec.model_dump(mode="json"),
+            owner=owner,
+            state=JobState.QUEUED,
+            priority=spec.priority,
+            gpus=spec.gpus,
+            submitted_at=time.time(),
+            job_token_hash=dead_token_hash(),
+            partitions=partitions,
         )
-        s.add(model)
+        s.add(job)
         s.flush()
-        if rows:
-            self.audit(
-                s,
-                job.owner,
-                "model.register",
-                job_id=job.id,
-                detail={
-                    "model": model.id,
-                    "kind": kind,
-                    "step": step,
-                    "path": path,
-                    "versions": [{"dataset": d.name, "version": v.number, "sha256": v.sha256} for d, v in rows],
-                },
-            )
-        return model
-
-    def forget_tokens(self) -> None:
-        """A token was revoked: the API's authentication cache must not vouch for it any longer."""
-        self.token_cache.clear()
-
-    def audit(self, s: Session, actor: str, action: str, **fields: Any) -> None:
-        """One record in the audit chain, inside the caller's transaction."""
-        self.audit_log.append(s, actor=actor, action=action, **fields)
+        return job
 
     def cancel(self, job_id: int) -> Job:
         with self.lock, self.sessions.begin() as s:
             job = s.get(Job, job_id)
             if job is None:
-                raise JobError(f"No job {job_id}.")
+                raise NotFound(f"No job {job_id}. To fix: list jobs with 'treino jobs'.")
             if job.state in FINAL_STATES:
-                raise JobError(f"Job {job_id} is already {job.state}; nothing to cancel.")
+                raise Conflict(f"Job {job_id} is already {job.state}; nothing to cancel.")
             if job.state == JobState.QUEUED:
                 self._transition(job, JobState.CANCELLED)
                 job.ended_at = time.time()
@@ -372,6 +184,17 @@ class Service:
                 self._request_stop(s, job, StopRequest.CANCEL)
         self.wake()
         return job
+
+    def latest_attempt(self, s: Session, job: Job) -> Attempt | None:
+        return s.scalars(
+            select(Attempt).where(Attempt.job_id == job.id).order_by(Attempt.number.desc()).limit(1)
+        ).first()
+
+    def active_handles(self) -> list[dict[str, Any]]:
+        """The backend handles of every running or stopping attempt (the backend's hygiene spares them)."""
+        with self.sessions() as s:
+            active = s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES))))
+            return [self._latest_attempt(s, j).handle for j in active]
 
     # --- the loop --------------------------------------------------------------------------------------------
     def tick(self) -> None:
@@ -403,17 +226,10 @@ class Service:
                 ):
                     self.backend.kill(attempt.handle)  # the supervisor did not finish the job off: we do
             self._schedule(s, now, to_start)
-            if time.monotonic() - self._last_audit_checkpoint > AUDIT_CHECKPOINT_S:
-                self._last_audit_checkpoint = time.monotonic()
-                self.audit_log.checkpoint(s)
-            if now - self._last_sweep > SWEEP_S:
-                self._last_sweep = now
-                active = s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES))))
-                self.backend.sweep([self._latest_attempt(s, j).handle for j in active])
 
     def _place(self, s: Session, job: Job, attempt: Attempt) -> None:
         """Record where a live attempt runs (Slurm: its job id, nodes and partition, or why it is still pending);
-        when it starts on machines it was not on before, a job that reads datasets gets an audit record of them."""
+        when it starts on machines it was not on before, `events` hears of it (the audit's job.start)."""
         placement = self.backend.placement(attempt.handle)
         if placement is None:
             return
@@ -427,19 +243,7 @@ class Service:
         if not was_running:
             # Time pending in the backend's queue (Slurm's) is not the job's: its timeout counts from its start.
             attempt.started_at = time.time()
-        if s.scalar(select(func.count()).select_from(JobDataset).where(JobDataset.job_id == job.id)):
-            self.audit(
-                s,
-                job.owner,
-                "job.start",
-                job_id=job.id,
-                detail={
-                    "attempt": attempt.number,
-                    "backend": self.backend.name,
-                    "nodes": list(placement.nodes),
-                    **placement.extra,
-                },
-            )
+        self.events.attempt_started(s, job, attempt, placement)
 
     def _schedule(self, s: Session, now: float, to_start: list[tuple[int, LaunchRequest]]) -> None:
         if time.monotonic() < self.backend_unavailable_until:
@@ -497,16 +301,13 @@ class Service:
         ).one()
         return attempt
 
-    def job_dir(self, job_id: int) -> Path:
-        return self.settings.jobs_dir / str(job_id)
-
     def _prepare(
         self, s: Session, job: Job, devices: tuple[int, ...], inventory: Inventory
     ) -> tuple[int, LaunchRequest]:
         """The attempt's row, its devices and the job's running state, in `s`; the processes start after commit."""
         spec = JobSpec.model_validate(job.spec)
         number = job.attempts + 1
-        job_token = "trj_" + secrets.token_urlsafe(24)  # a fresh token per attempt; the old one stops working
+        job_token = new_job_token()  # a fresh token per attempt; the old one stops working
         job.job_token_hash = token_hash(job_token)
         checkpoint_dir = self.job_dir(job.id) / "checkpoints"
         checkpoint_dir.mkdir(parents=True, exist_ok=True)
@@ -583,7 +384,7 @@ class Service:
             if job.attempts == 0:
                 job.started_at = None
             job.state = JobState.QUEUED  # back where it was: not a transition of the job's life
-            job.job_token_hash = token_hash(secrets.token_urlsafe(24))
+            job.job_token_hash = dead_token_hash()
         self.backend_unavailable_until = time.monotonic() + BACKEND_RETRY_S
 
     def _request_stop(self, s: Session, job: Job, why: StopRequest) -> None:
@@ -597,7 +398,7 @@ class Service:
     def _finish(self, s: Session, job: Job, attempt: Attempt, info: ExitInfo) -> None:
         outcome, detail = classify(info)
         # The attempt's token dies with it: a finished job may no longer read datasets or write lineage.
-        job.job_token_hash = token_hash(secrets.token_urlsafe(24))
+        job.job_token_hash = dead_token_hash()
         attempt.ended_at = time.time()
         attempt.exit_code = info.returncode
         spec = JobSpec.model_validate(job.spec)
@@ -616,18 +417,13 @@ class Service:
         elif outcome == "succeeded":
             self._end(job, JobState.SUCCEEDED)
             job.failure_reason = job.failure_detail = None
-            last = s.scalar(
-                select(Checkpoint).where(Checkpoint.job_id == job.id).order_by(Checkpoint.step.desc()).limit(1)
-            )
-            if last is not None:
-                self.register_model(s, job, "final", last.path, last.step)
+            self.events.job_succeeded(s, job)
         elif info.reason in (FailureReason.TIMEOUT, FailureReason.SIGNAL):
             # The backend's own verdict (Slurm's time limit; cancelled in Slurm by an operator): final, as a
             # treino timeout or cancel is; a retry would meet the same limit or overrule the operator.
             self._end(job, JobState.FAILED, outcome, detail)
-        elif outcome == FailureReason.OOM:
-            advice = self.advice.get(job.id, "")
-            self._end(job, JobState.FAILED, outcome, detail + (f" | planner: {advice}" if advice else ""))
+        elif outcome == FailureReason.OOM:  # never retried: the same attempt would run out of memory again
+            self._end(job, JobState.FAILED, outcome, detail)
         elif outcome == FailureReason.NODE_FAULT and info.returncode is None and not self._lost_repeatedly(s, job):
             # Not the job's fault (the machine went down): requeue without spending a restart.
             job.failure_reason, job.failure_detail = outcome, detail
@@ -703,40 +499,4 @@ def node_groups(inventory: Inventory, partitions: list[Any] | None) -> tuple[fro
 
 def _base_env() -> dict[str, str]:
     """The server's environment minus treino's own variables: PATH, HOME, locale, proxies for the job."""
-    import os
-
     return {k: v for k, v in os.environ.items() if not k.startswith("TREINO_") and k != "CUDA_VISIBLE_DEVICES"}
-
-
-def visible_spec(spec: dict[str, Any], show_env: bool) -> dict[str, Any]:
-    """The spec as a reader may see it: env values (often secrets: HF_TOKEN, ...) only for its owner and admins."""
-    if show_env or not spec.get("env"):
-        return spec
-    return {**spec, "env": {k: "(hidden)" for k in spec["env"]}}
-
-
-def job_json(job: Job, show_env: bool = False) -> dict[str, Any]:
-    return {
-        "id": job.id,
-        "name": job.name,
-        "owner": job.owner,
-        "state": job.state,
-        "priority": job.priority,
-        "gpus": job.gpus,
-        "devices": job.devices,
-        "submitted_at": job.submitted_at,
-        "started_at": job.started_at,
-        "ended_at": job.ended_at,
-        "attempts": job.attempts,
-        "restarts": job.restarts,
-        "preemptions": job.preemptions,
-        "stop_request": job.stop_request,
-        "exit_code": job.exit_code,
-        "failure_reason": job.failure_reason,
-        "failure_detail": job.failure_detail,
-        "checkpoint_step": job.checkpoint_step,
-        "last_step": job.last_step,
-        "last_loss": job.last_loss,
-        "steps_per_s": job.steps_per_s,
-        "spec": visible_spec(job.spec, show_env),
-    }

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from treino.errors import JobError
 
@@ -32,6 +32,18 @@ MAX_GPUS_PER_JOB = 1024  # a sanity bound; the server checks its own inventory
 MAX_NODES_PER_JOB = 1024  # likewise
 TORCHRUN_SHUTDOWN_TIMEOUT_S = 30  # torchrun's default --shutdown-timeout
 DEFAULT_GRACE_S = 30.0  # SIGTERM -> SIGKILL on cancel, preemption and timeout
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,199}$"  # what execve's environment can hold as a name (no '=')
+
+
+def no_nul(value: str) -> str:
+    """Refuse NUL bytes: argv, paths and environment entries cannot hold them, nor can PostgreSQL text."""
+    if "\x00" in value:
+        raise ValueError("may not contain NUL bytes (\\x00)")
+    return value
+
+
+Text = Annotated[str, AfterValidator(no_nul)]
+EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 
 
 class PlanSpec(BaseModel):
@@ -40,35 +52,35 @@ class PlanSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str
-    micro_batch: int = Field(1, ge=1)
-    seq_len: int = Field(2048, ge=1)
+    micro_batch: int = Field(1, ge=1, le=1_000_000)
+    seq_len: int = Field(2048, ge=1, le=100_000_000)
     precision: str = "bf16-mixed"
     optimizer: str = "adamw"
     attention: str = "sdpa"
     checkpointing: str = "none"
     zero: int = Field(0, ge=0, le=3)
-    tp: int = Field(1, ge=1)
-    lora_rank: int = Field(0, ge=0)
+    tp: int = Field(1, ge=1, le=1024)
+    lora_rank: int = Field(0, ge=0, le=65_536)
 
 
 class JobSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=NAME_PATTERN)
-    command: list[str] | None = Field(None, min_length=1)
-    script: str | None = None
-    args: list[str] = Field(default_factory=list)
-    workdir: str | None = None
+    command: list[Text] | None = Field(None, min_length=1)
+    script: Text | None = None
+    args: list[Text] = Field(default_factory=list)
+    workdir: Text | None = None
     gpus: int = Field(1, ge=1, le=MAX_GPUS_PER_JOB)  # per node
     nodes: int = Field(1, ge=1, le=MAX_NODES_PER_JOB)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[EnvName, Text] = Field(default_factory=dict)
     priority: int = Field(0, ge=-100, le=100)
     max_restarts: int = Field(0, ge=0, le=100)
-    timeout_minutes: float | None = Field(None, gt=0)
+    timeout_minutes: float | None = Field(None, gt=0, le=10_000_000)
     grace_seconds: float = Field(DEFAULT_GRACE_S, ge=0, le=3600)
     plan: PlanSpec | None = None
-    datasets: list[str] = Field(default_factory=list)
-    purpose: str | None = Field(None, max_length=100)  # why the job reads its datasets (LGPD Art. 6 I)
+    datasets: list[Text] = Field(default_factory=list)
+    purpose: Text | None = Field(None, max_length=100)  # why the job reads its datasets (LGPD Art. 6 I)
 
     @model_validator(mode="after")
     def _one_entry_point(self) -> JobSpec:

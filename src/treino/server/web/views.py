@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 
 from treino.govern.access import Principal, allowed
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, JobDataset, Model, Role
+from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, FINAL_STATES, Attempt, Checkpoint, Job, JobState, MetricPoint
-from treino.server.service import Service
 
 QUEUE_SHOWN = 50  # queued jobs listed on the overview (the count covers all)
 RECENT_SHOWN = 15  # finished jobs listed on the overview
@@ -62,7 +62,7 @@ def job_row(job: Job) -> dict[str, Any]:
     }
 
 
-def overview(service: Service, s: Session, telemetry: list[dict[str, Any]]) -> dict[str, Any]:
+def overview(ctx: ServerContext, s: Session, telemetry: list[dict[str, Any]]) -> dict[str, Any]:
     """Devices with their jobs, the queue (first QUEUE_SHOWN, in the order the scheduler takes them), running jobs and
     the last finished ones. Indexed queries only: the page stays fast with thousands of jobs in the table."""
     active = [job_row(j) for j in s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES))).order_by(Job.id))]
@@ -78,7 +78,7 @@ def overview(service: Service, s: Session, telemetry: list[dict[str, Any]]) -> d
     holder = {d: j for j in active for d in j["devices"]}
     stats = {g["index"]: g for g in telemetry}
     devices = []
-    inventory = service.inventory
+    inventory = ctx.engine.inventory
     for d in inventory.devices:
         g = stats.get(d.index, {})
         job = holder.get(d.index)
@@ -164,10 +164,10 @@ def svg_path(xs: list[Any], ys: list[Any], width: int = 600, height: int = 180) 
     )
 
 
-def log_tail(service: Service, job: Job) -> str:
+def log_tail(ctx: ServerContext, job: Job) -> str:
     if job.attempts < 1:
         return ""
-    path = service.job_dir(job.id) / f"attempt-{job.attempts}" / "output.log"
+    path = ctx.engine.job_dir(job.id) / f"attempt-{job.attempts}" / "output.log"
     try:
         with path.open("rb") as f:
             f.seek(max(path.stat().st_size - LOG_TAIL_BYTES, 0))
@@ -177,7 +177,7 @@ def log_tail(service: Service, job: Job) -> str:
     return data.decode(errors="replace")
 
 
-def job_page(service: Service, s: Session, job: Job) -> dict[str, Any]:
+def job_page(ctx: ServerContext, s: Session, job: Job) -> dict[str, Any]:
     attempts = list(s.scalars(select(Attempt).where(Attempt.job_id == job.id).order_by(Attempt.number)))
     checkpoints = [
         {"step": c.step, "path": c.path, "bytes": c.bytes, "attempt": c.attempt, "exists": Path(c.path).exists()}
@@ -215,28 +215,28 @@ def job_page(service: Service, s: Session, job: Job) -> dict[str, Any]:
         "curves": data,
         "loss_path": svg_path(data["step"], data["loss"]),
         "rate_path": svg_path(data["step"], data["rate"]),
-        "log": log_tail(service, job),
+        "log": log_tail(ctx, job),
         "final": job.state in FINAL_STATES,
     }
 
 
-def live(service: Service, s: Session, job: Job) -> dict[str, Any]:
+def live(ctx: ServerContext, s: Session, job: Job) -> dict[str, Any]:
     """What the job page polls: state, progress, the log tail and the curves."""
     return {
         **job_row(job),
         "final": job.state in FINAL_STATES,
-        "log": log_tail(service, job),
+        "log": log_tail(ctx, job),
         "curves": curves(s, job.id),
     }
 
 
-def data_audit(service: Service, s: Session, actor: str, action: str, dataset: str) -> dict[str, Any]:
+def data_audit(ctx: ServerContext, s: Session, actor: str, action: str, dataset: str) -> dict[str, Any]:
     """Datasets with versions and their lineage (version -> jobs -> models), erasure requests with their deadlines,
     the last AUDIT_SHOWN audit records matching the filters, and whether the chain verifies."""
     from treino.govern.audit import verify
     from treino.server.governance import dataset_lineage
 
-    datasets = [dataset_lineage(service, s, d) for d in s.scalars(select(Dataset).order_by(Dataset.name))]
+    datasets = [dataset_lineage(s, d).model_dump() for d in s.scalars(select(Dataset).order_by(Dataset.name))]
     job_names = dict(s.execute(select(Job.id, Job.name).where(Job.id.in_(list(_job_ids(datasets))))).tuples().all())
     erasures = list(s.scalars(select(Erasure).order_by(Erasure.id.desc())))
     query = select(AuditRecord).order_by(AuditRecord.seq.desc()).limit(AUDIT_SHOWN)
@@ -248,7 +248,7 @@ def data_audit(service: Service, s: Session, actor: str, action: str, dataset: s
         query = query.where(AuditRecord.dataset == dataset)
     records = list(s.scalars(query))
     actions = list(s.scalars(select(AuditRecord.action).distinct().order_by(AuditRecord.action)))
-    result = verify(s, service.audit_log.key, checkpoint_every=service.audit_log.checkpoint_every)
+    result = verify(s, ctx.audit.key, checkpoint_every=ctx.audit.checkpoint_every)
     return {
         "datasets": datasets,
         "job_names": job_names,

@@ -1,0 +1,32 @@
+"""The HTTP API (FastAPI) and the dashboard, on one app. Every route but /healthz and the login page needs a token:
+`Authorization: Bearer <token>` for the API, the session cookie for the pages.
+
+    api/deps.py          the session, the caller and permissions, as Annotated dependencies
+    api/errors.py        treino's errors -> HTTP statuses, in one place; the body size limit
+    api/routes/*.py      one router per resource: system, jobs, datasets, users, grants, audit, lineage, subjects
+    web/pages.py         the dashboard's routes (server-rendered HTML)
+The request and response models are treino.server.schemas: the OpenAPI document at /openapi.json is the contract.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from treino.server.api import errors
+from treino.server.api.routes import audit, datasets, grants, jobs, lineage, subjects, system, users
+from treino.server.context import ServerContext
+
+
+def build_app(ctx: ServerContext) -> FastAPI:
+    from treino.server.web import pages
+
+    app = FastAPI(title="treino", version="1", docs_url=None, redoc_url=None)
+    app.state.ctx = ctx
+    for module in (system, jobs, datasets, users, grants, audit, lineage, subjects):
+        app.include_router(module.router)
+    pages.mount(app)
+    errors.install(app, pages.error_page)
+    return app
+
+
+__all__ = ["build_app"]

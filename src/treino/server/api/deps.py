@@ -1,0 +1,110 @@
+"""What routes depend on, as `Annotated` types (the FastAPI project template's `deps.py`):
+
+Ctx             the running server (treino.server.context.ServerContext)
+SessionDep      a database session for the request
+CurrentUser     the caller's Principal, from `Authorization: Bearer <token>` (401 without a valid one)
+ReadJobs, ...   the caller, if its role holds that permission (403 otherwise); sensitive reads are audited
+JobWriter       the job of the path, when the caller is that job's running attempt (its token) or an admin
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, Path, Request
+from sqlalchemy.orm import Session
+
+from treino.errors import Conflict, NotFound, Unauthenticated
+from treino.govern.access import SENSITIVE_PERMISSIONS, Principal
+from treino.govern.models import Role
+from treino.server.auth import bearer, is_job_token, require
+from treino.server.context import ServerContext
+from treino.server.db import ACTIVE_STATES, Job
+from treino.server.settings import INT_MAX
+
+
+def context(request: Request) -> ServerContext:
+    ctx: ServerContext = request.app.state.ctx
+    return ctx
+
+
+Ctx = Annotated[ServerContext, Depends(context)]
+
+
+def session(ctx: Ctx) -> Iterator[Session]:
+    with ctx.sessions() as s:
+        yield s
+
+
+SessionDep = Annotated[Session, Depends(session)]
+Authorization = Annotated[str | None, Header(description="Bearer <token>")]
+JobId = Annotated[int, Path(ge=1, le=INT_MAX)]
+
+
+async def current_user(ctx: Ctx, authorization: Authorization = None) -> Principal:
+    # async: a hot endpoint authenticates from the cache without a thread hop (treino.server.auth.Authenticator)
+    return ctx.auth.principal(bearer(authorization))
+
+
+CurrentUser = Annotated[Principal, Depends(current_user)]
+
+
+def need(permission: str) -> Callable[..., Coroutine[Any, Any, Principal]]:
+    """A dependency: the caller, if its role holds `permission` (access.PERMISSIONS), else 403. Uses of sensitive
+    permissions are recorded in the audit chain (token.use)."""
+
+    async def check(request: Request, ctx: Ctx, who: CurrentUser) -> Principal:
+        require(who, permission)
+        if permission in SENSITIVE_PERMISSIONS:
+            detail = {"permission": permission, "path": request.url.path, "token": who.token_id}
+            with ctx.sessions.begin() as s:
+                ctx.audit.append(s, actor=who.name, action="token.use", detail=detail)
+        return who
+
+    return check
+
+
+# One alias per permission of treino.govern.access.PERMISSIONS: `who: SubmitJobs` in a route's signature.
+ReadInventory = Annotated[Principal, Depends(need("inventory.read"))]
+ReadJobs = Annotated[Principal, Depends(need("jobs.read"))]
+ReadMetrics = Annotated[Principal, Depends(need("metrics.read"))]
+SubmitJobs = Annotated[Principal, Depends(need("jobs.submit"))]
+CancelJobs = Annotated[Principal, Depends(need("jobs.cancel"))]
+ManageUsers = Annotated[Principal, Depends(need("users.manage"))]
+ManageTokens = Annotated[Principal, Depends(need("tokens.manage"))]
+ManageGrants = Annotated[Principal, Depends(need("grants.manage"))]
+ManageTransfers = Annotated[Principal, Depends(need("transfers.manage"))]
+RegisterDatasets = Annotated[Principal, Depends(need("datasets.register"))]
+ReadDatasets = Annotated[Principal, Depends(need("datasets.read"))]
+ReadLineage = Annotated[Principal, Depends(need("lineage.read"))]
+ReadAudit = Annotated[Principal, Depends(need("audit.read"))]
+RunErasure = Annotated[Principal, Depends(need("erasure.run"))]
+ReportSubject = Annotated[Principal, Depends(need("subject.report"))]
+
+
+def job_or_404(s: Session, job_id: int) -> Job:
+    job = s.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"No job {job_id}. To fix: list jobs with 'treino jobs'.")
+    return job
+
+
+def job_writer(job_id: JobId, s: SessionDep, ctx: Ctx, authorization: Authorization = None) -> Job:
+    """The job itself (its attempt's token) or an admin may write its metrics and checkpoints."""
+    token = bearer(authorization)
+    job = job_or_404(s, job_id)
+    if is_job_token(job.job_token_hash, token):
+        if job.state not in ACTIVE_STATES:
+            raise Conflict(f"Job {job_id} is {job.state}: its processes may no longer write to it.")
+        return job
+    try:
+        who = ctx.auth.principal(token)
+    except Unauthenticated:
+        who = None
+    if who is None or who.role != Role.ADMIN:
+        raise Unauthenticated("Only the job's own token (TREINO_JOB_TOKEN) or an admin may write this.")
+    return job
+
+
+JobWriter = Annotated[Job, Depends(job_writer)]

@@ -1,0 +1,113 @@
+"""One mapping from treino's errors to HTTP answers (each error class carries its status: treino.errors), and the
+request body limit. Web pages get the same statuses as an HTML page (treino.server.web.pages.error_page).
+
+    401 404 409 410 413   {"detail": "what is wrong. To fix: ..."}                  Problem
+    403                   {"detail": {"rule": "residency", "message": "..."}}       Refusal ("role" for roles)
+    422                   {"detail": [{"field": "gpus", "message": "..."}]}          Invalid
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from treino.errors import PolicyViolation, TooLarge, TreinoError
+from treino.server.settings import REQUEST_BYTES_MAX
+
+PageRenderer = Callable[[Request, int, str], Response]  # (request, status, message) -> an HTML page
+
+
+def error_body(exc: TreinoError) -> dict[str, Any]:
+    status = exc.http_status
+    if status == 422:
+        return {"detail": [{"field": exc.field, "message": str(exc)}]}
+    if status == 403:
+        rule = exc.rule if isinstance(exc, PolicyViolation) else "role"
+        return {"detail": {"rule": rule, "message": str(exc)}}
+    return {"detail": str(exc)}
+
+
+def field_of(loc: tuple[Any, ...]) -> str:
+    """A validation error's place: 'gpus', 'plan.seq_len', 'points.0.step', or '(body)' for the whole body."""
+    return ".".join(str(p) for p in loc if p not in ("body", "query", "path", "header")) or "(body)"
+
+
+def install(app: FastAPI, page: PageRenderer | None = None) -> None:
+    """Every TreinoError, validation error and HTTP error answered in the shapes above; web pages (paths outside
+    /api/ that are not .json) as HTML through `page`."""
+
+    def wants_html(request: Request) -> bool:
+        path = request.url.path
+        return page is not None and not path.startswith("/api/") and not path.endswith(".json") and path != "/metrics"
+
+    @app.exception_handler(TreinoError)
+    async def _treino(request: Request, exc: TreinoError) -> Response:
+        if wants_html(request):
+            assert page is not None
+            return page(request, exc.http_status, str(exc))
+        return JSONResponse(error_body(exc), status_code=exc.http_status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        errors = [
+            {"field": field_of(tuple(e["loc"])), "message": str(e["msg"]).removeprefix("Value error, ")}
+            for e in exc.errors()
+        ]
+        if wants_html(request):
+            assert page is not None
+            return page(request, 422, "; ".join(f"{e['field']}: {e['message']}" for e in errors))
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        # Starlette's own (an unknown path, a wrong method): the Problem shape, never a bare text
+        if wants_html(request):
+            assert page is not None
+            return page(request, exc.status_code, str(exc.detail))
+        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+
+    app.add_middleware(BodyLimit, max_bytes=REQUEST_BYTES_MAX)
+
+
+class BodyLimit:
+    """413 for a request body over `max_bytes`, by its Content-Length before a byte is read, or while it streams
+    when it has none: a client cannot make the server buffer more than the limit."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await _too_large(self.max_bytes)(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise TooLarge(_too_large_text(self.max_bytes))
+            return message
+
+        await self.app(scope, limited, send)
+
+
+def _too_large_text(max_bytes: int) -> str:
+    return f"The request body is over {max_bytes // 1024**2} MiB. To fix: send less per request."
+
+
+def _too_large(max_bytes: int) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    return JSONResponse({"detail": _too_large_text(max_bytes)}, status_code=413)

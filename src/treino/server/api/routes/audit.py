@@ -1,0 +1,60 @@
+"""The audit chain, for DPOs and admins (audit.read; each use is itself audited as token.use).
+
+GET /api/v1/audit/verify                                              the chain checked record by record
+GET /api/v1/audit/export?fmt=&dataset=&actor=&subject=&since=&until=  JSON lines or CSV
+GET /api/v1/audit/records                                             the Art. 37 records of processing (Markdown)
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Response
+
+from treino.govern.audit import export, processing_records, render_processing_records, verify
+from treino.server.api.deps import Ctx, ReadAudit, SessionDep
+from treino.server.schemas import VerifyOut, responses
+
+router = APIRouter(prefix="/api/v1/audit", tags=["audit"], responses=responses(401, 403, 422))
+Filter = Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00]*$")]
+Time = Annotated[float | None, Query(allow_inf_nan=False)]
+
+
+def _text(media_type: str) -> dict[int | str, dict[str, object]]:
+    return {200: {"content": {media_type: {"schema": {"type": "string"}}}}}
+
+
+@router.get("/verify", response_model=VerifyOut)
+def audit_verify(ctx: Ctx, s: SessionDep, _who: ReadAudit) -> VerifyOut:
+    result = verify(s, ctx.audit.key, checkpoint_every=ctx.audit.checkpoint_every)
+    return VerifyOut(
+        ok=result.ok,
+        records=result.records,
+        first_bad_seq=result.first_bad_seq,
+        reason=result.reason,
+        checkpoints=result.checkpoints,
+        last_hash=result.last_hash,
+    )
+
+
+@router.get("/export", response_class=Response, responses={**_text("application/x-ndjson"), **_text("text/csv")})
+def audit_export(
+    s: SessionDep,
+    _who: ReadAudit,
+    fmt: Literal["jsonl", "csv"] = "jsonl",
+    dataset: Filter = None,
+    actor: Filter = None,
+    subject: Filter = None,
+    since: Time = None,
+    until: Time = None,
+) -> Response:
+    out = io.StringIO()
+    export(s, out, fmt=fmt, dataset=dataset, actor=actor, subject=subject, since=since, until=until)
+    return Response(out.getvalue(), media_type="text/csv" if fmt == "csv" else "application/x-ndjson")
+
+
+@router.get("/records", response_class=Response, responses=_text("text/markdown"))
+def audit_records(ctx: Ctx, s: SessionDep, _who: ReadAudit) -> Response:
+    text = render_processing_records(processing_records(s, controller=ctx.settings.controller))
+    return Response(text, media_type="text/markdown")

@@ -1,0 +1,45 @@
+"""Datasets: registration, their metadata, and a running job's read of its pinned version.
+
+POST /api/v1/datasets                 {name, path, legal_basis, purposes, personal_data, ...}   datasets.register
+GET  /api/v1/datasets, /{name}                                                              datasets.read
+GET  /api/v1/jobs/{id}/datasets/{name}    the job's own token: the pinned version (the read is audited)
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+from sqlalchemy import select
+
+from treino.govern.models import Dataset
+from treino.server import governance
+from treino.server.api.deps import Authorization, Ctx, JobId, ReadDatasets, RegisterDatasets, SessionDep
+from treino.server.auth import bearer
+from treino.server.schemas import DatasetIn, DatasetList, DatasetOut, DatasetPin, DatasetRegistered, responses
+from treino.server.settings import NAME_PATTERN
+
+router = APIRouter(tags=["datasets"], responses=responses(401, 403, 422))
+DatasetName = Annotated[str, Path(pattern=NAME_PATTERN)]
+
+
+@router.post("/api/v1/datasets", status_code=201, response_model=DatasetRegistered, responses=responses(409, 413))
+def add_dataset(body: DatasetIn, ctx: Ctx, who: RegisterDatasets) -> DatasetRegistered:
+    return governance.register_dataset(ctx, body, who.name)
+
+
+@router.get("/api/v1/datasets", response_model=DatasetList)
+def datasets(s: SessionDep, _who: ReadDatasets) -> DatasetList:
+    return DatasetList(datasets=[governance.dataset_out(s, d) for d in s.scalars(select(Dataset).order_by(Dataset.id))])
+
+
+@router.get("/api/v1/datasets/{name}", response_model=DatasetOut, responses=responses(404))
+def dataset(name: DatasetName, s: SessionDep, _who: ReadDatasets) -> DatasetOut:
+    return governance.dataset_out(s, governance.dataset_named(s, name))
+
+
+@router.get("/api/v1/jobs/{job_id}/datasets/{name}", response_model=DatasetPin, responses=responses(404, 409, 410))
+def job_dataset(job_id: JobId, name: DatasetName, ctx: Ctx, authorization: Authorization = None) -> DatasetPin:
+    """What `run.dataset(NAME)` asks: the version pinned at submit. Only the job's own token may ask, and the
+    read is recorded (dataset.read) with the job, its owner and the version's hash."""
+    return governance.read_pinned_dataset(ctx, job_id, name, bearer(authorization))

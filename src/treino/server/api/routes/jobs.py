@@ -1,0 +1,221 @@
+"""Jobs: submit, list, show, cancel, logs, metrics and checkpoints.
+
+POST /api/v1/jobs                          a JobSpec -> 201 JobPublic; 422 field errors, too many GPUs, or a plan
+                                           that does not fit (with the planner's advice); 403 a dataset refused
+GET  /api/v1/jobs?state=&limit=&offset=    newest first
+GET  /api/v1/jobs/{id}                     one job, its attempts and checkpoints
+POST /api/v1/jobs/{id}/cancel
+GET  /api/v1/jobs/{id}/logs?attempt=&offset=   a chunk of the attempt's output, and the next offset
+GET  /api/v1/jobs/{id}/metrics?since_step=
+POST /api/v1/jobs/{id}/metrics             the job's own token (TREINO_JOB_TOKEN) or an admin's
+POST /api/v1/jobs/{id}/checkpoints         likewise
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+from sqlalchemy import select
+
+from treino.errors import Forbidden, SpecError
+from treino.govern.models import Role
+from treino.server.api.deps import (
+    CancelJobs,
+    Ctx,
+    JobId,
+    JobWriter,
+    ReadJobs,
+    ReadMetrics,
+    SessionDep,
+    SubmitJobs,
+    job_or_404,
+)
+from treino.server.db import Attempt, Checkpoint, Job, JobState, MetricPoint
+from treino.server.lineage import register_model
+from treino.server.schemas import (
+    AttemptOut,
+    CheckpointAck,
+    CheckpointIn,
+    CheckpointOut,
+    JobDetail,
+    JobList,
+    JobPublic,
+    LogChunk,
+    MetricOut,
+    MetricsIn,
+    MetricsOut,
+    may_see_env,
+    responses,
+)
+from treino.server.settings import INT_MAX, JOBS_CACHE_S, JOBS_PAGE_MAX, LOG_CHUNK_BYTES_MAX, METRIC_POINTS_MAX
+from treino.server.spec import JobSpec
+
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=responses(401, 422))
+Step = Annotated[int, Query(ge=-1, le=INT_MAX)]
+FINISHED = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+@router.post("", status_code=201, response_model=JobPublic, responses=responses(403, 413))
+def submit(spec: JobSpec, ctx: Ctx, who: SubmitJobs) -> JobPublic:
+    job = ctx.submissions.submit(spec, who)
+    ctx.job_lists.clear()  # a submitter's next listing shows the job
+    return JobPublic.of(job, show_env=True)
+
+
+@router.get("", response_model=JobList, responses=responses(403))
+async def jobs(
+    ctx: Ctx,
+    _who: ReadJobs,
+    state: JobState | None = None,
+    limit: Annotated[int, Query(ge=1, le=JOBS_PAGE_MAX)] = 100,
+    offset: Annotated[int, Query(ge=0, le=INT_MAX)] = 0,
+) -> Response:
+    # Served from a cache at most JOBS_CACHE_S old, as bytes: a list of 1,000 jobs polled by 50 clients must not
+    # be read and validated 50 times a second (benchmarks/server_bench.py).
+    key = (state.value if state else None, limit, offset)
+    body = ctx.job_lists.get(key, JOBS_CACHE_S)
+    if body is None:
+        query = select(Job).order_by(Job.id.desc()).limit(limit).offset(offset)
+        if state:
+            query = query.where(Job.state == state)
+        with ctx.sessions() as s:
+            body = JobList(jobs=[JobPublic.of(j) for j in s.scalars(query)]).model_dump_json().encode()
+        ctx.job_lists.put(key, body)
+    return Response(body, media_type="application/json")
+
+
+@router.get("/{job_id}", response_model=JobDetail, responses=responses(403, 404))
+def job(job_id: JobId, s: SessionDep, who: ReadJobs) -> JobDetail:
+    j = job_or_404(s, job_id)
+    attempts = s.scalars(select(Attempt).where(Attempt.job_id == job_id).order_by(Attempt.number))
+    checkpoints = s.scalars(select(Checkpoint).where(Checkpoint.job_id == job_id).order_by(Checkpoint.step))
+    where = ("placement", "slurm_job_id", "partition", "slurm_restarts")
+    return JobDetail(
+        **JobPublic.of(j, may_see_env(who, j)).model_dump(),
+        history=[
+            AttemptOut(
+                number=a.number,
+                devices=a.devices,
+                started_at=a.started_at,
+                ended_at=a.ended_at,
+                exit_code=a.exit_code,
+                outcome=a.outcome,
+                placement={k: a.handle[k] for k in where if k in a.handle},
+            )
+            for a in attempts
+        ],
+        checkpoints=[
+            CheckpointOut(
+                step=c.step,
+                path=c.path,
+                bytes=c.bytes,
+                attempt=c.attempt,
+                created_at=c.created_at,
+                exists=_exists(c.path),
+            )
+            for c in checkpoints
+        ],
+    )
+
+
+@router.post("/{job_id}/cancel", response_model=JobPublic, responses=responses(403, 404, 409))
+def cancel(job_id: JobId, ctx: Ctx, s: SessionDep, who: CancelJobs) -> JobPublic:
+    j = job_or_404(s, job_id)
+    if who.role != Role.ADMIN and j.owner != who.name:
+        raise Forbidden(f"Job {job_id} belongs to {j.owner}. To fix: ask them or an admin to cancel it.")
+    done = ctx.engine.cancel(job_id)
+    ctx.job_lists.clear()
+    return JobPublic.of(done, may_see_env(who, done))
+
+
+@router.get("/{job_id}/logs", response_model=LogChunk, responses=responses(403, 404))
+def logs(
+    job_id: JobId,
+    ctx: Ctx,
+    s: SessionDep,
+    _who: ReadJobs,
+    attempt: Annotated[int | None, Query(ge=1, le=INT_MAX)] = None,
+    offset: Annotated[int, Query(ge=0, le=INT_MAX)] = 0,
+) -> LogChunk:
+    j = job_or_404(s, job_id)
+    number = attempt or j.attempts
+    if number < 1:
+        return LogChunk(attempt=0, attempts=0, text="", offset=0, final=j.state == JobState.CANCELLED)
+    text, next_offset = read_chunk(ctx.engine.job_dir(job_id) / f"attempt-{number}" / "output.log", offset)
+    final = number < j.attempts or j.state in FINISHED
+    return LogChunk(attempt=number, attempts=j.attempts, text=text, offset=next_offset, final=final)
+
+
+@router.get("/{job_id}/metrics", response_model=MetricsOut, responses=responses(403, 404))
+def metrics_of(job_id: JobId, s: SessionDep, _who: ReadMetrics, since_step: Step = -1) -> MetricsOut:
+    job_or_404(s, job_id)
+    rows = s.scalars(
+        select(MetricPoint)
+        .where(MetricPoint.job_id == job_id, MetricPoint.step > since_step)
+        .order_by(MetricPoint.step, MetricPoint.id)
+        .limit(METRIC_POINTS_MAX)
+    )
+    return MetricsOut(points=[MetricOut(step=m.step, time=m.time, values=m.values) for m in rows])
+
+
+@router.post("/{job_id}/metrics", status_code=204, responses=responses(404, 409, 413))
+def post_metrics(job_id: JobId, body: MetricsIn, ctx: Ctx, _job: JobWriter) -> Response:
+    if body.points:
+        with ctx.sessions.begin() as s:
+            s.add_all(MetricPoint(job_id=job_id, step=p.step, time=p.time, values=p.values) for p in body.points)
+            j = s.get(Job, job_id)
+            assert j is not None
+            last = max(body.points, key=lambda p: p.step)
+            first = min(body.points, key=lambda p: p.step)
+            if last.time > first.time:
+                j.steps_per_s = (last.step - first.step) / (last.time - first.time)
+            elif j.last_step is not None and j.last_metric_at and last.time > j.last_metric_at:
+                j.steps_per_s = (last.step - j.last_step) / (last.time - j.last_metric_at)
+            j.last_step, j.last_metric_at = last.step, last.time
+            if last.values.get("loss") is not None:
+                j.last_loss = last.values["loss"]
+    return Response(status_code=204)
+
+
+@router.post("/{job_id}/checkpoints", status_code=201, response_model=CheckpointAck, responses=responses(404, 409, 413))
+def post_checkpoint(job_id: JobId, body: CheckpointIn, ctx: Ctx, _job: JobWriter) -> CheckpointAck:
+    checkpoints = (ctx.engine.job_dir(job_id) / "checkpoints").resolve()
+    try:
+        inside = Path(body.path).resolve().is_relative_to(checkpoints)
+    except (OSError, ValueError):  # a path the filesystem cannot resolve (too long, a loop)
+        inside = False
+    if not inside:
+        raise SpecError("path", f"a checkpoint of job {job_id} must be under {checkpoints}")
+    with ctx.sessions.begin() as s:
+        j = s.get(Job, job_id)
+        assert j is not None
+        s.add(Checkpoint(job_id=job_id, attempt=j.attempts, step=body.step, path=body.path, bytes=body.bytes))
+        j.checkpoint_step = max(body.step, j.checkpoint_step or 0)
+        register_model(s, ctx.audit, j, "checkpoint", body.path, body.step)
+    return CheckpointAck(job=job_id, step=body.step)
+
+
+def _exists(path: str) -> bool:
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):  # e.g. a name over 255 bytes
+        return False
+
+
+def read_chunk(path: Path, offset: int) -> tuple[str, int]:
+    """Up to LOG_CHUNK_BYTES_MAX of `path` from `offset`, and the offset after it."""
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            data = f.read(LOG_CHUNK_BYTES_MAX)
+    except (OSError, OverflowError):
+        return "", offset
+    # Do not split a UTF-8 character across chunks: drop at most 3 bytes of a partial one; the next read gets them.
+    for back in range(min(4, len(data))):
+        try:
+            return data[: len(data) - back].decode(), offset + len(data) - back
+        except UnicodeDecodeError:
+            continue
+    return data.decode(errors="replace"), offset + len(data)

@@ -1,0 +1,103 @@
+"""People and their tokens (admins only).
+
+POST /api/v1/users                {name, role}                    users.manage
+GET  /api/v1/users                                                users.manage
+POST /api/v1/tokens               {user, name?, expires_days?}    tokens.manage   (the token is shown once)
+GET  /api/v1/tokens                                               tokens.manage   (never the secret)
+POST /api/v1/tokens/{id}/revoke                                   tokens.manage
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from treino.errors import Conflict, NotFound
+from treino.govern.models import Role, User
+from treino.server.api.deps import Ctx, ManageTokens, ManageUsers, SessionDep
+from treino.server.auth import new_user_token, token_hash
+from treino.server.db import Token
+from treino.server.schemas import NewToken, Revoked, TokenIn, TokenList, TokenOut, UserIn, UserList, UserOut, responses
+from treino.server.settings import INT_MAX
+
+router = APIRouter(prefix="/api/v1", tags=["users"], responses=responses(401, 403, 422))
+TokenId = Annotated[int, Path(ge=1, le=INT_MAX)]
+
+
+def user_named(s: Session, name: str) -> User:
+    user = s.scalar(select(User).where(User.name == name))
+    if user is None:
+        raise NotFound(f"No user {name!r}. To fix: create it with 'treino users add {name} --role ...'.")
+    return user
+
+
+@router.post("/users", status_code=201, response_model=UserOut, responses=responses(409, 413))
+def add_user(body: UserIn, ctx: Ctx, who: ManageUsers) -> UserOut:
+    with ctx.sessions.begin() as s:
+        if s.scalar(select(User).where(User.name == body.name)) is not None:
+            raise Conflict(f"User {body.name!r} exists. To fix: pick another name, or see 'treino users list'.")
+        user = User(name=body.name, role=body.role)
+        s.add(user)
+        s.flush()
+        ctx.audit.append(s, actor=who.name, action="user.create", detail={"user": body.name, "role": body.role})
+        return UserOut(id=user.id, name=user.name, role=Role(user.role), disabled=False)
+
+
+@router.get("/users", response_model=UserList)
+def users(s: SessionDep, _who: ManageUsers) -> UserList:
+    rows = s.scalars(select(User).order_by(User.id))
+    return UserList(
+        users=[UserOut(id=u.id, name=u.name, role=Role(u.role), disabled=bool(u.disabled_at)) for u in rows]
+    )
+
+
+@router.post("/tokens", status_code=201, response_model=NewToken, responses=responses(404, 413))
+def add_token(body: TokenIn, ctx: Ctx, who: ManageTokens) -> NewToken:
+    raw = new_user_token()
+    with ctx.sessions.begin() as s:
+        user = user_named(s, body.user)
+        expires = time.time() + body.expires_days * 86400 if body.expires_days else None
+        token = Token(
+            name=body.name or body.user, role=user.role, token_hash=token_hash(raw), user_id=user.id, expires_at=expires
+        )
+        s.add(token)
+        s.flush()
+        detail = {"token": token.id, "user": user.name, "expires_at": expires}
+        ctx.audit.append(s, actor=who.name, action="token.create", detail=detail)
+        return NewToken(id=token.id, user=user.name, role=Role(user.role), expires_at=expires, token=raw)
+
+
+@router.get("/tokens", response_model=TokenList)
+def tokens(s: SessionDep, _who: ManageTokens) -> TokenList:
+    rows = s.execute(select(Token, User).join(User, Token.user_id == User.id, isouter=True).order_by(Token.id))
+    return TokenList(
+        tokens=[
+            TokenOut(
+                id=t.id,
+                name=t.name,
+                user=u.name if u else t.name,
+                role=Role(u.role if u else t.role),
+                created_at=t.created_at,
+                expires_at=t.expires_at,
+                revoked_at=t.revoked_at,
+            )
+            for t, u in rows.tuples()
+        ]
+    )
+
+
+@router.post("/tokens/{token_id}/revoke", response_model=Revoked, responses=responses(404))
+def revoke_token(token_id: TokenId, ctx: Ctx, who: ManageTokens) -> Revoked:
+    with ctx.sessions.begin() as s:
+        token = s.get(Token, token_id)
+        if token is None:
+            raise NotFound(f"No token {token_id}. To fix: see 'treino tokens list'.")
+        token.revoked_at = token.revoked_at or time.time()
+        ctx.audit.append(s, actor=who.name, action="token.revoke", detail={"token": token_id})
+        revoked_at = token.revoked_at
+    ctx.auth.forget()  # the cache must not vouch for it any longer
+    return Revoked(id=token_id, revoked_at=revoked_at)

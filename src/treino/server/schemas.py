@@ -1,0 +1,484 @@
+"""The server's request and response models: the OpenAPI document (/openapi.json) is the contract, and every route
+answers with one of these (`response_model`), errors included (`Problem`, `Refusal`, `Invalid`).
+
+Integers are bounded by what a database column holds (settings.INT_MAX) and strings refuse NUL bytes, so no input
+reaches the database or the filesystem in a form they reject with a 500.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+from treino.govern.access import Principal
+from treino.govern.models import Role
+from treino.server.db import Job
+from treino.server.inventory import Device, Node
+from treino.server.settings import INT_MAX, METRIC_POINTS_PER_POST_MAX, NAME_PATTERN
+from treino.server.spec import no_nul
+
+Text = Annotated[str, AfterValidator(no_nul)]
+Count = Annotated[int, Field(ge=0, le=INT_MAX)]
+Id = Annotated[int, Field(ge=1, le=INT_MAX)]
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+Purpose = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(no_nul)]
+
+
+class Schema(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- errors ---------------------------------------------------------------------------------------------------------
+class Problem(BaseModel):
+    """401, 404, 409, 410, 413: what went wrong and how to fix it."""
+
+    detail: str
+
+
+class RuleDetail(BaseModel):
+    rule: str  # the governance rule (purpose, grant, residency, dataset, ...) or "role"
+    message: str
+
+
+class Refusal(BaseModel):
+    """403: a governance rule or the caller's role refused the action."""
+
+    detail: RuleDetail
+
+
+class FieldError(BaseModel):
+    field: str  # dotted path into the request ("plan.seq_len", "gpus"), or "(body)"
+    message: str
+
+
+class Invalid(BaseModel):
+    """422: the fields at fault."""
+
+    detail: list[FieldError]
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The documented error answers of a route (FastAPI's `responses=`)."""
+    models: dict[int, type[BaseModel]] = {403: Refusal, 422: Invalid}
+    return {code: {"model": models.get(code, Problem)} for code in statuses}
+
+
+# --- system ---------------------------------------------------------------------------------------------------------
+class Health(BaseModel):
+    ok: bool
+    devices: str
+
+
+class InventoryOut(BaseModel):
+    kind: str
+    description: str
+    devices: list[Device]
+    nodes: list[Node]
+
+
+# --- jobs -----------------------------------------------------------------------------------------------------------
+class JobPublic(BaseModel):
+    id: int
+    name: str
+    owner: str
+    state: str
+    priority: int
+    gpus: int
+    devices: list[int] | None
+    submitted_at: float
+    started_at: float | None
+    ended_at: float | None
+    attempts: int
+    restarts: int
+    preemptions: int
+    stop_request: str | None
+    exit_code: int | None
+    failure_reason: str | None
+    failure_detail: str | None
+    checkpoint_step: int | None
+    last_step: int | None
+    last_loss: float | None
+    steps_per_s: float | None
+    spec: dict[str, Any]  # as submitted (JobSpec), env values hidden from all but the owner and admins
+
+    @classmethod
+    def of(cls, job: Job, show_env: bool = False) -> JobPublic:
+        fields = {name: getattr(job, name) for name in cls.model_fields if name != "spec"}
+        return cls(**fields, spec=visible_spec(job.spec, show_env))
+
+
+def visible_spec(spec: dict[str, Any], show_env: bool) -> dict[str, Any]:
+    """The spec as a reader may see it: env values (often secrets: HF_TOKEN, ...) only for its owner and admins."""
+    if show_env or not spec.get("env"):
+        return spec
+    return {**spec, "env": {k: "(hidden)" for k in spec["env"]}}
+
+
+def may_see_env(who: Principal, job: Job) -> bool:
+    return who.role == Role.ADMIN or who.name == job.owner
+
+
+class JobList(BaseModel):
+    jobs: list[JobPublic]
+
+
+class AttemptOut(BaseModel):
+    number: int
+    devices: list[int]
+    started_at: float
+    ended_at: float | None
+    exit_code: int | None
+    outcome: str | None
+    placement: dict[str, Any]  # where it ran: the machines, and on Slurm its job id, partition and requeues
+
+
+class CheckpointOut(BaseModel):
+    step: int
+    path: str
+    bytes: int
+    attempt: int
+    created_at: float
+    exists: bool  # the SDK keeps the last K; older ones are deleted
+
+
+class JobDetail(JobPublic):
+    history: list[AttemptOut]
+    checkpoints: list[CheckpointOut]
+
+
+class LogChunk(BaseModel):
+    attempt: int
+    attempts: int
+    text: str
+    offset: int  # where the next chunk starts
+    final: bool  # this attempt's output will not grow
+
+
+class MetricIn(Schema):
+    step: Count
+    time: float = Field(allow_inf_nan=False)
+    values: dict[Text, float | None]  # NaN and inf arrive as null from the SDK; others' are stored as null
+
+    @field_validator("values")
+    @classmethod
+    def _finite(cls, values: dict[str, float | None]) -> dict[str, float | None]:
+        return {k: (v if v is None or math.isfinite(v) else None) for k, v in values.items()}
+
+
+class MetricsIn(Schema):
+    points: list[MetricIn] = Field(max_length=METRIC_POINTS_PER_POST_MAX)
+
+
+class MetricOut(BaseModel):
+    step: int
+    time: float
+    values: dict[str, float | None]
+
+
+class MetricsOut(BaseModel):
+    points: list[MetricOut]
+
+
+class CheckpointIn(Schema):
+    step: Count
+    path: Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(no_nul)]
+    bytes: Count
+
+
+class CheckpointAck(BaseModel):
+    job: int
+    step: int
+
+
+class DatasetPin(BaseModel):
+    """What `run.dataset(NAME)` gets: the version pinned at submit, and where its bytes are."""
+
+    dataset: str
+    version: int
+    sha256: str
+    path: str
+    rows: int
+    format: str
+    subject_column: str | None
+
+
+# --- people and tokens ----------------------------------------------------------------------------------------------
+class UserIn(Schema):
+    name: Name
+    role: Role
+
+
+class UserOut(BaseModel):
+    id: int
+    name: str
+    role: Role
+    disabled: bool
+
+
+class UserList(BaseModel):
+    users: list[UserOut]
+
+
+class TokenIn(Schema):
+    user: Text
+    name: Annotated[str, Field(max_length=100), AfterValidator(no_nul)] = ""
+    expires_days: float | None = Field(None, gt=0, le=3650)
+
+
+class TokenOut(BaseModel):
+    id: int
+    name: str
+    user: str
+    role: Role
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+
+
+class NewToken(BaseModel):
+    id: int
+    user: str
+    role: Role
+    expires_at: float | None
+    token: str  # shown once: only its hash is stored
+
+
+class TokenList(BaseModel):
+    tokens: list[TokenOut]
+
+
+class Revoked(BaseModel):
+    id: int
+    revoked_at: float
+
+
+# --- grants and transfers -------------------------------------------------------------------------------------------
+class GrantIn(Schema):
+    user: Text
+    dataset: Text
+    purposes: list[Purpose] = Field(min_length=1, max_length=100)
+
+
+class GrantOut(BaseModel):
+    id: int
+    user: str
+    dataset: str
+    purposes: list[str]
+    granted_by: str
+    created_at: float
+    revoked_at: float | None
+
+
+class GrantList(BaseModel):
+    grants: list[GrantOut]
+
+
+class TransferIn(Schema):
+    site: Text
+    mechanism: str = Field(pattern=r"^(anpd-scc|adequacy|specific-clauses|bcr|consent|other)$")
+    reference: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(no_nul)]
+    signed_on: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+
+class TransferOut(BaseModel):
+    id: int
+    site: str
+    mechanism: str
+    reference: str
+    signed_on: str
+    revoked_at: float | None
+
+
+class TransferList(BaseModel):
+    transfers: list[TransferOut]
+
+
+# --- datasets -------------------------------------------------------------------------------------------------------
+class DatasetIn(Schema):
+    name: Name
+    path: Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(no_nul)]
+    legal_basis: Annotated[str, Field(max_length=40), AfterValidator(no_nul)] = ""
+    purposes: list[Purpose] = Field(default_factory=list, max_length=100)
+    personal_data: bool
+    sensitive: bool = False
+    residency: str = Field("BR", pattern=r"^([A-Z]{2}|any)$")
+    retention_days: int | None = Field(None, gt=0, le=365_000)
+    subject_column: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(no_nul)] | None = None
+
+
+class VersionOut(BaseModel):
+    number: int
+    sha256: str
+    rows: int
+    bytes: int
+    reason: str
+    created_at: float
+    purged_at: float | None
+
+
+class DatasetOut(BaseModel):
+    name: str
+    format: str
+    legal_basis: str
+    purposes: list[str]
+    personal_data: bool
+    sensitive: bool
+    residency: str
+    retention_days: int | None
+    subject_column: str | None
+    created_by: str
+    created_at: float
+    versions: list[VersionOut]
+
+
+class DatasetRegistered(DatasetOut):
+    warnings: list[str]  # e.g. CPFs found in a column not flagged as the subject column
+
+
+class DatasetList(BaseModel):
+    datasets: list[DatasetOut]
+
+
+class ModelRef(BaseModel):
+    id: int
+    job: int
+    kind: str
+    step: int | None
+    affected_by_erasure: int | None
+
+
+class VersionLineage(VersionOut):
+    jobs: list[int]  # the jobs that read this version
+    models: list[ModelRef]  # what those jobs produced
+
+
+class DatasetLineage(DatasetOut):
+    versions: list[VersionLineage]  # type: ignore[assignment]  # each version with its jobs and models
+    reads: int  # dataset.read records in the audit
+
+
+# --- audit ----------------------------------------------------------------------------------------------------------
+class VerifyOut(BaseModel):
+    ok: bool
+    records: int
+    first_bad_seq: int | None
+    reason: str
+    checkpoints: int
+    last_hash: str | None  # the head of an intact chain: publish it to an outside witness
+
+
+# --- lineage --------------------------------------------------------------------------------------------------------
+class TrainedOn(BaseModel):
+    dataset: str
+    version: int
+    sha256: str
+    erased: bool
+    purpose: str
+
+
+class ModelOut(BaseModel):
+    id: int
+    job: int
+    job_name: str | None
+    kind: str
+    step: int | None
+    path: str
+    personal_data: bool
+    sensitive: bool
+    residency: str
+    created_at: float
+    affected_by_erasure: int | None
+    erasure_note: str | None
+    trained_on: list[TrainedOn]
+
+
+class ModelList(BaseModel):
+    models: list[ModelOut]
+
+
+# --- data subjects --------------------------------------------------------------------------------------------------
+SubjectId = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(no_nul)]
+
+
+class ErasureIn(Schema):
+    subject: SubjectId
+    dataset: Text | None = None
+    retrain: bool = False
+
+
+class SubjectIn(Schema):
+    subject: SubjectId
+
+
+class PurgedVersion(BaseModel):
+    version: int
+    sha256: str
+    rows: int  # the subject's rows in it
+
+
+class ErasedDataset(BaseModel):
+    dataset: str
+    purged: list[PurgedVersion]
+    new_version: int | None
+    new_sha256: str | None
+    rows_removed: int
+
+
+class RetrainRefused(BaseModel):
+    job: int
+    rule: str
+    reason: str
+
+
+class ErasureOut(BaseModel):
+    erasure: int
+    subject_pseudonym: str  # never the subject id
+    requested_at: float
+    deadline_at: float  # LGPD Art. 19 II
+    deadline_days: int
+    found: bool
+    rows_removed: int
+    datasets: list[ErasedDataset]
+    models: list[int]  # marked as affected
+    jobs: list[int]  # the jobs that read the erased versions
+    searched: list[str]
+    unsearched: list[str]  # personal data with no subject column: not searchable
+    text: str
+    retrain_jobs: list[int]
+    retrain_refused: list[RetrainRefused]
+
+
+class Holding(BaseModel):
+    dataset: str
+    version: int
+    sha256: str
+    rows: int
+    legal_basis: str
+    purposes: list[str]
+    residency: str
+    granted_to: list[str]
+
+
+class SubjectModel(BaseModel):
+    id: int
+    job: int
+    kind: str
+
+
+class ErasureRef(BaseModel):
+    id: int
+    requested_at: float
+    deadline_at: float
+
+
+class SubjectReportOut(BaseModel):
+    subject_pseudonym: str
+    found: bool
+    text: str
+    holdings: list[Holding]
+    models: list[SubjectModel]
+    jobs: list[int]
+    erasures: list[ErasureRef]
+    generated_at: float

@@ -1,0 +1,305 @@
+"""The dashboard's routes: server-rendered pages (Jinja2) with the API's tokens and permissions.
+
+GET  /login, POST /login (form: token)      sets the HttpOnly session cookie; POST /logout clears it
+GET  /                                      overview: devices and their jobs, queue, running jobs with ETA
+GET  /overview.json                         what the overview's script polls every 2 s
+GET  /jobs/{id}, GET /jobs/{id}/live.json   a job: spec, attempts, log tail, loss and steps/s curves, checkpoints
+POST /jobs/{id}/cancel, /jobs/{id}/resubmit jobs.cancel (engineers: own jobs) / jobs.submit; CSRF token required
+GET  /plan?model=&gpu=&gpus=...             the planner: memory, verdict and advice, scaling, cost
+GET  /data?actor=&action=&dataset=          datasets, lineage, erasures, audit search: audit.read (dpo, admin)
+GET  /static/...                            CSS, the page script and uPlot (vendored: no CDN)
+
+The cookie holds the API token itself and is checked like an Authorization header (the same Authenticator).
+Form posts carry an HMAC of that token under the server key, so another site cannot post on the user's behalf.
+Errors are treino's (treino.errors), answered as pages by `error_page`; a 401 sends the browser to /login.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import parse_qs, quote
+
+import yaml
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import Path as PathParam
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from treino.errors import Forbidden, TooLarge, TreinoError, Unauthenticated
+from treino.govern.access import Principal, allowed
+from treino.server.api.deps import Ctx, job_or_404
+from treino.server.context import ServerContext
+from treino.server.db import FINAL_STATES
+from treino.server.schemas import may_see_env, visible_spec
+from treino.server.settings import COOKIE, COOKIE_MAX_AGE_S, FORM_BYTES_MAX, INT_MAX, POLL_MS
+from treino.server.spec import JobSpec
+from treino.server.web import plan_view, views
+from treino.server.web.i18n import negotiate
+
+HERE = Path(__file__).parent
+router = APIRouter(include_in_schema=False)  # pages, not API: /openapi.json documents the API only
+PageJobId = Annotated[int, PathParam(ge=1, le=INT_MAX)]
+
+
+@functools.cache
+def templates() -> Environment:
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+    env.globals["POLL_MS"] = POLL_MS
+    return env
+
+
+def mount(app: FastAPI) -> None:
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.include_router(router)
+
+
+@dataclass(frozen=True)
+class Visitor:
+    who: Principal
+    token: str  # the cookie's raw token: what the CSRF token is derived from
+
+
+def visitor_of(request: Request) -> Visitor | None:
+    raw = request.cookies.get(COOKIE)
+    if not raw:
+        return None
+    ctx: ServerContext = request.app.state.ctx
+    try:
+        return Visitor(ctx.auth.principal(raw), raw)
+    except Unauthenticated:
+        return None
+
+
+def logged_in(request: Request) -> Visitor:
+    visitor = visitor_of(request)
+    if visitor is None:
+        raise Unauthenticated("Not logged in. To fix: log in at /login.")
+    return visitor
+
+
+def allowed_to(permission: str) -> Any:
+    def check(visitor: Annotated[Visitor, Depends(logged_in)]) -> Visitor:
+        if not allowed(visitor.who.role, permission):
+            raise Forbidden(f"Role {visitor.who.role} may not {permission}.")
+        return visitor
+
+    return Depends(check)
+
+
+Reader = Annotated[Visitor, allowed_to("jobs.read")]
+Canceller = Annotated[Visitor, allowed_to("jobs.cancel")]
+Submitter = Annotated[Visitor, allowed_to("jobs.submit")]
+Auditor = Annotated[Visitor, allowed_to("audit.read")]
+
+
+def csrf_of(ctx: ServerContext, raw: str) -> str:
+    return hmac.new(ctx.settings.key, b"csrf:" + raw.encode(), hashlib.sha256).hexdigest()
+
+
+def render(request: Request, name: str, status: int = 200, **page: Any) -> HTMLResponse:
+    ctx: ServerContext = request.app.state.ctx
+    loc = negotiate(request.headers.get("accept-language"))
+    visitor = visitor_of(request)
+    who = visitor.who if visitor else None
+    body = (
+        templates()
+        .get_template(name)
+        .render(
+            t=loc.t,
+            loc=loc,
+            who=who,
+            csrf=csrf_of(ctx, visitor.token) if visitor else "",
+            can_audit=who is not None and allowed(who.role, "audit.read"),
+            path=request.url.path,
+            **loc.filters(),
+            **page,
+        )
+    )
+    return HTMLResponse(body, status_code=status, headers={"Content-Language": loc.code})
+
+
+def error_page(request: Request, status: int, message: str) -> Response:
+    """A treino error on a page: to /login when not logged in; JSON for the pages' own .json polls."""
+    if status == 401:
+        return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
+    loc = negotiate(request.headers.get("accept-language"))
+    title = {403: "Forbidden", 404: "Not found"}.get(status, "Error")
+    return render(request, "error.html", status, title=loc.t(title), message=message)
+
+
+async def form_of(request: Request, visitor: Visitor | None = None) -> dict[str, str]:
+    """The url-encoded body (no python-multipart needed); with a `visitor`, its CSRF token must match."""
+    body = await request.body()
+    if len(body) > FORM_BYTES_MAX:
+        raise TooLarge("Form too large.")
+    form = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
+    if visitor is not None:
+        ctx: ServerContext = request.app.state.ctx
+        if not hmac.compare_digest(form.get("csrf", ""), csrf_of(ctx, visitor.token)):
+            raise Forbidden("Missing or wrong CSRF token. To fix: reload the page and try again.")
+    return form
+
+
+def back_to_job(job_id: int, message: str) -> RedirectResponse:
+    return RedirectResponse(f"/jobs/{job_id}?msg={quote(message[:300])}", status_code=303)
+
+
+# --- login ---------------------------------------------------------------------------------------------------------
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request, next: str = "/") -> HTMLResponse:
+    return render(request, "login.html", next=_safe_next(next), failed=False)
+
+
+@router.post("/login")
+async def login(request: Request, ctx: Ctx) -> Response:
+    form = await form_of(request)
+    raw = form.get("token", "").strip()
+    target = _safe_next(form.get("next", "/"))
+    try:
+        ctx.auth.principal(raw)
+    except Unauthenticated:
+        return render(request, "login.html", 401, next=target, failed=True)
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(
+        COOKIE,
+        raw,
+        max_age=COOKIE_MAX_AGE_S,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    visitor = visitor_of(request)
+    if visitor is not None:
+        await form_of(request, visitor)
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+# --- overview ------------------------------------------------------------------------------------------------------
+def overview_data(ctx: ServerContext) -> dict[str, Any]:
+    telemetry = ctx.backend.telemetry()
+    with ctx.sessions() as s:
+        return views.overview(ctx, s, telemetry)
+
+
+@router.get("/", response_class=HTMLResponse)
+def overview(request: Request, ctx: Ctx, _visitor: Reader, fragment: int = 0) -> HTMLResponse:
+    return render(request, "_overview_body.html" if fragment else "overview.html", o=overview_data(ctx))
+
+
+@router.get("/overview.json")
+def overview_json(ctx: Ctx, _visitor: Reader) -> JSONResponse:
+    return JSONResponse(overview_data(ctx))
+
+
+# --- one job -------------------------------------------------------------------------------------------------------
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job_page(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Reader, msg: str = "") -> HTMLResponse:
+    who = visitor.who
+    with ctx.sessions() as s:
+        data = views.job_page(ctx, s, job_or_404(s, job_id))
+    job = data["full"]
+    return render(
+        request,
+        "job.html",
+        d=data,
+        spec_yaml=yaml.safe_dump(visible_spec(job.spec, may_see_env(who, job)), sort_keys=False, allow_unicode=True),
+        curves_json=_script_json(data["curves"]),
+        may_cancel=views.may_cancel(who, job),
+        may_resubmit=allowed(who.role, "jobs.submit") and may_see_env(who, job),
+        msg=msg[:300],
+    )
+
+
+@router.get("/jobs/{job_id}/live.json")
+def job_live(job_id: PageJobId, ctx: Ctx, _visitor: Reader) -> JSONResponse:
+    with ctx.sessions() as s:
+        return JSONResponse(views.live(ctx, s, job_or_404(s, job_id)))
+
+
+@router.post("/jobs/{job_id}/cancel")
+async def cancel(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Canceller) -> Response:
+    await form_of(request, visitor)
+    with ctx.sessions() as s:
+        job = job_or_404(s, job_id)
+        if not views.may_cancel(visitor.who, job) and job.state not in FINAL_STATES:
+            raise Forbidden(f"Job {job_id} belongs to {job.owner}. To fix: ask them or an admin to cancel it.")
+    try:
+        done = ctx.engine.cancel(job_id)
+    except TreinoError as exc:  # already finished: said on the page
+        return back_to_job(job_id, str(exc))
+    ctx.job_lists.clear()
+    return back_to_job(job_id, "Job cancelled." if done.state == "cancelled" else "Cancellation requested.")
+
+
+@router.post("/jobs/{job_id}/resubmit")
+async def resubmit(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Submitter) -> Response:
+    await form_of(request, visitor)
+    with ctx.sessions() as s:
+        original = job_or_404(s, job_id)
+        spec = JobSpec.model_validate(original.spec)
+    if not may_see_env(visitor.who, original):
+        # the spec's env may hold its owner's secrets: only they (or an admin) may run it again
+        raise Forbidden(f"Job {job_id} belongs to {original.owner}: only they or an admin may resubmit it.")
+    try:
+        job = ctx.submissions.submit(spec, visitor.who)
+    except TreinoError as exc:  # refused as the API would refuse it: the reason on the original's page
+        return back_to_job(job_id, str(exc))
+    ctx.job_lists.clear()
+    return back_to_job(job.id, f"resubmitted from job {job_id}")
+
+
+# --- plan ----------------------------------------------------------------------------------------------------------
+@router.get("/plan", response_class=HTMLResponse)
+def plan(request: Request, _visitor: Reader) -> HTMLResponse:
+    form, errors = plan_view.PlanForm.from_query(dict(request.query_params))
+    result = plan_view.compute(form) if not errors else plan_view.compute(plan_view.PlanForm())
+    result.errors = errors + result.errors
+    return render(
+        request,
+        "plan.html",
+        422 if result.errors else 200,
+        r=result,
+        scale_json=_script_json(plan_view.scale_series(result.scale)),
+    )
+
+
+# --- data and audit ------------------------------------------------------------------------------------------------
+@router.get("/data", response_class=HTMLResponse)
+def data(
+    request: Request, ctx: Ctx, visitor: Auditor, actor: str = "", action: str = "", dataset: str = ""
+) -> HTMLResponse:
+    detail = {"permission": "audit.read", "path": "/data", "token": visitor.who.token_id}
+    with ctx.sessions.begin() as s:  # a sensitive read is itself audited, as the API's permission check does
+        ctx.audit.append(s, actor=visitor.who.name, action="token.use", detail=detail)
+    with ctx.sessions() as s:
+        d = views.data_audit(ctx, s, _clean(actor, 100), _clean(action, 40), _clean(dataset, 100))
+    return render(request, "data.html", d=d)
+
+
+def _clean(text: str, max_chars: int) -> str:
+    return text.replace("\x00", "").strip()[:max_chars]
+
+
+def _script_json(data: Any) -> str:
+    """JSON to inline in a <script type="application/json"> element: no '</' can close it early."""
+    return json.dumps(data).replace("</", "<\\/")
+
+
+def _safe_next(target: str) -> str:
+    """Only a path on this server: '/jobs/3', never '//evil.example' or 'https://...'."""
+    return target if target.startswith("/") and not target.startswith("//") and "\\" not in target else "/"
