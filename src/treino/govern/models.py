@@ -17,10 +17,10 @@ import enum
 import time
 from typing import Any
 
-from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, Float, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from treino.orm import Base
+from treino.orm import Base, BigInt
 
 
 class Role(enum.StrEnum):
@@ -63,7 +63,7 @@ class Dataset(Base):
     personal_data: Mapped[bool] = mapped_column(Boolean)
     sensitive: Mapped[bool] = mapped_column(Boolean)
     residency: Mapped[str] = mapped_column(String(10))  # ISO country code the data must stay in ("BR"), or "any"
-    retention_days: Mapped[int | None] = mapped_column(Integer, default=None)
+    retention_days: Mapped[int | None] = mapped_column(BigInt, default=None)
     subject_column: Mapped[str | None] = mapped_column(String(100), default=None)
     created_by: Mapped[str] = mapped_column(String(100))
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
@@ -75,11 +75,11 @@ class DatasetVersion(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), index=True)
-    number: Mapped[int] = mapped_column(Integer)
+    number: Mapped[int] = mapped_column(BigInt)
     sha256: Mapped[str] = mapped_column(String(64))
     path: Mapped[str] = mapped_column(Text)  # in the content-addressed store
-    bytes: Mapped[int] = mapped_column(Integer)
-    rows: Mapped[int] = mapped_column(Integer)
+    bytes: Mapped[int] = mapped_column(BigInt)
+    rows: Mapped[int] = mapped_column(BigInt)
     reason: Mapped[str] = mapped_column(String(200))  # "import PATH", "erasure #N"
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("dataset_versions.id"), default=None)
     created_by: Mapped[str] = mapped_column(String(100))
@@ -117,7 +117,7 @@ class Model(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), index=True)
     kind: Mapped[str] = mapped_column(String(20))  # "checkpoint" or "final"
-    step: Mapped[int | None] = mapped_column(Integer, default=None)
+    step: Mapped[int | None] = mapped_column(BigInt, default=None)
     path: Mapped[str] = mapped_column(Text)
     personal_data: Mapped[bool] = mapped_column(Boolean)  # inherited from its datasets: models memorise
     sensitive: Mapped[bool] = mapped_column(Boolean)
@@ -143,13 +143,13 @@ class AuditRecord(Base):
     __tablename__ = "audit_records"
     __table_args__ = (Index("ix_audit_dataset", "dataset"), Index("ix_audit_subject", "subject"))
 
-    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    seq: Mapped[int] = mapped_column(BigInt, primary_key=True, autoincrement=False)
     time: Mapped[float] = mapped_column(Float)
     actor: Mapped[str] = mapped_column(String(100))
     action: Mapped[str] = mapped_column(String(40))  # dataset.read, dataset.register, grant.create, job.admit, ...
     dataset: Mapped[str | None] = mapped_column(String(100), default=None)
     subject: Mapped[str | None] = mapped_column(String(64), default=None)  # HMAC pseudonym, never a raw id
-    job_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    job_id: Mapped[int | None] = mapped_column(BigInt, default=None)
     detail: Mapped[dict[str, Any]]
     prev_hash: Mapped[str] = mapped_column(String(64))
     hash: Mapped[str] = mapped_column(String(64))  # SHA-256 of prev_hash + this record's canonical JSON
@@ -159,7 +159,7 @@ class AuditCheckpoint(Base):
     __tablename__ = "audit_checkpoints"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    seq: Mapped[int] = mapped_column(Integer)
+    seq: Mapped[int] = mapped_column(BigInt)
     hash: Mapped[str] = mapped_column(String(64))
     hmac: Mapped[str] = mapped_column(String(64))  # HMAC-SHA256(server key, f"{seq}:{hash}")
     time: Mapped[float] = mapped_column(Float, default=time.time)

@@ -1,9 +1,10 @@
 """Who is calling: API tokens (stored as SHA-256 only) to principals, with a short cache; job tokens; the first
 start's admin token.
 
-A user token names a user and so a role (treino.govern.access); a job token (TREINO_JOB_TOKEN) is minted for each
+Tokens arrive as `Authorization: Bearer <token>` (treino.server.api.deps.bearer_token) or as the dashboard's
+cookie. A user token names a user and so a role (treino.govern.access); a job token (TREINO_JOB_TOKEN) is minted for each
 attempt, lets that attempt's processes write its metrics and checkpoints and read its pinned datasets, and dies
-when the attempt ends. Both reach the server as `Authorization: Bearer <token>`, the dashboard's as a cookie.
+when the attempt ends.
 """
 
 from __future__ import annotations
@@ -42,13 +43,6 @@ def new_job_token() -> str:
 def dead_token_hash() -> str:
     """The hash of a token nobody holds: what a job's token hash becomes when its attempt ends."""
     return token_hash(secrets.token_urlsafe(24))
-
-
-def bearer(authorization: str | None) -> str:
-    """The token of an `Authorization: Bearer <token>` header."""
-    if not authorization or not authorization.lower().startswith("bearer ") or not authorization[7:].strip():
-        raise Unauthenticated("Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token).")
-    return authorization[7:].strip()
 
 
 def require(who: Principal, permission: str) -> None:

@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text, create_engine, event
+from sqlalchemy import Float, ForeignKey, Index, String, Text, create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Mapped, mapped_column, sessionmaker
 
-from treino.orm import Base
+from treino.orm import Base, BigInt
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -86,25 +86,25 @@ class Job(Base):
     spec: Mapped[dict[str, Any]]
     owner: Mapped[str] = mapped_column(String(100))
     state: Mapped[str] = mapped_column(String(20), default=JobState.QUEUED)
-    priority: Mapped[int] = mapped_column(Integer, default=0)
-    gpus: Mapped[int] = mapped_column(Integer)
+    priority: Mapped[int] = mapped_column(BigInt, default=0)
+    gpus: Mapped[int] = mapped_column(BigInt)
     submitted_at: Mapped[float] = mapped_column(Float, default=time.time)
     started_at: Mapped[float | None] = mapped_column(Float, default=None)  # first attempt
     ended_at: Mapped[float | None] = mapped_column(Float, default=None)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    restarts: Mapped[int] = mapped_column(Integer, default=0)  # attempts after a crash (counted by max_restarts)
-    preemptions: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(BigInt, default=0)
+    restarts: Mapped[int] = mapped_column(BigInt, default=0)  # attempts after a crash (counted by max_restarts)
+    preemptions: Mapped[int] = mapped_column(BigInt, default=0)
     devices: Mapped[list[Any] | None] = mapped_column(default=None)  # held while running or stopping
     # Slurm partitions the job may run on (its datasets' residency, decided at submit); None: any
     partitions: Mapped[list[Any] | None] = mapped_column(default=None)
     stop_request: Mapped[str | None] = mapped_column(String(20), default=None)
     stop_requested_at: Mapped[float | None] = mapped_column(Float, default=None)
-    exit_code: Mapped[int | None] = mapped_column(Integer, default=None)
+    exit_code: Mapped[int | None] = mapped_column(BigInt, default=None)
     failure_reason: Mapped[str | None] = mapped_column(String(20), default=None)
     failure_detail: Mapped[str | None] = mapped_column(Text, default=None)
     job_token_hash: Mapped[str] = mapped_column(String(64))
-    checkpoint_step: Mapped[int | None] = mapped_column(Integer, default=None)
-    last_step: Mapped[int | None] = mapped_column(Integer, default=None)
+    checkpoint_step: Mapped[int | None] = mapped_column(BigInt, default=None)
+    last_step: Mapped[int | None] = mapped_column(BigInt, default=None)
     last_loss: Mapped[float | None] = mapped_column(Float, default=None)
     steps_per_s: Mapped[float | None] = mapped_column(Float, default=None)
     last_metric_at: Mapped[float | None] = mapped_column(Float, default=None)
@@ -115,12 +115,12 @@ class Attempt(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), index=True)
-    number: Mapped[int] = mapped_column(Integer)
+    number: Mapped[int] = mapped_column(BigInt)
     devices: Mapped[list[Any]]
     handle: Mapped[dict[str, Any]]  # the backend's record of the launched processes (pids, key, paths)
     started_at: Mapped[float] = mapped_column(Float, default=time.time)
     ended_at: Mapped[float | None] = mapped_column(Float, default=None)
-    exit_code: Mapped[int | None] = mapped_column(Integer, default=None)
+    exit_code: Mapped[int | None] = mapped_column(BigInt, default=None)
     outcome: Mapped[str | None] = mapped_column(String(20), default=None)  # succeeded or a FailureReason/StopRequest
 
 
@@ -129,10 +129,10 @@ class Checkpoint(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), index=True)
-    attempt: Mapped[int] = mapped_column(Integer)
-    step: Mapped[int] = mapped_column(Integer)
+    attempt: Mapped[int] = mapped_column(BigInt)
+    step: Mapped[int] = mapped_column(BigInt)
     path: Mapped[str] = mapped_column(Text)
-    bytes: Mapped[int] = mapped_column(Integer)
+    bytes: Mapped[int] = mapped_column(BigInt)
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
 
 
@@ -142,7 +142,7 @@ class MetricPoint(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"))
-    step: Mapped[int] = mapped_column(Integer)
+    step: Mapped[int] = mapped_column(BigInt)
     time: Mapped[float] = mapped_column(Float)  # unix seconds, from the training process
     values: Mapped[dict[str, Any]]
 

@@ -27,7 +27,9 @@ Purpose = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(no_
 
 
 class Schema(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown fields refused, and no type coercion ("1" is not 1, 0 is not false)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 # --- errors ---------------------------------------------------------------------------------------------------------
@@ -207,7 +209,7 @@ class DatasetPin(BaseModel):
 # --- people and tokens ----------------------------------------------------------------------------------------------
 class UserIn(Schema):
     name: Name
-    role: Role
+    role: Role = Field(strict=False)  # JSON has no enums: the role arrives as its name
 
 
 class UserOut(BaseModel):

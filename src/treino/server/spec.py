@@ -49,7 +49,7 @@ EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 class PlanSpec(BaseModel):
     """The planner's inputs for admission control (the fields of `treino plan train`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     model: str
     micro_batch: int = Field(1, ge=1, le=1_000_000)
@@ -64,7 +64,7 @@ class PlanSpec(BaseModel):
 
 
 class JobSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no coercion: "2" is not 2 GPUs
 
     name: str = Field(pattern=NAME_PATTERN)
     command: list[Text] | None = Field(None, min_length=1)

@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import Depends, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from treino.errors import Conflict, NotFound, Unauthenticated
 from treino.govern.access import SENSITIVE_PERMISSIONS, Principal
 from treino.govern.models import Role
-from treino.server.auth import bearer, is_job_token, require
+from treino.server.auth import is_job_token, require
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, Job
 from treino.server.settings import INT_MAX
@@ -38,13 +39,23 @@ def session(ctx: Ctx) -> Iterator[Session]:
 
 
 SessionDep = Annotated[Session, Depends(session)]
-Authorization = Annotated[str | None, Header(description="Bearer <token>")]
+_scheme = HTTPBearer(auto_error=False, description="A user's API token, or a job attempt's TREINO_JOB_TOKEN.")
+
+
+def bearer_token(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_scheme)]) -> str:
+    """The token of `Authorization: Bearer <token>` (401 without one)."""
+    if credentials is None or not credentials.credentials.strip():
+        raise Unauthenticated("Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token).")
+    return credentials.credentials.strip()
+
+
+BearerToken = Annotated[str, Depends(bearer_token)]
 JobId = Annotated[int, Path(ge=1, le=INT_MAX)]
 
 
-async def current_user(ctx: Ctx, authorization: Authorization = None) -> Principal:
+async def current_user(ctx: Ctx, token: BearerToken) -> Principal:
     # async: a hot endpoint authenticates from the cache without a thread hop (treino.server.auth.Authenticator)
-    return ctx.auth.principal(bearer(authorization))
+    return ctx.auth.principal(token)
 
 
 CurrentUser = Annotated[Principal, Depends(current_user)]
@@ -90,9 +101,8 @@ def job_or_404(s: Session, job_id: int) -> Job:
     return job
 
 
-def job_writer(job_id: JobId, s: SessionDep, ctx: Ctx, authorization: Authorization = None) -> Job:
+def job_writer(job_id: JobId, s: SessionDep, ctx: Ctx, token: BearerToken) -> Job:
     """The job itself (its attempt's token) or an admin may write its metrics and checkpoints."""
-    token = bearer(authorization)
     job = job_or_404(s, job_id)
     if is_job_token(job.job_token_hash, token):
         if job.state not in ACTIVE_STATES:

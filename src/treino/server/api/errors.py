@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from treino.errors import PolicyViolation, TooLarge, TreinoError
@@ -44,7 +45,8 @@ def install(app: FastAPI, page: PageRenderer | None = None) -> None:
 
     def wants_html(request: Request) -> bool:
         path = request.url.path
-        return page is not None and not path.startswith("/api/") and not path.endswith(".json") and path != "/metrics"
+        api = path.startswith("/api/") or path.endswith(".json") or path in ("/metrics", "/healthz")
+        return page is not None and not api
 
     @app.exception_handler(TreinoError)
     async def _treino(request: Request, exc: TreinoError) -> Response:
@@ -66,13 +68,30 @@ def install(app: FastAPI, page: PageRenderer | None = None) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        # Starlette's own (an unknown path, a wrong method): the Problem shape, never a bare text
+        # Starlette's own (an unknown path, a wrong method, a body that is not JSON): our shapes, never bare text
+        if exc.status_code == 400:  # FastAPI's "There was an error parsing the body"
+            return JSONResponse({"detail": [{"field": "(body)", "message": str(exc.detail)}]}, status_code=422)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not only those of the first route that matched it
+            headers["Allow"] = ", ".join(allowed_methods(request))
         if wants_html(request):
             assert page is not None
-            return page(request, exc.status_code, str(exc.detail))
-        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+            response = page(request, exc.status_code, str(exc.detail))
+            response.headers.update(headers)
+            return response
+        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=headers)
 
     app.add_middleware(BodyLimit, max_bytes=REQUEST_BYTES_MAX)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods some route of the app answers on this request's path (the 405's Allow header, RFC 9110)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 class BodyLimit:

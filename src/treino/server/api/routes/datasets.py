@@ -14,8 +14,7 @@ from sqlalchemy import select
 
 from treino.govern.models import Dataset
 from treino.server import governance
-from treino.server.api.deps import Authorization, Ctx, JobId, ReadDatasets, RegisterDatasets, SessionDep
-from treino.server.auth import bearer
+from treino.server.api.deps import BearerToken, Ctx, JobId, ReadDatasets, RegisterDatasets, SessionDep
 from treino.server.schemas import DatasetIn, DatasetList, DatasetOut, DatasetPin, DatasetRegistered, responses
 from treino.server.settings import NAME_PATTERN
 
@@ -39,7 +38,7 @@ def dataset(name: DatasetName, s: SessionDep, _who: ReadDatasets) -> DatasetOut:
 
 
 @router.get("/api/v1/jobs/{job_id}/datasets/{name}", response_model=DatasetPin, responses=responses(404, 409, 410))
-def job_dataset(job_id: JobId, name: DatasetName, ctx: Ctx, authorization: Authorization = None) -> DatasetPin:
+def job_dataset(job_id: JobId, name: DatasetName, ctx: Ctx, token: BearerToken) -> DatasetPin:
     """What `run.dataset(NAME)` asks: the version pinned at submit. Only the job's own token may ask, and the
     read is recorded (dataset.read) with the job, its owner and the version's hash."""
-    return governance.read_pinned_dataset(ctx, job_id, name, bearer(authorization))
+    return governance.read_pinned_dataset(ctx, job_id, name, token)
