@@ -2,9 +2,9 @@
 start's admin token.
 
 Tokens arrive as `Authorization: Bearer <token>` (treino.server.api.deps.bearer_token) or as the dashboard's
-cookie. A user token names a user and so a role (treino.govern.access); a job token (TREINO_JOB_TOKEN) is minted for each
-attempt, lets that attempt's processes write its metrics and checkpoints and read its pinned datasets, and dies
-when the attempt ends.
+cookie. A user token names a user and so a role (treino.govern.access); a job token (TREINO_JOB_TOKEN) is minted
+for each attempt, lets that attempt's processes write its metrics and checkpoints and read its pinned datasets,
+and dies when the attempt ends.
 """
 
 from __future__ import annotations
