@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from treino.errors import PolicyViolation, TooLarge, TreinoError
+from treino.errors import PolicyViolation, TreinoError
 from treino.server.settings import REQUEST_BYTES_MAX
 
 PageRenderer = Callable[[Request, int, str], Response]  # (request, status, message) -> an HTML page
@@ -58,7 +58,10 @@ def install(app: FastAPI, page: PageRenderer | None = None) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         errors = [
-            {"field": field_of(tuple(e["loc"])), "message": str(e["msg"]).removeprefix("Value error, ")}
+            {
+                "field": "(body)" if e["type"] == "json_invalid" else field_of(tuple(e["loc"])),
+                "message": str(e["msg"]).removeprefix("Value error, "),
+            }
             for e in exc.errors()
         ]
         if wants_html(request):
@@ -84,19 +87,22 @@ def install(app: FastAPI, page: PageRenderer | None = None) -> None:
     app.add_middleware(BodyLimit, max_bytes=REQUEST_BYTES_MAX)
 
 
+HTTP_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+
+
 def allowed_methods(request: Request) -> list[str]:
-    """The methods some route of the app answers on this request's path (the 405's Allow header, RFC 9110)."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches({**request.scope, "method": "GET"})
-        if match != Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
-    return sorted(methods)
+    """The methods some route of the app answers on this request's path (the 405's Allow header, RFC 9110): each
+    method is tried against the routes as the router would, since a path may have one route per method."""
+    routes = request.app.router.routes
+    return [
+        m for m in HTTP_METHODS if any(r.matches({**request.scope, "method": m})[0] == Match.FULL for r in routes)
+    ]
 
 
 class BodyLimit:
-    """413 for a request body over `max_bytes`, by its Content-Length before a byte is read, or while it streams
-    when it has none: a client cannot make the server buffer more than the limit."""
+    """413 for a request body over `max_bytes`: by its Content-Length before a byte is read; a body without one
+    (chunked) is read up to the limit and refused as soon as it passes it, so no client makes the server hold
+    more than `max_bytes` of it."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -107,21 +113,34 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await _too_large(self.max_bytes)(scope, receive, send)
+        if declared is not None:
+            if not declared.isdigit() or int(declared) > self.max_bytes:
+                await _too_large(self.max_bytes)(scope, receive, send)
+                return
+            await self.app(scope, receive, send)  # the HTTP server reads no more than the declared length
             return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        chunks, seen, more = [], 0, True
+        while more:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise TooLarge(_too_large_text(self.max_bytes))
-            return message
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
+            more = message.get("more_body", False)
+            if seen > self.max_bytes:
+                await _too_large(self.max_bytes)(scope, receive, send)
+                return
+        body = b"".join(chunks)
+        replayed = False
 
-        await self.app(scope, limited, send)
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # http.disconnect, when it comes
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
 
 
 def _too_large_text(max_bytes: int) -> str:
