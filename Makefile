@@ -12,7 +12,7 @@ $(BIN)/treino: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_PIN) $(TRANSFORMERS_PIN)
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,postgres]'
 	touch $(BIN)/treino
 
 venv: $(BIN)/treino
@@ -40,6 +40,8 @@ demo: venv
 test: venv
 	@# Slurm 22.05 from Debian for the cluster-mode tests (tests/cluster); as root only, else they skip and say why
 	@$(BIN)/python scripts/local_slurm.py install --if-root
+	@# PostgreSQL 15 from Debian for the tests' [postgresql] variants; as root only, else they skip and say why
+	@$(BIN)/python scripts/local_postgres.py install --if-root
 	$(BIN)/python -m pytest -q
 
 lint: venv

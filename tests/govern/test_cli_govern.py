@@ -6,15 +6,17 @@ from __future__ import annotations
 import csv
 import json
 import re
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
+from tests.conftest import Database
 from tests.server.conftest import ServerProcess, Servers, clean_env
+from treino.server.db import make_engine
 
 CLI_TIMEOUT_S = 30
 REPO = Path(__file__).resolve().parents[2]
@@ -23,8 +25,8 @@ CLIENTES = EXAMPLES / "clientes.csv"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    servers = Servers(tmp_path_factory)
+def server(tmp_path_factory: pytest.TempPathFactory, database: Database) -> Iterator[ServerProcess]:
+    servers = Servers(tmp_path_factory, database)
     try:
         yield servers.start(extra_args=["--site", "eveo-sp1", "--import-root", str(EXAMPLES)])
     finally:
@@ -169,15 +171,20 @@ def test_bad_since_and_export_to_file(server: ServerProcess, tmp_path: Path) -> 
     assert out.returncode == 0 and out.stdout.startswith("#"), out.stdout[:200]
 
 
-def test_verify_names_the_first_tampered_record(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
-    servers = Servers(tmp_path_factory)
+def test_verify_names_the_first_tampered_record(
+    tmp_path_factory: pytest.TempPathFactory, database: Database, tmp_path: Path
+) -> None:
+    servers = Servers(tmp_path_factory, database)
     try:
         server = servers.start()
         for name in ("a1", "a2", "a3"):  # three audited actions: records to tamper with
             ok(treino("users", "add", name, "--role", "viewer", cwd=tmp_path, url=server.url, token=server.token))
-        with sqlite3.connect(server.data_dir / "treino.db") as db:
-            seq = db.execute("SELECT seq FROM audit_records WHERE action = 'user.create' ORDER BY seq").fetchall()[1][0]
-            db.execute("UPDATE audit_records SET actor = 'mallory' WHERE seq = ?", (seq,))
+        engine = make_engine(server.database_url)
+        with engine.begin() as db:
+            rows = db.execute(text("SELECT seq FROM audit_records WHERE action = 'user.create' ORDER BY seq"))
+            seq = rows.scalars().all()[1]
+            db.execute(text("UPDATE audit_records SET actor = 'mallory' WHERE seq = :seq"), {"seq": seq})
+        engine.dispose()
         out = treino("audit", "verify", cwd=tmp_path, url=server.url, token=server.token)
         assert out.returncode == 1 and out.stdout == "", out.stdout
         assert one_line(out.stderr).startswith(f"chain broken at record {seq}: ")

@@ -1,5 +1,5 @@
-"""Dataset registration, content-addressed versions, erasure and subject reports, on a real SQLite database
-(migrated by Alembic) and real files in a store directory."""
+"""Dataset registration, content-addressed versions, erasure and subject reports, on a real database (migrated by
+Alembic; each test runs on SQLite and on PostgreSQL, see tests/conftest.py) and real files in a store directory."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy.orm import Session
 
+from tests.conftest import Database
 from treino.errors import PolicyViolation, TreinoError
 from treino.govern import datasets as D
 from treino.govern.cpf import cpf_digits, is_valid_cpf
@@ -53,8 +54,8 @@ class Env:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
-    engine = make_engine(f"sqlite:///{tmp_path}/t.db")
+def env(tmp_path: Path, database: Database) -> Iterator[Env]:
+    engine = make_engine(database.new_url() or f"sqlite:///{tmp_path}/t.db")
     migrate(engine)
     imports = tmp_path / "imports"
     path = write_csv(imports / "clientes.csv", rows=ROWS, seed=11)

@@ -3,6 +3,9 @@
 Each server runs as a subprocess on a free port with its own data dir, is stopped with SIGTERM (SIGKILL after
 SERVER_STOP_S) at teardown, and every job process it started is killed then too: attempts run under detached
 supervisors that outlive the server by design, so the fixture finds them by their attempt key (launch.json).
+
+`start_server` and `server` run on the `database` of tests/conftest.py: each test that uses them runs twice,
+[sqlite] (the data dir's own file) and [postgresql] (a fresh database per server on the session's instance).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import Database
+from treino.server.db import sqlite_url
 from treino.server.supervisor import kill_key
 
 SERVER_START_S = 20.0  # until /healthz answers
@@ -52,6 +57,12 @@ class ServerProcess:
     log_path: Path
     devices: str
     extra_args: list[str] = field(default_factory=list)
+    db_url: str | None = None  # a PostgreSQL database's URL (`--db`); None: SQLite under the data dir
+
+    @property
+    def database_url(self) -> str:
+        """The URL of its database, whichever kind (for tests that reach past the API, e.g. to tamper)."""
+        return self.db_url or sqlite_url(self.data_dir)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -87,10 +98,12 @@ StartServer = Callable[..., ServerProcess]
 
 
 class Servers:
-    """Starts servers and, at `close()`, stops them and kills their jobs. Fixtures of any scope wrap one."""
+    """Starts servers and, at `close()`, stops them and kills their jobs. Fixtures of any scope wrap one. On a
+    PostgreSQL `database` each new data dir gets a fresh database; a restart on a data dir reuses its URL."""
 
-    def __init__(self, tmp: pytest.TempPathFactory) -> None:
+    def __init__(self, tmp: pytest.TempPathFactory, database: Database | None = None) -> None:
         self.tmp = tmp
+        self.database = database or Database()
         self.started: list[ServerProcess] = []
 
     def start(
@@ -101,19 +114,22 @@ class Servers:
         port: int | None = None,
     ) -> ServerProcess:
         """A running server. Pass the data dir (and port) of a stopped one to restart it on the same database."""
+        earlier = [s.db_url for s in self.started if s.data_dir == data_dir]
+        db_url = earlier[-1] if earlier else self.database.new_url()
         data_dir = data_dir or self.tmp.mktemp("server") / "data"
         port = port or free_port()
         log_path = data_dir.parent / f"server-{port}-{len(self.started)}.log"
         argv = [sys.executable, "-m", "treino", "server", "--data-dir", str(data_dir), "--devices", devices]
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                [*argv, "--port", str(port), *extra_args],
+                [*argv, "--port", str(port), *(["--db", db_url] if db_url else []), *extra_args],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=clean_env(COLUMNS="200"),
             )
-        server = ServerProcess(f"http://127.0.0.1:{port}", "", data_dir, port, proc, log_path, devices, [*extra_args])
+        url = f"http://127.0.0.1:{port}"
+        server = ServerProcess(url, "", data_dir, port, proc, log_path, devices, [*extra_args], db_url)
         self.started.append(server)
         deadline = time.monotonic() + SERVER_START_S
         while True:
@@ -136,9 +152,9 @@ class Servers:
 
 
 @pytest.fixture
-def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServer]:
+def start_server(tmp_path_factory: pytest.TempPathFactory, database: Database) -> Iterator[StartServer]:
     """`start_server(devices="cpu:2", extra_args=[], data_dir=None, port=None)` -> a running ServerProcess."""
-    servers = Servers(tmp_path_factory)
+    servers = Servers(tmp_path_factory, database)
     try:
         yield servers.start
     finally:

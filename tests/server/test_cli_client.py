@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import Database
 from tests.server.conftest import ServerProcess, Servers, clean_env, free_port
 from treino.cli.client import sparkline
 
@@ -20,9 +21,9 @@ CLI_TIMEOUT_S = 30
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def shared(tmp_path_factory: pytest.TempPathFactory, database: Database) -> Iterator[ServerProcess]:
     """One server for this module's tests (a start costs seconds); each test names its jobs and reads their ids."""
-    servers = Servers(tmp_path_factory)
+    servers = Servers(tmp_path_factory, database)
     try:
         yield servers.start()
     finally:
