@@ -1,12 +1,14 @@
-"""The audit chain on a real SQLite database: tampering with rows by raw SQL (edit, delete, swap, insert, cut the
-tail, rewrite the chain without the key, forge a checkpoint) makes `verify` fail at the right record
-(lgpd-requirements.md §5, R28); pseudonyms; exports for the DPO; the Art. 37 record."""
+"""The audit chain on a real database (each test on SQLite and on PostgreSQL, see tests/conftest.py): tampering with
+rows by raw SQL (edit, delete, swap, insert, cut the tail, rewrite the chain without the key, forge a checkpoint)
+makes `verify` fail at the right record (lgpd-requirements.md §5, R28); concurrent appenders keep one chain;
+pseudonyms; exports for the DPO; the Art. 37 record."""
 
 from __future__ import annotations
 
 import io
 import json
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from tests.conftest import Database
 from treino.errors import TreinoError
 from treino.govern import audit
 from treino.govern.audit import Action, AuditLog, export, pseudonym, read_export, record_hash, verify
@@ -26,17 +29,19 @@ RECORDS = 200
 EVERY = 50  # checkpoints at 50, 100, 150, 200
 
 
-def open_db(path: Path) -> sessionmaker[Session]:
-    engine = make_engine(f"sqlite:///{path}")
+def open_db(database: Database, path: Path) -> sessionmaker[Session]:
+    """A fresh, migrated database: SQLite at `path`, or a new PostgreSQL database."""
+    engine = make_engine(database.new_url() or f"sqlite:///{path}")
     migrate(engine)
     return make_sessionmaker(engine)
 
 
 @pytest.fixture(scope="module")
-def chain_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """200 records (one transaction per 10), checkpointed every 50; the database file is closed and checkpointed."""
+def chain_db(tmp_path_factory: pytest.TempPathFactory, database: Database) -> str:
+    """200 records (one transaction per 10), checkpointed every 50; the database is closed (and, for SQLite,
+    checkpointed). Its SQLite file's path, or its PostgreSQL database's name."""
     path = tmp_path_factory.mktemp("chain") / "audit.db"
-    sessions = open_db(path)
+    sessions = open_db(database, path)
     log = AuditLog(KEY, checkpoint_every=EVERY)
     subject = pseudonym(KEY, "123.456.789-09")
     for batch in range(RECORDS // 10):
@@ -52,17 +57,20 @@ def chain_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     job_id=n,
                     detail={"n": n, "purpose": "churn", "nota": "ação"},
                 )
-    assert sessions.kw["bind"] is not None
-    sessions.kw["bind"].dispose()
-    return path
+    engine = sessions.kw["bind"]
+    assert engine is not None
+    engine.dispose()
+    return str(engine.url.database)
 
 
 @pytest.fixture
-def db(chain_db: Path, tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    """A fresh copy of the 200-record chain."""
-    path = tmp_path / "audit.db"
-    shutil.copy(chain_db, path)
-    engine = make_engine(f"sqlite:///{path}")
+def db(chain_db: str, database: Database, tmp_path: Path) -> Iterator[sessionmaker[Session]]:
+    """A fresh copy of the 200-record chain (PostgreSQL: a database made from it as a template)."""
+    if database.postgres:
+        url = database.postgres.create_database(template=chain_db)
+    else:
+        url = f"sqlite:///{shutil.copy(chain_db, tmp_path / 'audit.db')}"
+    engine = make_engine(url)
     yield make_sessionmaker(engine)
     engine.dispose()
 
@@ -79,8 +87,14 @@ def sql(sessions: sessionmaker[Session], *statements: str, **params: object) -> 
 
 
 def row(sessions: sessionmaker[Session], seq: int) -> dict[str, object]:
+    """Record `seq` as raw SQL reads it; `detail` as its JSON text (PostgreSQL's driver decodes a json column)."""
     with sessions() as s:
-        return dict(s.execute(text("SELECT * FROM audit_records WHERE seq = :seq"), {"seq": seq}).mappings().one())
+        r = dict(s.execute(text("SELECT * FROM audit_records WHERE seq = :seq"), {"seq": seq}).mappings().one())
+    return r | {"detail": json_text(r["detail"])}
+
+
+def json_text(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def test_intact_chain_verifies(db: sessionmaker[Session]) -> None:
@@ -172,7 +186,7 @@ def rewrite_chain_from(db: sessionmaker[Session], seq: int) -> None:
     prev = rows[seq - 2]["hash"]
     with db.begin() as s:
         for r in rows[seq - 1 :]:
-            fields = {**r, "detail": json.loads(r["detail"]), "prev_hash": prev}
+            fields = {**r, "detail": json.loads(json_text(r["detail"])), "prev_hash": prev}
             if r["seq"] == seq:
                 fields["actor"] = "mallory"
             prev = record_hash(fields)
@@ -218,8 +232,8 @@ def test_deleted_checkpoint_fails_when_the_interval_is_known(db: sessionmaker[Se
     assert result.reason == "record 100: its signed checkpoint (one every 50 records) is missing"
 
 
-def test_appends_after_a_rollback_and_in_bulk_keep_one_chain(tmp_path: Path) -> None:
-    sessions = open_db(tmp_path / "a.db")
+def test_appends_after_a_rollback_and_in_bulk_keep_one_chain(database: Database, tmp_path: Path) -> None:
+    sessions = open_db(database, tmp_path / "a.db")
     log = AuditLog(KEY, checkpoint_every=3)
     with sessions.begin() as s:
         first = log.append(s, actor="admin", action="user.create", detail={"user": "ana"})
@@ -238,8 +252,33 @@ def test_appends_after_a_rollback_and_in_bulk_keep_one_chain(tmp_path: Path) -> 
     assert (result.ok, result.records, result.checkpoints) == (True, 6, 3)
 
 
-def test_bad_input_is_refused(tmp_path: Path) -> None:
-    sessions = open_db(tmp_path / "a.db")
+def test_concurrent_transactions_keep_one_chain(database: Database, tmp_path: Path) -> None:
+    """Appenders in concurrent transactions that commit late (as a request that audits, then does more work):
+    each waits for the one before it to end, instead of reading the same head and failing on its seq."""
+    sessions = open_db(database, tmp_path / "a.db")
+    log = AuditLog(KEY)
+    failures: list[BaseException] = []
+
+    def append(n: int) -> None:
+        try:
+            with sessions.begin() as s:
+                log.append(s, actor=f"user{n}", action="dataset.read", dataset="clientes")
+                time.sleep(0.05)
+        except Exception as e:
+            failures.append(e)
+
+    threads = [threading.Thread(target=append, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    result = check(sessions)
+    assert (result.ok, result.records) == (True, 8)
+
+
+def test_bad_input_is_refused(database: Database, tmp_path: Path) -> None:
+    sessions = open_db(database, tmp_path / "a.db")
     log = AuditLog(KEY)
     with sessions.begin() as s:
         with pytest.raises(TreinoError, match=r"Did you mean 'dataset\.read'"):
@@ -283,8 +322,8 @@ def test_export_filters_round_trip(db: sessionmaker[Session]) -> None:
             export(s, io.StringIO(), fmt="xml")  # type: ignore[arg-type]
 
 
-def test_processing_records(tmp_path: Path) -> None:
-    sessions = open_db(tmp_path / "a.db")
+def test_processing_records(database: Database, tmp_path: Path) -> None:
+    sessions = open_db(database, tmp_path / "a.db")
     log = AuditLog(KEY)
     with sessions.begin() as s:
         ana, bia = User(name="ana", role="engineer"), User(name="bia", role="engineer")

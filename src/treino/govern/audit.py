@@ -30,8 +30,10 @@ detail that carries a CPF is refused (R29: a CPF scan of the log store finds not
 
 Appends run inside the caller's transaction (the caller commits). The chain is single-writer: `AuditLog` holds a
 lock and reads the head (last seq and hash) from the table on every append, so a rolled-back append never leaves
-a stale head behind. Two concurrent transactions that both append would pick the same seq: the primary key makes
-the second commit fail, so the chain is never forked silently (the server serialises its writes anyway).
+a stale head behind. Two concurrent transactions that both append would pick the same seq: the primary key would
+make the second commit fail (the chain is never forked silently), so the first append of a transaction waits for
+every other appending transaction to end before it reads the head: on SQLite by taking the database's write lock
+(a no-op UPDATE), on PostgreSQL with a transaction-level advisory lock (CHAIN_LOCK_KEY); both at most 10 s.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ GENESIS_HASH = "0" * 64
 CHECKPOINT_EVERY_RECORDS = 1000  # default interval of signed checkpoints
 KEY_MIN_BYTES = 16  # HMAC keys shorter than this are refused (fail closed on weak or default secrets)
 VERIFY_BATCH_ROWS = 10_000  # rows fetched per round trip while verifying or exporting
+CHAIN_LOCK_KEY = int.from_bytes(b"treinoAL", "big")  # PostgreSQL advisory lock: one appending transaction at a time
+CHAIN_LOCK_TIMEOUT = "10s"  # PostgreSQL's lock_timeout for the rest of that transaction (SQLite: its busy timeout)
 CONTROLLER_PLACEHOLDER = "<controller: name, CNPJ and address of the controlador (LGPD Art. 5 VI)>"
 
 FIELDS = ("seq", "time", "actor", "action", "dataset", "subject", "job_id", "detail", "prev_hash")
@@ -265,6 +269,12 @@ class AuditLog:
         if self._head is not None and txn is not None and self._head[0]() is txn and txn.is_active:
             return self._head[1], self._head[2]
         session.flush()  # records this session added through the ORM must be visible to the lookup
+        conn = session.connection()  # one appending transaction at a time, until it ends (see the docstring)
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("UPDATE audit_records SET seq = seq WHERE 0")
+        elif conn.dialect.name == "postgresql":
+            conn.execute(select(func.set_config("lock_timeout", CHAIN_LOCK_TIMEOUT, True)))
+            conn.execute(select(func.pg_advisory_xact_lock(CHAIN_LOCK_KEY)))
         row = session.execute(
             select(AuditRecord.seq, AuditRecord.hash).order_by(AuditRecord.seq.desc()).limit(1)
         ).one_or_none()
