@@ -96,15 +96,7 @@ def _versions(s: Session, d: Dataset) -> list[DatasetVersion]:
 
 
 def _version_out(v: DatasetVersion) -> VersionOut:
-    return VersionOut(
-        number=v.number,
-        sha256=v.sha256,
-        rows=v.rows,
-        bytes=v.bytes,
-        reason=v.reason,
-        created_at=v.created_at,
-        purged_at=v.purged_at,
-    )
+    return VersionOut.model_validate(v, from_attributes=True)
 
 
 def dataset_out(s: Session, d: Dataset) -> DatasetOut:

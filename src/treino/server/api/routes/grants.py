@@ -87,14 +87,7 @@ def revoke_grant(grant_id: GrantId, ctx: Ctx, who: ManageGrants) -> Revoked:
 
 
 def _transfer_out(t: Transfer) -> TransferOut:
-    return TransferOut(
-        id=t.id,
-        site=t.site,
-        mechanism=t.mechanism,
-        reference=t.reference,
-        signed_on=t.signed_on,
-        revoked_at=t.revoked_at,
-    )
+    return TransferOut.model_validate(t, from_attributes=True)
 
 
 @router.post("/transfers", status_code=201, response_model=TransferOut, responses=responses(413))
