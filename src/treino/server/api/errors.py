@@ -94,9 +94,7 @@ def allowed_methods(request: Request) -> list[str]:
     """The methods some route of the app answers on this request's path (the 405's Allow header, RFC 9110): each
     method is tried against the routes as the router would, since a path may have one route per method."""
     routes = request.app.router.routes
-    return [
-        m for m in HTTP_METHODS if any(r.matches({**request.scope, "method": m})[0] == Match.FULL for r in routes)
-    ]
+    return [m for m in HTTP_METHODS if any(r.matches({**request.scope, "method": m})[0] == Match.FULL for r in routes)]
 
 
 class BodyLimit:

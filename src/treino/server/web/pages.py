@@ -33,7 +33,7 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from treino.errors import Forbidden, TooLarge, TreinoError, Unauthenticated
-from treino.govern.access import Principal, allowed
+from treino.govern.access import PERMISSIONS, Principal, allowed
 from treino.server.api.deps import Ctx, job_or_404
 from treino.server.context import ServerContext
 from treino.server.db import FINAL_STATES
@@ -84,10 +84,15 @@ def logged_in(request: Request) -> Visitor:
     return visitor
 
 
-def allowed_to(permission: str) -> Any:
+def allowed_to(permission: str, what: str = "") -> Any:
+    """A page's permission: the visitor, or a 403 page saying which role may (`what`: the permission in words)."""
+
     def check(visitor: Annotated[Visitor, Depends(logged_in)]) -> Visitor:
         if not allowed(visitor.who.role, permission):
-            raise Forbidden(f"Role {visitor.who.role} may not {permission}.")
+            roles = ", ".join(sorted(r.value for r in PERMISSIONS[permission]))
+            action = what or permission
+            fix = f"To fix: use a token of a user with role {roles}."
+            raise Forbidden(f"Role {visitor.who.role} may not {action}. {fix}")
         return visitor
 
     return Depends(check)
@@ -96,7 +101,7 @@ def allowed_to(permission: str) -> Any:
 Reader = Annotated[Visitor, allowed_to("jobs.read")]
 Canceller = Annotated[Visitor, allowed_to("jobs.cancel")]
 Submitter = Annotated[Visitor, allowed_to("jobs.submit")]
-Auditor = Annotated[Visitor, allowed_to("audit.read")]
+Auditor = Annotated[Visitor, allowed_to("audit.read", "read the audit log")]
 
 
 def csrf_of(ctx: ServerContext, raw: str) -> str:
