@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from treino.errors import Conflict, NotFound, SpecError
@@ -294,11 +294,10 @@ class Service:
             raise AssertionError(f"job {job.id}: {old} -> {new} is not a transition")
         job.state = new
 
-    @staticmethod
-    def _latest_attempt(s: Session, job: Job) -> Attempt:
-        attempt = s.scalars(
-            select(Attempt).where(Attempt.job_id == job.id).order_by(Attempt.number.desc()).limit(1)
-        ).one()
+    def _latest_attempt(self, s: Session, job: Job) -> Attempt:
+        """The attempt of a job that has one (running or stopping jobs always do)."""
+        attempt = self.latest_attempt(s, job)
+        assert attempt is not None, f"job {job.id} has no attempt"
         return attempt
 
     def _prepare(
@@ -472,10 +471,6 @@ class Service:
                 self._finish(s, job, attempt, info)
                 counts["requeued" if job.state == JobState.QUEUED else "finished"] += 1
         return counts
-
-    def queue_length(self) -> int:
-        with self.sessions() as s:
-            return int(s.scalar(select(func.count()).select_from(Job).where(Job.state == JobState.QUEUED)) or 0)
 
 
 def _timeout_s(job: Job) -> float | None:

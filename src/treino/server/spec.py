@@ -113,7 +113,8 @@ class JobSpec(BaseModel):
 
 
 def field_errors(exc: ValidationError) -> list[dict[str, Any]]:
-    """Pydantic's errors as `{field, message}`: what the API's 422 `detail` lists and the CLI prints."""
+    """Pydantic's errors as `{field, message}`, for the CLI's own check of a spec file (the API's 422s are built by
+    treino.server.api.errors from the same errors)."""
     out = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "(spec)"

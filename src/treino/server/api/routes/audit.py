@@ -28,14 +28,7 @@ def _text(*media_types: str) -> dict[int | str, dict[str, object]]:
 @router.get("/verify", response_model=VerifyOut)
 def audit_verify(ctx: Ctx, s: SessionDep, _who: ReadAudit) -> VerifyOut:
     result = verify(s, ctx.audit.key, checkpoint_every=ctx.audit.checkpoint_every)
-    return VerifyOut(
-        ok=result.ok,
-        records=result.records,
-        first_bad_seq=result.first_bad_seq,
-        reason=result.reason,
-        checkpoints=result.checkpoints,
-        last_hash=result.last_hash,
-    )
+    return VerifyOut.model_validate(result, from_attributes=True)
 
 
 @router.get("/export", response_class=Response, responses=_text("application/x-ndjson", "text/csv"))
