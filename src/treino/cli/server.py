@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import logging
+import signal
 from pathlib import Path
-from typing import Annotated
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from treino.server.settings import DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT
+
+if TYPE_CHECKING:  # the CLI imports this module at start: the server stack only when it runs
+    from fastapi import FastAPI
+    from rich.console import Console
+
+    from treino.server.context import ServerContext
 
 
 def server(
@@ -60,7 +68,6 @@ def server(
     """Queue and run training jobs on this machine's GPUs, or on a Slurm cluster: whole GPUs per job, priorities,
     preemption, restarts from checkpoints, live metrics. Jobs survive a server crash and are adopted when it
     starts again."""
-    import uvicorn
     from rich.console import Console
 
     from treino import catalog
@@ -160,9 +167,41 @@ def server(
     if token:
         out.print(f"Admin token (shown once; also in {data_dir / 'admin-token'}, mode 0600): {token}")
     ctx.start()
-    app = build_app(ctx)
     out.print(f"Listening on http://{host}:{port} (API under /api/v1, dashboard at /, log in with a token)")
+    serve_until_stopped(build_app(ctx), host, port, ctx, out)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def serve_until_stopped(app: FastAPI, host: str, port: int, ctx: ServerContext, out: Console) -> None:
+    """Serve until SIGTERM or SIGINT, then shut down cleanly: the periodic tasks stopped, the audit head signed,
+    running jobs left to their detached supervisors for the next start to adopt."""
+    import uvicorn
+
+    # Uvicorn ends its loop on SIGTERM and SIGINT, then re-raises the signal to the handler it found: with Python's
+    # default for SIGTERM that killed the process before the shutdown below ran (no signed audit checkpoint).
+    # Both signals therefore raise ServerStopped here, and the shutdown always runs.
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _stop)
+    how = "on its own"
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
+    except ServerStopped as stopped:
+        how = f"by {stopped}"
     finally:
-        ctx.shutdown()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the checkpoint short
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C still forces the exit
+        done = ctx.shutdown()
+    out.print(
+        f"Stopped {how}: audit checkpoint signed at record {done.audit_seq_signed}; "
+        f"{done.jobs_left_running} running job(s) left to their supervisors, adopted at the next start."
+    )
+
+
+class ServerStopped(Exception):
+    """A stop signal (SIGTERM from systemd, docker or kill; SIGINT from Ctrl-C) reached the server."""
+
+
+def _stop(sig: int, _frame: FrameType | None) -> None:
+    raise ServerStopped(signal.Signals(sig).name)

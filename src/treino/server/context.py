@@ -94,10 +94,20 @@ class ServerContext:
         for task in self.tasks:
             task.start()
 
-    def shutdown(self) -> None:
+    def shutdown(self) -> Shutdown:
         """Stop the tasks, then sign the audit head: records after the last checkpoint are not protected against a
         cut tail. Running jobs keep running (their supervisors are detached) and are adopted at the next start."""
         for task in self.tasks:
             task.stop()
         with self.sessions.begin() as s:
-            self.audit.checkpoint(s)
+            signed = self.audit.checkpoint(s)
+            seq = signed.seq if signed is not None else 0
+        return Shutdown(audit_seq_signed=seq, jobs_left_running=len(self.engine.active_handles()))
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """What a clean stop did, for the line the server prints as it exits."""
+
+    audit_seq_signed: int  # the audit record the final checkpoint signs (0: the log is empty)
+    jobs_left_running: int  # attempts left to their supervisors, adopted at the next start
