@@ -27,7 +27,9 @@ DISK_MIB = 32
 JOB_TIMEOUT_S = 60.0
 CLI_TIMEOUT_S = 60.0
 # Writes until the disk refuses; its traceback (OSError: [Errno 28]) may not fit in its log: the supervisor says it.
-FILL = "import os\nwith open('fill.bin', 'wb') as f:\n    while True:\n        f.write(os.urandom(1 << 20))\n        f.flush()\n"
+FILL = (
+    "import os\nwith open('fill.bin', 'wb') as f:\n    while True:\n        f.write(os.urandom(1 << 20)); f.flush()\n"
+)
 
 
 @pytest.fixture
