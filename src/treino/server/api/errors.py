@@ -4,20 +4,21 @@ request body limit. Web pages get the same statuses as an HTML page (treino.serv
     401 404 409 410 413   {"detail": "what is wrong. To fix: ..."}                  Problem
     403                   {"detail": {"rule": "residency", "message": "..."}}       Refusal ("role" for roles)
     422                   {"detail": [{"field": "gpus", "message": "..."}]}          Invalid
-    507 503               {"detail": "..."}: a write failed on a full disk; a corrupt database  Problem
+    507 503               {"detail": "..."}: a write on a full disk; a corrupt database  Problem
 
 A full disk or a corrupt database surfaces as whatever the filesystem or the database driver raises; `storage_error`
-turns those into InsufficientStorage (507, documented on every operation that writes) and DatabaseBroken (503), so
-that reads go on while writes are refused with a clear message, never a 500.
+turns those into InsufficientStorage (507; `document_insufficient_storage` puts it in the OpenAPI document of every
+operation that writes) and DatabaseBroken (503), so that reads go on while writes are refused with a clear message,
+never a 500.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
@@ -99,7 +100,6 @@ def install(app: FastAPI, page: PageRenderer | None = None) -> None:
 
     app.add_exception_handler(OSError, _storage)
     app.add_exception_handler(DBAPIError, _storage)
-    _document_insufficient_storage(app)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
@@ -137,21 +137,22 @@ HTTP_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
 WRITE_METHODS = frozenset({"delete", "patch", "post", "put"})
 
 
-def _document_insufficient_storage(app: FastAPI) -> None:
-    """507 in the OpenAPI document of every operation that writes: those that change something, and the reads
-    recorded in the audit chain (token.use), which need a write before they answer."""
+def document_insufficient_storage(app: FastAPI, routers: Iterable[APIRouter]) -> None:
+    """507 in the OpenAPI document of every operation that writes: those that change something, and the reads of
+    `routers` recorded in the audit chain (token.use), which need a write before they answer."""
     plain = app.openapi
+    audited = {
+        (route.path, method.lower())
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute) and _records_use(route)
+        for method in route.methods or ()
+    }
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is not None:
             return app.openapi_schema
         schema = plain()
-        audited = {
-            (route.path, method.lower())
-            for route in app.routes
-            if isinstance(route, APIRoute) and _records_use(route)
-            for method in route.methods or ()
-        }
         problem = {"application/json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
         for path, operations in schema.get("paths", {}).items():
             for method, operation in operations.items():
