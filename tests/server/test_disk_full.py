@@ -89,6 +89,11 @@ def test_a_job_that_fills_the_disk_fails_once_as_disk_full_and_reads_go_on(
 ) -> None:
     server = start_server(data_dir=small_disk)
     with server.client() as c:
+        paths = c.get("/openapi.json").json()["paths"]  # the 507 is in the contract of what writes, not of reads
+        assert "507" in paths["/api/v1/jobs"]["post"]["responses"]
+        assert "507" not in paths["/api/v1/jobs"]["get"]["responses"]
+        assert "507" in paths["/api/v1/audit/export"]["get"]["responses"]  # recorded in the audit chain: a write
+        assert "507" not in paths["/api/v1/audit/verify"]["get"]["responses"]
         r = c.post("/api/v1/jobs", json={"name": "filler", "command": [sys.executable, "-c", FILL], "max_restarts": 0})
         assert r.status_code == 201, r.text
         job_id = r.json()["id"]
