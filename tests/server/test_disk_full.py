@@ -5,6 +5,8 @@ never requeued for free), its failure detail must say that the disk is full, whe
 is still full reads answer (the job list, the job, `treino audit verify`) and a submit is refused with a clear 507
 or accepted; once the file is deleted everything works again.
 
+`classify` is checked against the real output of a write and of torch.save on the full disk.
+
 Mounting needs root: without it the test is skipped saying why, but under CI=true (CI runs as root) it must run.
 """
 
@@ -22,6 +24,8 @@ import httpx
 import pytest
 
 from tests.server.conftest import ServerProcess, StartServer, clean_env
+from treino.server.backend import ExitInfo
+from treino.server.service import classify
 
 DISK_MIB = 32
 JOB_TIMEOUT_S = 60.0
@@ -134,3 +138,23 @@ def test_a_job_that_fills_the_disk_fails_once_as_disk_full_and_reads_go_on(
         assert verdict.status_code == 200 and verdict.json()["ok"] is True, verdict.text
         assert "not in the audit chain" not in verdict.json()["reason"]
     assert "Exception in ASGI application" not in server.log(), server.log()[-5_000:]
+
+
+WRITERS = {
+    # what a training script's output says when its disk fills: a plain write, and torch.save's zip writer
+    "python": "open('out.bin', 'wb').write(b'x' * (64 << 20))",
+    "torch": "import torch; torch.save(torch.zeros(16 << 20), 'model.pt')",
+}
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_the_output_of_a_write_on_a_full_disk_is_classified_disk_full(small_disk: Path, writer: str) -> None:
+    if writer == "torch":
+        pytest.importorskip("torch", reason="torch.save's message needs torch")
+    out = subprocess.run(
+        [sys.executable, "-c", WRITERS[writer]], cwd=small_disk, capture_output=True, text=True, timeout=CLI_TIMEOUT_S
+    )
+    assert out.returncode == 1, out.stderr
+    assert classify(ExitInfo(1, out.stdout + out.stderr)) == ("disk_full", out.stderr.strip().splitlines()[-1])
+    # and a failure that is not the disk's stays what it is
+    assert classify(ExitInfo(1, "OSError: [Errno 2] No such file or directory: 'x'"))[0] == "user_error"
