@@ -84,7 +84,9 @@ def need(permission: str, *, unrecorded_ok: bool = False) -> Callable[..., Corou
                 if not unrecorded_ok or fault is None:
                     raise
                 request.state.unrecorded = "the disk is full" if fault == "full" else "the database is corrupt"
-                log.warning("%s by %s not recorded in the audit chain: %s", permission, who.name, exc)
+                log.warning(
+                    "%s by %s not recorded in the audit chain: %s", permission, who.name, getattr(exc, "orig", exc)
+                )
         return who
 
     check.records_use = permission in SENSITIVE_PERMISSIONS and not unrecorded_ok  # type: ignore[attr-defined]

@@ -63,7 +63,7 @@ def storage_error(exc: BaseException, data_dir: Path, database: str | None) -> T
         filename = getattr(exc, "filename", None)
         place, what = space_text(Path(filename) if filename else data_dir), f"a write failed ({exc})"
     return InsufficientStorage(
-        f"The server's disk is full: {what}; nothing was changed. Free now: {place}. To fix: free space on that "
+        f"The server's disk is full: {what}; the request was not done. Free now: {place}. To fix: free space on that "
         f"disk (old checkpoints and logs of finished jobs in {data_dir / 'jobs'}), then retry. Reads still work."
     )
 
