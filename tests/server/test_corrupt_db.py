@@ -4,7 +4,8 @@ once the table is big enough to have interior b-tree pages.
 - `treino server` on such a database refuses to start: exit 2, one line naming the file and how to restore it.
 - Corrupted while the server runs: `audit verify` answers a verdict (200, ok false, the database is corrupt), the
   CLI says so and exits 1, and a write that needs the audit table answers 503 with the reason, never a 500.
-SQLite only: PostgreSQL checks its own pages and cannot be corrupted from outside in this way.
+SQLite only: PostgreSQL checks its own pages and cannot be corrupted from outside in this way; its start-up check
+(a connection and a query) is shown by a server pointed at a PostgreSQL that is not there.
 """
 
 from __future__ import annotations
@@ -111,3 +112,21 @@ def test_verify_on_a_database_corrupted_while_running_is_a_verdict(sqlite_server
     assert " ".join(out.stderr.split()).startswith("chain broken at record "), out.stderr
     assert "the database is corrupt" in out.stderr
     assert "Exception in ASGI application" not in server.log(), server.log()[-5_000:]
+
+
+def test_an_unreachable_postgresql_refuses_to_start_with_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("psycopg", reason="the PostgreSQL driver is not installed")
+    url = f"postgresql+psycopg://treino:s3cret@127.0.0.1:{free_port()}/treino"  # nothing listens there
+    argv = [sys.executable, "-m", "treino", "server", "--data-dir", str(tmp_path / "data"), "--devices", "cpu:1"]
+    out = subprocess.run(
+        [*argv, "--port", str(free_port()), "--db", url],
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        env=clean_env(),
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    line = " ".join(out.stderr.split())
+    assert line.startswith("error: Cannot use the database postgresql+psycopg://treino:***@127.0.0.1:"), out.stderr
+    assert "To fix: check that PostgreSQL runs" in line and "s3cret" not in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
