@@ -33,9 +33,9 @@ PG_CORRUPT = frozenset({"XX001", "XX002"})  # data_corrupted, index_corrupted
 
 
 def database_fault(exc: BaseException) -> Literal["full", "corrupt"] | None:
-    """ "full" when the database could not write for want of disk space, "corrupt" when what it read is damaged
-    (SQLite's "database disk image is malformed", "file is not a database"), else None. `exc` is SQLAlchemy's
-    wrapper or the driver's own error (a raw sqlite3 cursor raises those)."""
+    """What `exc` says of the database: "full" when it could not write for want of disk space, "corrupt" when what
+    it read is damaged (SQLite's "database disk image is malformed", "file is not a database"), else None. `exc` is
+    SQLAlchemy's wrapper or the driver's own error (a raw sqlite3 cursor raises those)."""
     orig = exc.orig if isinstance(exc, DBAPIError) else exc
     if isinstance(orig, sqlite3.Error):
         code = (getattr(orig, "sqlite_errorcode", 0) or 0) & 0xFF  # the primary code of an extended one

@@ -55,7 +55,6 @@ class StopRequest(enum.StrEnum):
     CANCEL = "cancel"
     PREEMPT = "preempt"
     TIMEOUT = "timeout"
-    DISK_FULL = "disk_full"  # ENOSPC: the job filled a disk (counted against max_restarts, as a user error)
 
 
 class FailureReason(enum.StrEnum):

@@ -34,8 +34,8 @@ def is_disk_full(exc: BaseException) -> bool:
 
 
 def storage_fault(exc: BaseException) -> Literal["full", "corrupt"] | None:
-    """ "full" for a write that failed for want of disk (the filesystem's or the database's), "corrupt" for a
-    damaged database (treino.orm.database_fault), None for anything else."""
+    """What `exc` says of the storage: "full" for a write that failed for want of disk (the filesystem's or the
+    database's), "corrupt" for a damaged database (treino.orm.database_fault), None for anything else."""
     if isinstance(exc, DBAPIError):
         return database_fault(exc)
     return "full" if is_disk_full(exc) else None
