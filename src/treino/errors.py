@@ -13,7 +13,9 @@ no route inspects an error's message to pick one (treino.server.api.errors maps 
     ├── NotFound                no such job, dataset, user, token, grant or model                           404
     ├── Conflict                the object exists, or its state does not allow the action                   409
     ├── Gone                    the object existed and was erased (LGPD Art. 18 VI)                         410
-    └── TooLarge                a request body over the server's limit                                      413
+    ├── TooLarge                a request body over the server's limit                                      413
+    ├── InsufficientStorage     a write failed because the server's disk (or its database's) is full         507
+    └── DatabaseBroken          the server's database is corrupt or cannot be reached                       503
 
 The CLI maps every TreinoError to one red line and exit code 2 (bad input); a traceback is shown only
 with --debug. Code that hits an internal invariant uses `assert`, never these.
@@ -88,3 +90,15 @@ class Gone(TreinoError):
 
 class TooLarge(TreinoError):
     http_status = 413
+
+
+class InsufficientStorage(TreinoError):
+    """A write failed for want of disk space (ENOSPC, a quota, SQLite's or PostgreSQL's "disk full"); reads go on."""
+
+    http_status = 507
+
+
+class DatabaseBroken(TreinoError):
+    """The database is corrupt (SQLite's quick_check, "database disk image is malformed") or unreachable."""
+
+    http_status = 503

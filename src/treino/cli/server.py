@@ -77,7 +77,7 @@ def server(
     from treino.server.api import build_app
     from treino.server.backend import Backend, LocalBackend
     from treino.server.context import ServerContext
-    from treino.server.db import make_engine, make_sessionmaker, migrate, sqlite_url
+    from treino.server.db import check_database, make_engine, make_sessionmaker, migrate, sqlite_url
     from treino.server.inventory import discover
     from treino.server.settings import Settings, load_or_create_key
 
@@ -122,6 +122,7 @@ def server(
         raise TreinoError(f"Unknown --backend {backend!r}. To fix: use 'local' or 'slurm'.")
     inventory = the_backend.inventory()
     engine = make_engine(db or sqlite_url(data_dir))
+    check_database(engine)  # a corrupt database refuses to start, rather than fail request by request
     migrate(engine)
     public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     settings = Settings(

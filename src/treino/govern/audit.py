@@ -47,6 +47,7 @@ import hmac
 import json
 import math
 import re
+import sqlite3
 import threading
 import time
 import weakref
@@ -55,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TextIO, cast
 
 from sqlalchemy import ColumnElement, Float, Integer, String, Table, column, func, insert, select, table
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, SessionTransaction
 
 from treino.errors import TreinoError
@@ -70,6 +72,7 @@ from treino.govern.models import (
     Transfer,
     User,
 )
+from treino.orm import database_fault
 
 GENESIS_HASH = "0" * 64
 CHECKPOINT_EVERY_RECORDS = 1000  # default interval of signed checkpoints
@@ -445,8 +448,28 @@ def _leftover_problem(cps: dict[int, list[tuple[int, str, str]]], expected: int)
 
 def verify(session: Session, key: bytes, *, checkpoint_every: int | None = None) -> VerifyResult:
     """Recompute the chain and check every signed checkpoint against it; stop at the first bad record.
-    With `checkpoint_every` (the server's interval), a checkpoint missing at a multiple of it is a failure too."""
+    With `checkpoint_every` (the server's interval), a checkpoint missing at a multiple of it is a failure too.
+    A database too damaged to read (SQLite's "database disk image is malformed") is a verdict as well: not ok,
+    saying where reading stopped. Reads only: it answers on a full disk."""
     _check_key(key)
+    read = [0]  # records verified so far, for the verdict of a database that fails halfway
+    try:
+        return _verify(session, key, checkpoint_every, read)
+    except (DBAPIError, sqlite3.DatabaseError) as exc:
+        if database_fault(exc) != "corrupt":
+            raise
+        error = exc.orig if isinstance(exc, DBAPIError) else exc
+        return VerifyResult(
+            False,
+            read[0],
+            read[0] + 1,
+            f"record {read[0] + 1}: the database is corrupt, reading the audit log failed after {read[0]:,} "
+            f"intact records ({error}). To fix: restore the database from a backup; 'treino server' checks it at "
+            "start and says how",
+        )
+
+
+def _verify(session: Session, key: bytes, checkpoint_every: int | None, read: list[int]) -> VerifyResult:
     cps: dict[int, list[tuple[int, str, str]]] = {}
     for cp_id, cp_seq, cp_hash, cp_hmac in session.execute(
         select(AuditCheckpoint.id, AuditCheckpoint.seq, AuditCheckpoint.hash, AuditCheckpoint.hmac).order_by(
@@ -473,6 +496,7 @@ def verify(session: Session, key: bytes, *, checkpoint_every: int | None = None)
         if _fast_hash(row) != stored_hash and _slow_hash(row) != stored_hash:
             return bad(seq, "its hash does not match its content (modified)")
         n += 1
+        read[0] = n
         prev_hash, expected = stored_hash, seq + 1
         if seq in cps:
             problem = _checkpoint_problem(key, seq, stored_hash, cps.pop(seq), last_good_cp)

@@ -188,7 +188,10 @@ class LocalBackend:
         if exit_file.exists():
             self._children.pop(self._supervisor_pid(handle) or -1, None)
             data = json.loads(exit_file.read_text())
-            return ExitInfo(data["returncode"], read_tail(attempt_dir / "output.log"), data.get("leftovers_killed", 0))
+            tail, leftovers = read_tail(attempt_dir / "output.log"), data.get("leftovers_killed", 0)
+            if data.get("disk_full"):  # the supervisor saw the disk full (treino.server.supervisor.record_exit)
+                return ExitInfo(data["returncode"], tail, leftovers, reason="disk_full", detail=data["disk_full"])
+            return ExitInfo(data["returncode"], tail, leftovers)
         if self._supervisor_alive(handle):
             return None
         if exit_file.exists():  # it finished between the two checks

@@ -21,9 +21,11 @@ from typing import Any
 
 from sqlalchemy import Float, ForeignKey, Index, String, Text, create_engine, event
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapped, mapped_column, sessionmaker
 
-from treino.orm import Base, BigInt
+from treino.errors import DatabaseBroken
+from treino.orm import Base, BigInt, database_fault
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -61,6 +63,7 @@ class FailureReason(enum.StrEnum):
     SIGNAL = "signal"
     NODE_FAULT = "node_fault"
     TIMEOUT = "timeout"
+    DISK_FULL = "disk_full"  # ENOSPC: the job filled a disk (counted against max_restarts, as a user error)
 
 
 class Token(Base):
@@ -167,6 +170,40 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
     return engine
+
+
+def check_database(engine: Engine) -> None:
+    """DatabaseBroken unless the database answers and is sound, checked at start-up before anything writes to it:
+    SQLite's `PRAGMA quick_check` (the b-trees and their pages, linear in the file's size: seconds per GiB), or
+    a PostgreSQL connection and a trivial query (PostgreSQL checks its own pages as it reads them)."""
+    sqlite = engine.dialect.name == "sqlite"
+    where = engine.url.database if sqlite else engine.url.render_as_string(hide_password=True)
+    try:
+        with engine.connect() as conn:
+            statement = "PRAGMA quick_check" if sqlite else "SELECT 1"
+            problems = [str(row[0]) for row in conn.exec_driver_sql(statement)]
+    except DBAPIError as exc:
+        if database_fault(exc) != "corrupt":
+            raise DatabaseBroken(
+                f"Cannot use the database {where}: {exc.orig}. To fix: "
+                + (
+                    "check that the file and its folder are the server's user's, and that its disk has room."
+                    if sqlite
+                    else "check that PostgreSQL runs and that the URL (--db), user and password are right."
+                )
+            ) from exc
+        problems = [str(exc.orig)]
+        if not sqlite:
+            raise DatabaseBroken(
+                f"The database {where} is corrupt: {exc.orig}. To fix: restore it from a backup (pg_restore)."
+            ) from exc
+    if sqlite and problems != ["ok"]:
+        raise DatabaseBroken(
+            f"The database {where} is corrupt (PRAGMA quick_check: {'; '.join(problems[:3])}). To fix: stop the "
+            f"server, then restore {where} from a backup, or salvage what it holds with sqlite3's .recover: "
+            f"`sqlite3 {where} .recover | sqlite3 {where}.recovered`, move {where}.recovered to {where} and delete "
+            f"{where}-wal and {where}-shm; then start the server and run `treino audit verify`."
+        )
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Any]:

@@ -36,9 +36,11 @@ from treino.server.db import (
     JobState,
     StopRequest,
 )
+from treino.server.disk import DISK_FULL_PATTERNS, folders_in, spaces_text
 from treino.server.inventory import Inventory
-from treino.server.settings import BACKEND_RETRY_S, KILL_MARGIN_S, LOST_ATTEMPTS_MAX, Settings
+from treino.server.settings import BACKEND_RETRY_S, EXIT_RESERVE_BYTES, KILL_MARGIN_S, LOST_ATTEMPTS_MAX, Settings
 from treino.server.spec import DEFAULT_GRACE_S, JobSpec
+from treino.server.supervisor import free_bytes
 
 log = logging.getLogger("treino.server")
 
@@ -70,6 +72,10 @@ def classify(info: ExitInfo) -> tuple[str, str]:
         return info.reason, info.detail
     if info.returncode == 0:
         return "succeeded", ""
+    # A full disk first: the job's writes failed, whatever else its output says after that.
+    disk_full = [line for line in (info.detail or info.log_tail).splitlines() if DISK_FULL_PATTERNS.search(line)]
+    if disk_full:
+        return FailureReason.DISK_FULL, disk_full[-1].strip()[:500]
     if info.returncode is None:
         return FailureReason.NODE_FAULT, "the attempt's supervisor vanished without an exit status (crash or reboot)"
     if info.detail:  # the backend refused to start it (e.g. sbatch's error)
@@ -396,6 +402,11 @@ class Service:
 
     def _finish(self, s: Session, job: Job, attempt: Attempt, info: ExitInfo) -> None:
         outcome, detail = classify(info)
+        if outcome == FailureReason.NODE_FAULT and info.returncode is None and self._disk_full_at(job):
+            # A supervisor that could not even record the exit, on a full disk: the disk, not the machine.
+            outcome, detail = FailureReason.DISK_FULL, "the attempt's supervisor vanished without an exit status"
+        if outcome == FailureReason.DISK_FULL:
+            detail = self._disk_full_detail(job, detail)
         # The attempt's token dies with it: a finished job may no longer read datasets or write lineage.
         job.job_token_hash = dead_token_hash()
         attempt.ended_at = time.time()
@@ -435,6 +446,24 @@ class Service:
             self._end(job, JobState.FAILED, outcome, detail)
         said = f"{stop} requested" if stop else detail  # a requested stop explains the end, whatever Slurm says
         log.info("job %s attempt %s ended: %s (%s) -> %s", job.id, attempt.number, attempt.outcome, said, job.state)
+
+    def _disk_full_at(self, job: Job) -> bool:
+        """The filesystem of the job's folder has less than an attempt's exit reserve free."""
+        try:
+            return free_bytes(self.job_dir(job.id)) < EXIT_RESERVE_BYTES
+        except OSError:
+            return False
+
+    def _disk_full_detail(self, job: Job, seen: str) -> str:
+        """What a job that failed on a full disk is told: what was seen, which folders, how much is free now."""
+        workdir = job.spec.get("workdir")
+        folders = [*folders_in(seen), self.job_dir(job.id), *([Path(workdir)] if workdir else [])]
+        return (
+            f"The disk is full: {seen.rstrip('.')}. Free now: {spaces_text(folders)}. To fix: free space on that "
+            f"disk (old checkpoints in {self.job_dir(job.id) / 'checkpoints'} and other job folders in "
+            f"{self.settings.jobs_dir}), or give the job's output a bigger disk (--data-dir or --shared-dir of "
+            "treino server, the spec's workdir), then submit the job again."
+        )
 
     @staticmethod
     def _lost_repeatedly(s: Session, job: Job) -> bool:

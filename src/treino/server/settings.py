@@ -36,6 +36,10 @@ TASK_STOP_S = 10.0  # how long shutdown waits for a task's current run
 BACKEND_RETRY_S = 5.0  # after the backend was unreachable at a launch, how long before the next start
 LOST_ATTEMPTS_MAX = 3  # attempts in a row whose supervisor vanished before the job is failed, not requeued
 KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor gets before the server SIGKILLs itself
+# Each attempt's supervisor holds this much disk in its folder while the command runs and frees it to record the
+# exit (exit.json): room for that record, and for the server's database to record the end when it shares the disk.
+# An attempt that fails with less than this free on its folder's filesystem failed because the disk is full.
+EXIT_RESERVE_BYTES = 1024**2
 
 # --- the HTTP API (treino.server.api) ----------------------------------------------------------------------------
 AUTH_CACHE_S = 2.0  # how long a checked token is trusted without a query (a revocation clears the cache)

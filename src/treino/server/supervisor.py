@@ -4,7 +4,12 @@ It outlives the server (its own session), so a server killed with SIGKILL leaves
     ATTEMPT_DIR/launch.json   in:  {"argv": [...], "cwd": "...", "env": {...}, "key": "...", "grace_s": 30}
     ATTEMPT_DIR/output.log    the command's stdout and stderr (torchrun prefixes each line with its rank)
     ATTEMPT_DIR/state.json    {"supervisor_pid", "child_pid", "started_at"}, once the command runs
-    ATTEMPT_DIR/exit.json     {"returncode", "ended_at", "leftovers_killed"}, written atomically at the end
+    ATTEMPT_DIR/exit.reserve  EXIT_RESERVE_BYTES held while the command runs, freed to record its exit
+    ATTEMPT_DIR/exit.json     {"returncode", "ended_at", "leftovers_killed"}, written atomically at the end, with
+                              "disk_full": "what was seen" when the command failed on a full disk
+A command that fills the disk leaves no room to record its end, nor for its traceback in output.log: the reserve
+makes room for exit.json (and for the server's database to record it, when it shares the disk), and the supervisor
+says the disk was full itself, from the free space it saw when the command exited or from a write that failed.
 Every process of the attempt carries TREINO_ATTEMPT_KEY in its environment, even ones that start their own session
 (torchrun's workers do): the supervisor finds and kills them by that key, the way cgroup tracking would, so no
 process of a finished attempt is left holding a GPU.
@@ -13,6 +18,7 @@ process of a finished attempt is left holding a GPU.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -21,10 +27,14 @@ import sys
 import time
 from pathlib import Path
 
+from treino.server.settings import EXIT_RESERVE_BYTES
+
 KEY_VAR = "TREINO_ATTEMPT_KEY"
 LEFTOVER_WAIT_S = 5.0  # after the command exits: SIGTERM its leftover processes, SIGKILL them after this
 POLL_S = 0.1
 LAUNCH_FAILED_EXIT = 127  # the shell's "command not found"
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})  # no space left; the user's disk quota exceeded
+RESERVE_FILE = "exit.reserve"
 
 
 def write_json_atomic(path: Path, data: dict[str, object]) -> None:
@@ -35,6 +45,56 @@ def write_json_atomic(path: Path, data: dict[str, object]) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def reserve_space(attempt_dir: Path) -> str | None:
+    """Hold EXIT_RESERVE_BYTES in `attempt_dir` (random bytes: a compressing filesystem must store them); None when
+    held, else what the full disk said."""
+    try:
+        with (attempt_dir / RESERVE_FILE).open("wb") as f:
+            f.write(os.urandom(EXIT_RESERVE_BYTES))
+    except OSError as exc:
+        if exc.errno not in DISK_FULL_ERRNOS:
+            raise
+        (attempt_dir / RESERVE_FILE).unlink(missing_ok=True)
+        return f"no room for the attempt's {EXIT_RESERVE_BYTES:,}-byte exit reserve in {attempt_dir}: {exc.strerror}"
+    return None
+
+
+def free_bytes(path: Path) -> int:
+    """Bytes an unprivileged process may still write on `path`'s filesystem."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def record_exit(attempt_dir: Path, returncode: int, leftovers_killed: int, disk_full: str | None = None) -> None:
+    """exit.json, whatever the disk: a command that failed with less than EXIT_RESERVE_BYTES free on its folder's
+    filesystem (the reserve still held) failed on a full disk; the reserve is freed before the record is written
+    then, or when writing it fails for want of space."""
+    reserve = attempt_dir / RESERVE_FILE
+    if disk_full is None and returncode != 0 and (free := free_bytes(attempt_dir)) < EXIT_RESERVE_BYTES:
+        disk_full = f"the command exited with code {returncode} while {attempt_dir} had {free:,} bytes free"
+    if disk_full is not None:
+        reserve.unlink(missing_ok=True)
+    record: dict[str, object] = {
+        "returncode": returncode,
+        "ended_at": time.time(),
+        "leftovers_killed": leftovers_killed,
+    }
+
+    def write(marker: str | None) -> None:
+        write_json_atomic(attempt_dir / "exit.json", {**record, **({"disk_full": marker} if marker else {})})
+
+    try:
+        write(disk_full)
+    except OSError as exc:
+        if exc.errno not in DISK_FULL_ERRNOS:
+            raise
+        reserve.unlink(missing_ok=True)
+        if returncode != 0 and disk_full is None:
+            disk_full = f"the command exited with code {returncode}; writing its exit status failed: {exc.strerror}"
+        write(disk_full)
+    reserve.unlink(missing_ok=True)
 
 
 def pids_with_key(key: str) -> list[int]:
@@ -94,32 +154,36 @@ def main(attempt_dir: Path) -> int:
                 _signal(pid, signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, on_term)
+    no_room = reserve_space(attempt_dir)
+    if no_room is not None:  # the disk is full already: the command would fail on it, unrecorded
+        record_exit(attempt_dir, LAUNCH_FAILED_EXIT, 0, disk_full=no_room)
+        return 0
     with (attempt_dir / "output.log").open("ab") as log:
         try:
             child = subprocess.Popen(
                 launch["argv"], cwd=launch["cwd"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         except OSError as exc:  # no such program or working directory: the job's error, said in its log
-            log.write(f"treino: cannot start {launch['argv'][0]!r} in {launch['cwd']!r}: {exc}\n".encode())
-            log.flush()
-            write_json_atomic(
-                attempt_dir / "exit.json",
-                {"returncode": LAUNCH_FAILED_EXIT, "ended_at": time.time(), "leftovers_killed": 0},
-            )
+            with contextlib.suppress(OSError):  # a full disk: the record below says so
+                log.write(f"treino: cannot start {launch['argv'][0]!r} in {launch['cwd']!r}: {exc}\n".encode())
+                log.flush()
+            record_exit(attempt_dir, LAUNCH_FAILED_EXIT, 0)
             return 0
-    write_json_atomic(
-        attempt_dir / "state.json", {"supervisor_pid": os.getpid(), "child_pid": child.pid, "started_at": time.time()}
-    )
+    try:
+        write_json_atomic(
+            attempt_dir / "state.json",
+            {"supervisor_pid": os.getpid(), "child_pid": child.pid, "started_at": time.time()},
+        )
+    except OSError as exc:  # the command runs: supervising it matters more than this record (no one waits for it)
+        if exc.errno not in DISK_FULL_ERRNOS:
+            raise
     while child.poll() is None:
         if stopping["at"] and time.monotonic() - stopping["at"] > grace_s:
             for pid in pids_with_key(key):
                 _signal(pid, signal.SIGKILL)
         time.sleep(POLL_S)
     leftovers = kill_key(key, LEFTOVER_WAIT_S)
-    write_json_atomic(
-        attempt_dir / "exit.json",
-        {"returncode": child.returncode, "ended_at": time.time(), "leftovers_killed": leftovers},
-    )
+    record_exit(attempt_dir, child.returncode, leftovers)
     return 0
 
 

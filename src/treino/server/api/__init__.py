@@ -22,10 +22,12 @@ def build_app(ctx: ServerContext) -> FastAPI:
 
     app = FastAPI(title="treino", version="1", docs_url=None, redoc_url=None)
     app.state.ctx = ctx
-    for module in (system, jobs, datasets, users, grants, audit, lineage, subjects):
-        app.include_router(module.router)
+    routers = [m.router for m in (system, jobs, datasets, users, grants, audit, lineage, subjects)]
+    for router in routers:
+        app.include_router(router)
     pages.mount(app)
     errors.install(app, pages.error_page)
+    errors.document_insufficient_storage(app, routers)
     return app
 
 

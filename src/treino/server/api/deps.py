@@ -9,11 +9,13 @@ JobWriter       the job of the path, when the caller is that job's running attem
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from treino.errors import Conflict, NotFound, Unauthenticated
@@ -22,7 +24,10 @@ from treino.govern.models import Role
 from treino.server.auth import is_job_token, require
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, Job
+from treino.server.disk import storage_fault
 from treino.server.settings import INT_MAX
+
+log = logging.getLogger("treino.server")
 
 
 def context(request: Request) -> ServerContext:
@@ -61,18 +66,30 @@ async def current_user(ctx: Ctx, token: BearerToken) -> Principal:
 CurrentUser = Annotated[Principal, Depends(current_user)]
 
 
-def need(permission: str) -> Callable[..., Coroutine[Any, Any, Principal]]:
+def need(permission: str, *, unrecorded_ok: bool = False) -> Callable[..., Coroutine[Any, Any, Principal]]:
     """A dependency: the caller, if its role holds `permission` (access.PERMISSIONS), else 403. Uses of sensitive
-    permissions are recorded in the audit chain (token.use)."""
+    permissions are recorded in the audit chain (token.use); when that record cannot be written for want of disk
+    or for a corrupt database, the request fails (507, 503), unless `unrecorded_ok`: then it goes on and
+    `request.state.unrecorded` says why it was not recorded (audit verify: a verdict must not need a write)."""
 
     async def check(request: Request, ctx: Ctx, who: CurrentUser) -> Principal:
         require(who, permission)
         if permission in SENSITIVE_PERMISSIONS:
             detail = {"permission": permission, "path": request.url.path, "token": who.token_id}
-            with ctx.sessions.begin() as s:
-                ctx.audit.append(s, actor=who.name, action="token.use", detail=detail)
+            try:
+                with ctx.sessions.begin() as s:
+                    ctx.audit.append(s, actor=who.name, action="token.use", detail=detail)
+            except (OSError, DBAPIError) as exc:
+                fault = storage_fault(exc)
+                if not unrecorded_ok or fault is None:
+                    raise
+                request.state.unrecorded = "the disk is full" if fault == "full" else "the database is corrupt"
+                log.warning(
+                    "%s by %s not recorded in the audit chain: %s", permission, who.name, getattr(exc, "orig", exc)
+                )
         return who
 
+    check.records_use = permission in SENSITIVE_PERMISSIONS and not unrecorded_ok  # type: ignore[attr-defined]
     return check
 
 
@@ -90,6 +107,7 @@ RegisterDatasets = Annotated[Principal, Depends(need("datasets.register"))]
 ReadDatasets = Annotated[Principal, Depends(need("datasets.read"))]
 ReadLineage = Annotated[Principal, Depends(need("lineage.read"))]
 ReadAudit = Annotated[Principal, Depends(need("audit.read"))]
+VerifyAudit = Annotated[Principal, Depends(need("audit.read", unrecorded_ok=True))]  # answers on a full disk too
 RunErasure = Annotated[Principal, Depends(need("erasure.run"))]
 ReportSubject = Annotated[Principal, Depends(need("subject.report"))]
 

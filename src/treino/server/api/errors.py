@@ -4,21 +4,31 @@ request body limit. Web pages get the same statuses as an HTML page (treino.serv
     401 404 409 410 413   {"detail": "what is wrong. To fix: ..."}                  Problem
     403                   {"detail": {"rule": "residency", "message": "..."}}       Refusal ("role" for roles)
     422                   {"detail": [{"field": "gpus", "message": "..."}]}          Invalid
+    507 503               {"detail": "..."}: a write on a full disk; a corrupt database  Problem
+
+A full disk or a corrupt database surfaces as whatever the filesystem or the database driver raises; `storage_error`
+turns those into InsufficientStorage (507; `document_insufficient_storage` puts it in the OpenAPI document of every
+operation that writes) and DatabaseBroken (503), so that reads go on while writes are refused with a clear message,
+never a 500.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from treino.errors import PolicyViolation, TreinoError
+from treino.errors import DatabaseBroken, InsufficientStorage, PolicyViolation, TreinoError
+from treino.server.disk import space_text, storage_fault
 from treino.server.settings import REQUEST_BYTES_MAX
 
 PageRenderer = Callable[[Request, int, str], Response]  # (request, status, message) -> an HTML page
@@ -32,6 +42,30 @@ def error_body(exc: TreinoError) -> dict[str, Any]:
         rule = exc.rule if isinstance(exc, PolicyViolation) else "role"
         return {"detail": {"rule": rule, "message": str(exc)}}
     return {"detail": str(exc)}
+
+
+def storage_error(exc: BaseException, data_dir: Path, database: str | None) -> TreinoError | None:
+    """The 507 or 503 of a full disk or a corrupt database (`database`: the SQLite file, None for PostgreSQL),
+    or None for any other error."""
+    fault = storage_fault(exc)
+    if fault == "corrupt":
+        where = database or "the PostgreSQL database"
+        return DatabaseBroken(
+            f"The database is corrupt: {getattr(exc, 'orig', exc)}. To fix: stop the server and restore {where} "
+            "from a backup ('treino server' checks it at start and says how)."
+        )
+    if fault is None:
+        return None
+    if isinstance(exc, DBAPIError):
+        place = space_text(Path(database).parent) if database else "PostgreSQL's data directory"
+        what = f"the database could not write ({exc.orig})"
+    else:
+        filename = getattr(exc, "filename", None)
+        place, what = space_text(Path(filename) if filename else data_dir), f"a write failed ({exc})"
+    return InsufficientStorage(
+        f"The server's disk is full: {what}; the request was not done. Free now: {place}. To fix: free space on that "
+        f"disk (old checkpoints and logs of finished jobs in {data_dir / 'jobs'}), then retry. Reads still work."
+    )
 
 
 def field_of(loc: tuple[Any, ...]) -> str:
@@ -54,6 +88,18 @@ def install(app: FastAPI, page: PageRenderer | None = None) -> None:
             assert page is not None
             return page(request, exc.http_status, str(exc))
         return JSONResponse(error_body(exc), status_code=exc.http_status)
+
+    async def _storage(request: Request, exc: Exception) -> Response:
+        ctx = request.app.state.ctx
+        bind = ctx.sessions.kw["bind"]
+        database = bind.url.database if bind.dialect.name == "sqlite" else None
+        problem = storage_error(exc, ctx.settings.data_dir, database)
+        if problem is None:
+            raise exc  # an internal error: a 500, with its traceback in the server's log
+        return await _treino(request, problem)
+
+    app.add_exception_handler(OSError, _storage)
+    app.add_exception_handler(DBAPIError, _storage)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
@@ -88,6 +134,46 @@ def install(app: FastAPI, page: PageRenderer | None = None) -> None:
 
 
 HTTP_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+WRITE_METHODS = frozenset({"delete", "patch", "post", "put"})
+
+
+def document_insufficient_storage(app: FastAPI, routers: Iterable[APIRouter]) -> None:
+    """507 in the OpenAPI document of every operation that writes: those that change something, and the reads of
+    `routers` recorded in the audit chain (token.use), which need a write before they answer."""
+    plain = app.openapi
+    audited = {
+        (route.path, method.lower())
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute) and _records_use(route)
+        for method in route.methods or ()
+    }
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = plain()
+        problem = {"application/json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+        for path, operations in schema.get("paths", {}).items():
+            for method, operation in operations.items():
+                if method in WRITE_METHODS or (path, method) in audited:
+                    operation["responses"].setdefault(
+                        "507", {"description": "Insufficient Storage", "content": problem}
+                    )
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _records_use(route: APIRoute) -> bool:
+    """Does a dependency of `route` write a token.use record before it answers (treino.server.api.deps.need)?"""
+    pending = list(route.dependant.dependencies)
+    while pending:
+        dependency = pending.pop()
+        if getattr(dependency.call, "records_use", False):
+            return True
+        pending.extend(dependency.dependencies)
+    return False
 
 
 def allowed_methods(request: Request) -> list[str]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import io
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from treino.govern.audit import export, processing_records, render_processing_records, verify
-from treino.server.api.deps import Ctx, ReadAudit, SessionDep
+from treino.server.api.deps import Ctx, ReadAudit, SessionDep, VerifyAudit
 from treino.server.schemas import VerifyOut, responses
 
 router = APIRouter(prefix="/api/v1/audit", tags=["audit"], responses=responses(401, 403, 422))
@@ -26,9 +26,14 @@ def _text(*media_types: str) -> dict[int | str, dict[str, object]]:
 
 
 @router.get("/verify", response_model=VerifyOut)
-def audit_verify(ctx: Ctx, s: SessionDep, _who: ReadAudit) -> VerifyOut:
-    result = verify(s, ctx.audit.key, checkpoint_every=ctx.audit.checkpoint_every)
-    return VerifyOut.model_validate(result, from_attributes=True)
+def audit_verify(request: Request, ctx: Ctx, s: SessionDep, _who: VerifyAudit) -> VerifyOut:
+    # Reads only: a full disk or a corrupt database gets a verdict (the latter ok=false), never an error.
+    result = VerifyOut.model_validate(
+        verify(s, ctx.audit.key, checkpoint_every=ctx.audit.checkpoint_every), from_attributes=True
+    )
+    if unrecorded := getattr(request.state, "unrecorded", None):
+        result.reason += f" (this check is not in the audit chain: {unrecorded})"
+    return result
 
 
 @router.get("/export", response_class=Response, responses=_text("application/x-ndjson", "text/csv"))
