@@ -121,6 +121,7 @@ FINISH_RETRY_MAX_S = 0.5  # the backoff bound between those retries
 DATASET_RETRY_TIMEOUT_S = 600.0  # run.dataset() retries an unreachable or failing server this long, then raises
 HTTP_TIMEOUT_S = 5.0  # per request: metrics, checkpoint reports, dataset reads
 JOURNAL_NAME = ".treino-reports.jsonl"  # unacknowledged reports, in the checkpoint folder (kept across attempts)
+JOURNAL_COMPACT_BYTES = 16 * 1024**2  # past this (and twice its last compacted size) the journal is rewritten
 
 _CHECKPOINT_RE = re.compile(r"^step-(\d{9,})\.pt$")
 _TEMP_RE = re.compile(r"^\.step-\d{9,}\.pt\.tmp-\d+$")
@@ -264,8 +265,9 @@ class _Journal:
     (or refused it for good). A lost done line only means one more send, which the server ignores (checkpoints are
     recorded once per (job, path, step), metric points once per (step, time)). Opening it keeps the entries not done
     (a previous attempt's, to be sent by this one) and rewrites the file with only those; it is emptied whenever
-    nothing is pending. Only rank 0 of the job's one running attempt writes it. If it cannot be written (a full or
-    read-only disk) reports are kept in memory only, with one warning: training never stops for it."""
+    nothing is pending, and rewritten likewise once it outgrows JOURNAL_COMPACT_BYTES (a long outage). Only rank 0
+    of the job's one running attempt writes it. If it cannot be written (a full or read-only disk) reports are kept
+    in memory only, with one warning: training never stops for it."""
 
     def __init__(self, path: Path, attempt: int) -> None:
         self.path = path
@@ -276,22 +278,32 @@ class _Journal:
         self.metric_points = 0  # points in pending metrics entries
         self._fd: int | None = None
         self._warned = False
+        self._file_bytes = 0  # the file's size
+        self._compacted_bytes = 0  # its size after the last rewrite
         try:
             text = path.read_text(errors="replace") if path.exists() else ""
             for entry in parse_journal(text):
                 self._pending[entry.id] = entry
                 self.metric_points += entry.points
-            if text:  # keep only what is pending (this also drops a torn last line)
-                temp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-                with open(temp, "w") as f:
-                    f.write("".join(_journal_line(e) for e in self._pending.values()))
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(temp, path)
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            _fsync_dir(path.parent)
+            self._rewrite()  # keep only what is pending (this also drops a torn last line)
         except OSError as e:
             self._unwritable(e)
+
+    def _rewrite(self) -> None:
+        """Replace the file, atomically, by the pending entries alone, and (re)open it for appending."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        data = "".join(_journal_line(e) for e in self._pending.values()).encode()
+        temp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
+        with open(temp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, self.path)
+        _fsync_dir(self.path.parent)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._file_bytes = self._compacted_bytes = len(data)
 
     def pending(self) -> list[JournalEntry]:
         with self._lock:
@@ -320,10 +332,16 @@ class _Journal:
                 if self._fd is not None:
                     try:
                         os.ftruncate(self._fd, 0)
+                        self._file_bytes = self._compacted_bytes = 0
                     except OSError as e:
                         self._unwritable(e)
-            else:
-                self._write("".join(json.dumps({"done": i}) + "\n" for i in ids), sync=False)
+                return
+            self._write("".join(json.dumps({"done": i}) + "\n" for i in ids), sync=False)
+            if self._fd is not None and self._file_bytes > max(JOURNAL_COMPACT_BYTES, 2 * self._compacted_bytes):
+                try:  # a long outage: mostly done lines and dropped points by now
+                    self._rewrite()
+                except OSError as e:
+                    self._unwritable(e)
 
     def drop_oldest_metrics(self, points: int) -> int:
         """Mark the oldest metrics entries done until at least `points` points are gone; how many were."""
@@ -349,6 +367,7 @@ class _Journal:
             return
         try:
             data = text.encode()
+            self._file_bytes += len(data)
             while data:
                 data = data[os.write(self._fd, data) :]
             if sync:

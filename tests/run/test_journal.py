@@ -1,15 +1,20 @@
 """The Job SDK's report journal and retry backoff, on real files: the bounds of the jittered backoff, the journal's
-parsing (a torn last line is skipped), and a journal reopened by a later attempt."""
+parsing (a torn last line is skipped), a journal reopened by a later attempt, and dataset reads retried against a
+real HTTP server."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import random
+import threading
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
 from treino import job
+from treino.errors import JobError
 
 SAMPLES = 2000  # per failure count: enough that the jitter's spread is seen at both ends
 
@@ -100,3 +105,64 @@ def test_an_unwritable_journal_keeps_reports_in_memory(tmp_path: Path, caplog: p
     assert [e.body for e in journal.pending()] == [CKPT] and not missing.exists()
     assert "cannot write the report journal" in caplog.text
     journal.close()
+
+
+def test_a_long_outage_compacts_the_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(job, "JOURNAL_COMPACT_BYTES", 4096)
+    journal = job._Journal(tmp_path / job.JOURNAL_NAME, attempt=1)
+    journal.add("checkpoint", [CKPT])  # never acknowledged: stays through every rewrite
+    for _ in range(200):  # the server down: points keep coming, the oldest keep being dropped
+        journal.add("metrics", [POINTS])
+        journal.drop_oldest_metrics(1)
+    size = journal.path.stat().st_size
+    assert size <= 2 * 4096  # without compaction: 200 entries and 200 done lines, ~30 KB
+    assert job.parse_journal(journal.path.read_text()) == journal.pending()
+    assert [e.kind for e in journal.pending()] == ["checkpoint"]
+    journal.close()
+
+
+# --- dataset reads against a real HTTP server ----------------------------------------------------------------
+class Datasets(http.server.BaseHTTPRequestHandler):
+    """GET .../datasets/NAME: 503 to the first FAILURES asks, then the pinned path; 403 for "secret"."""
+
+    FAILURES = 2
+    asks: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.asks.append(self.path)
+        if self.path.endswith("/secret"):
+            status, body = 403, {"detail": {"rule": "grant", "message": "no grant"}}
+        elif len(self.asks) <= self.FAILURES:
+            status, body = 503, {"detail": "starting"}
+        else:
+            status, body = 200, {"path": "/store/names-v1.parquet"}
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_dataset_reads_retry_what_may_pass_and_not_what_cannot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Datasets.asks = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Datasets)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv(job.ENV_URL, f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv(job.ENV_JOB_ID, "7")
+    monkeypatch.setenv(job.ENV_JOB_TOKEN, "s3cret")
+    monkeypatch.setenv(job.ENV_CHECKPOINT_DIR, str(tmp_path))
+    monkeypatch.delenv("RANK", raising=False)
+    run = job.Run()
+    try:
+        assert run.dataset("names") == Path("/store/names-v1.parquet")
+        assert Datasets.asks == ["/api/v1/jobs/7/datasets/names"] * 3  # two 503s retried
+        with pytest.raises(JobError, match=r"refused datasets/secret \(403\): no grant"):
+            run.dataset("secret")
+        assert len(Datasets.asks) == 4  # a refusal is final: asked once
+    finally:
+        run.finish()
+        server.shutdown()
+        server.server_close()
