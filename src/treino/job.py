@@ -439,6 +439,8 @@ class _Reporter:
             self.journal.close()
 
     def _count_dropped(self, points: int) -> None:
+        if points <= 0:
+            return
         self._dropped += points
         if self._dropped == points:
             log.warning(

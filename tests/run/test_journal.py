@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+import torch
 
 from treino import job
 from treino.errors import JobError
@@ -164,5 +165,57 @@ def test_dataset_reads_retry_what_may_pass_and_not_what_cannot(tmp_path: Path, m
         assert len(Datasets.asks) == 4  # a refusal is final: asked once
     finally:
         run.finish()
+        server.shutdown()
+        server.server_close()
+
+
+# --- a dead token, then the next attempt ----------------------------------------------------------------------
+class Answers(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with STATUS and records (path, body)."""
+
+    STATUS = 401
+    posts: ClassVar[list[tuple[str, dict[str, Any]]]] = []
+
+    def do_POST(self) -> None:
+        self.posts.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+        self.send_response(self.STATUS)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _managed_env(monkeypatch: pytest.MonkeyPatch, port: int, folder: Path, attempt: int) -> None:
+    monkeypatch.setenv(job.ENV_URL, f"http://127.0.0.1:{port}")
+    monkeypatch.setenv(job.ENV_JOB_ID, "7")
+    monkeypatch.setenv(job.ENV_JOB_TOKEN, f"token-of-attempt-{attempt}")
+    monkeypatch.setenv(job.ENV_CHECKPOINT_DIR, str(folder))
+    monkeypatch.setenv(job.ENV_ATTEMPT, str(attempt))
+    monkeypatch.delenv("RANK", raising=False)
+
+
+def test_a_refused_token_leaves_reports_to_the_next_attempt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Answers.posts, Answers.STATUS = [], 401
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _managed_env(monkeypatch, server.server_address[1], tmp_path, attempt=1)
+        first = job.init()
+        path = first.save({"w": torch.zeros(2)}, step=3)
+        first.finish()
+        assert [p for p, _ in Answers.posts] == ["/api/v1/jobs/7/checkpoints"]  # a 401 is not retried ...
+        (left,) = job.parse_journal((tmp_path / job.JOURNAL_NAME).read_text())  # ... but kept
+        assert left.body == {"step": 3, "path": str(path), "bytes": path.stat().st_size}
+
+        Answers.posts, Answers.STATUS = [], 201
+        _managed_env(monkeypatch, server.server_address[1], tmp_path, attempt=2)
+        second = job.init()
+        second.log(step=4, loss=1.0)
+        second.finish()
+        assert Answers.posts[0] == ("/api/v1/jobs/7/checkpoints", left.body)  # the earlier attempt's, first
+        assert [p for p, _ in Answers.posts[1:]] == ["/api/v1/jobs/7/metrics"]
+        assert (tmp_path / job.JOURNAL_NAME).read_text() == ""
+    finally:
         server.shutdown()
         server.server_close()
