@@ -12,7 +12,7 @@
         run.log(step=step, loss=loss)       # batched, sent by a background thread; never blocks the loop
         if step % 100 == 0:
             run.save(state, step=step)      # atomic; rank 0 writes, every rank waits at a barrier
-    run.finish()                            # flushes metrics (also runs at interpreter exit)
+    run.finish()                            # sends what is unsent (also runs at interpreter exit)
 
 Environment the server sets for every process of a job:
 
@@ -32,12 +32,29 @@ HTTP contract (stdlib urllib: treino does not depend on an HTTP client library):
     POST {TREINO_URL}/api/v1/jobs/{id}/metrics       {"points": [{"step": 1, "time": 1.7e9, "values": {"loss": 2.3}}]}
     POST {TREINO_URL}/api/v1/jobs/{id}/checkpoints   {"step": 100, "path": "/abs/step-000000100.pt", "bytes": 123}
 
-both with `Authorization: Bearer {TREINO_JOB_TOKEN}`. Metrics are sent by rank 0 only, every
-METRICS_FLUSH_INTERVAL_S or as soon as METRICS_FLUSH_POINTS are waiting. A failed send (no answer, 408, 429,
-5xx) keeps the points and retries with backoff; the buffer holds at most METRICS_BUFFER_POINTS and then drops
-the oldest, with one warning. Another 4xx drops that batch with a warning (retrying cannot fix it). Non-finite
-values (nan, inf) are sent as JSON null. A checkpoint is reported synchronously after each save; a failure
-only warns.
+both with `Authorization: Bearer {TREINO_JOB_TOKEN}`, sent by rank 0 only, from one background thread: nothing
+a report does waits for the server, and a server that is down never stops or crashes the training loop.
+
+Every report is first appended to a journal, `{TREINO_CHECKPOINT_DIR}/.treino-reports.jsonl` (JSON lines, fsynced
+before the first send; `{"done": ID}` is appended once the server acknowledged an entry, and the file is emptied
+whenever nothing is pending; see _Journal). A checkpoint is journaled by `save()` itself; logged metric points are
+journaled by the thread every METRICS_FLUSH_INTERVAL_S or as soon as METRICS_FLUSH_POINTS are waiting, in entries
+of at most METRICS_BATCH_POINTS_MAX points. The thread sends pending entries oldest first (consecutive metrics
+entries in one POST). A failed send (no answer, 408, 429, 5xx) is retried after a backoff with full jitter:
+uniform in [0, min(REPORT_RETRY_MAX_S, REPORT_RETRY_BASE_S * 2**(failures - 1))]. So the journal is replayed:
+- by the thread, as soon as the server answers again;
+- by `finish()`, for at most FINISH_FLUSH_TIMEOUT_S (the rest stays in the journal, with one warning);
+- by the next attempt's `init()`: an attempt sends first what an earlier one left (with its own token).
+A 401 or 409 (this attempt's token died: its attempt ended) stops sending and leaves the entries for a later
+attempt; another 4xx drops that entry with a warning (retrying cannot fix it). Unsent points are bounded: at
+most METRICS_BUFFER_POINTS, in memory and journal together; beyond that the oldest are dropped (a journal entry
+at a time), with one warning. Non-finite values (nan, inf) are sent as JSON null. The server takes a replay
+as often as it comes: a checkpoint is recorded once per (job, path, step), a metric point once per (step, time).
+A checkpoint the job never managed to report is still recorded: the server looks for `step-*.pt` files in the
+checkpoint folder when it adopts a running attempt after a restart and when an attempt ends.
+
+`run.dataset(name)` (GET {TREINO_URL}/api/v1/jobs/{id}/datasets/{name}) needs the answer, so it waits: no
+answer, 408, 429 and 5xx are retried with the same backoff for up to DATASET_RETRY_TIMEOUT_S, then JobError.
 
 Checkpoints are `{dir}/step-{step:09d}.pt`, written as a hidden temp file in the same folder, flushed and
 fsynced, renamed over the final name, and the folder fsynced: a kill at any moment leaves either the old set
@@ -66,6 +83,7 @@ import logging
 import math
 import os
 import pickle
+import random
 import re
 import signal
 import sys
@@ -92,14 +110,18 @@ ENV_CHECKPOINT_DIR = "TREINO_CHECKPOINT_DIR"
 ENV_ATTEMPT = "TREINO_ATTEMPT"
 DEFAULT_LOCAL_CHECKPOINT_DIR = "checkpoints"  # relative to the working directory, for local runs
 DEFAULT_KEEP_CHECKPOINTS = 3
-METRICS_FLUSH_INTERVAL_S = 1.0  # the background thread sends at least this often
+METRICS_FLUSH_INTERVAL_S = 1.0  # the background thread journals and sends at least this often
 METRICS_FLUSH_POINTS = 100  # ... or as soon as this many points wait
-METRICS_BATCH_POINTS_MAX = 1000  # points per POST when catching up after failures
-METRICS_BUFFER_POINTS = 10_000  # unsent points kept; the oldest are dropped beyond this
-METRICS_RETRY_MAX_S = 30.0  # backoff after failed sends doubles from METRICS_FLUSH_INTERVAL_S up to this
-FINISH_FLUSH_TIMEOUT_S = 5.0  # finish() keeps retrying unsent metrics for at most this long
-FINISH_RETRY_S = 0.5  # wait between those retries
-HTTP_TIMEOUT_S = 5.0  # per request, metrics and checkpoint reports
+METRICS_BATCH_POINTS_MAX = 1000  # points per POST (and per journal entry) when catching up after failures
+METRICS_BUFFER_POINTS = 10_000  # unsent points kept (in memory and journal); the oldest are dropped beyond this
+REPORT_RETRY_BASE_S = 1.0  # after a failed send the next try waits up to this (full jitter), ...
+REPORT_RETRY_MAX_S = 30.0  # ... the bound doubling with each failure in a row up to this
+FINISH_FLUSH_TIMEOUT_S = 5.0  # finish() keeps retrying unsent reports for at most this long
+FINISH_RETRY_MAX_S = 0.5  # the backoff bound between those retries
+DATASET_RETRY_TIMEOUT_S = 600.0  # run.dataset() retries an unreachable or failing server this long, then raises
+HTTP_TIMEOUT_S = 5.0  # per request: metrics, checkpoint reports, dataset reads
+JOURNAL_NAME = ".treino-reports.jsonl"  # unacknowledged reports, in the checkpoint folder (kept across attempts)
+JOURNAL_COMPACT_BYTES = 16 * 1024**2  # past this (and twice its last compacted size) the journal is rewritten
 
 _CHECKPOINT_RE = re.compile(r"^step-(\d{9,})\.pt$")
 _TEMP_RE = re.compile(r"^\.step-\d{9,}\.pt\.tmp-\d+$")
@@ -142,60 +164,270 @@ class _Client:
             log.debug("POST %s/%s failed: %s", self.base, endpoint, e)
             return None
 
-    def get(self, endpoint: str) -> dict[str, Any]:
-        """GET a JSON answer; JobError with the server's detail when it refuses."""
-        request = urllib.request.Request(
-            f"{self.base}/{endpoint}", headers={"Authorization": f"Bearer {self._token}"}, method="GET"
-        )
-        try:
-            with self._opener.open(request, timeout=HTTP_TIMEOUT_S) as response:
-                answer: dict[str, Any] = json.loads(response.read())
-                return answer
-        except urllib.error.HTTPError as e:
+    def get(self, endpoint: str, retry_for_s: float = 0.0) -> dict[str, Any]:
+        """GET a JSON answer; JobError with the server's detail when it refuses. No answer, 408, 429 and 5xx are
+        retried with backoff for `retry_for_s`."""
+        failures = 0
+        deadline = time.monotonic() + retry_for_s
+        while True:
+            request = urllib.request.Request(
+                f"{self.base}/{endpoint}", headers={"Authorization": f"Bearer {self._token}"}, method="GET"
+            )
             try:
-                detail = json.loads(e.read()).get("detail")
-            except ValueError:
-                detail = e.reason
-            message = detail.get("message", detail) if isinstance(detail, dict) else detail
-            raise JobError(f"The server refused {endpoint} ({e.code}): {message}") from e
-        except (OSError, http.client.HTTPException) as e:
-            raise JobError(f"The treino server at {self.base} did not answer: {e}") from e
+                with self._opener.open(request, timeout=HTTP_TIMEOUT_S) as response:
+                    answer: dict[str, Any] = json.loads(response.read())
+                    return answer
+            except urllib.error.HTTPError as e:
+                try:
+                    detail = json.loads(e.read()).get("detail")
+                except ValueError:
+                    detail = e.reason
+                message = detail.get("message", detail) if isinstance(detail, dict) else detail
+                error = JobError(f"The server refused {endpoint} ({e.code}): {message}")
+                error.__cause__ = e
+                status: int | None = e.code
+            except (OSError, http.client.HTTPException) as e:
+                error = JobError(
+                    f"The treino server at {self.base} did not answer ({e}). To fix: start it again; the job can "
+                    "then be restarted."
+                )
+                error.__cause__ = e
+                status = None
+            failures += 1
+            remaining_s = deadline - time.monotonic()
+            if not _is_retryable(status) or remaining_s <= 0:
+                raise error
+            if failures == 1:
+                log.warning("treino: GET %s failed (HTTP %s); retrying for %.0f s.", endpoint, status, remaining_s)
+            time.sleep(min(backoff_s(failures), remaining_s))
 
 
 def _is_retryable(status: int | None) -> bool:
     return status is None or status in _RETRYABLE_HTTP or status >= 500
 
 
-# --- metrics sender ---------------------------------------------------------------------------------------
-class _MetricsSender:
-    """A daemon thread that batches points to the server; `add` only appends under a lock."""
+def backoff_s(failures: int, cap_s: float = REPORT_RETRY_MAX_S, rng: random.Random | None = None) -> float:
+    """Seconds to wait after `failures` (>= 1) failed tries in a row: uniform in [0, min(cap_s, REPORT_RETRY_BASE_S *
+    2**(failures - 1))], "full jitter" (M. Brooker, "Exponential Backoff And Jitter", AWS Architecture Blog, 2015):
+    the jobs that lost the server together do not all come back at the same instant."""
+    bound_s = min(cap_s, REPORT_RETRY_BASE_S * 2.0 ** min(max(failures, 1) - 1, 62))
+    return (rng or random).uniform(0.0, bound_s)
 
-    def __init__(self, client: _Client, max_points: int = METRICS_BUFFER_POINTS) -> None:
-        self._client = client
-        self._max_points = max_points
-        self._buffer: deque[tuple[int, MetricPoint]] = deque()  # (sequence number, point), oldest first
+
+# --- the journal of unacknowledged reports -----------------------------------------------------------------
+@dataclass(frozen=True)
+class JournalEntry:
+    """One report: kind "checkpoint" (body {"step", "path", "bytes"}) or "metrics" (body {"points": [...]})."""
+
+    id: str
+    kind: str
+    body: dict[str, Any]
+
+    @property
+    def points(self) -> int:
+        return len(self.body["points"]) if self.kind == "metrics" else 0
+
+
+_JOURNAL_KINDS = {"checkpoint": "checkpoints", "metrics": "metrics"}  # kind -> endpoint
+
+
+def parse_journal(text: str) -> list[JournalEntry]:
+    """The entries of a journal's text not yet marked done, oldest first. A line that is not a whole entry (the torn
+    last line of a process killed while appending, or anything unknown) is skipped."""
+    pending: dict[str, JournalEntry] = {}
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        if isinstance(record.get("done"), str):
+            pending.pop(record["done"], None)
+            continue
+        entry_id, kind, body = record.get("id"), record.get("kind"), record.get("body")
+        if not (isinstance(entry_id, str) and kind in _JOURNAL_KINDS and isinstance(body, dict)):
+            continue
+        if kind == "metrics" and not isinstance(body.get("points"), list):
+            continue
+        pending[entry_id] = JournalEntry(entry_id, kind, body)
+    return list(pending.values())
+
+
+class _Journal:
+    """The reports of a managed run the server has not acknowledged, as JSON lines in the checkpoint folder:
+
+        {"id": "2.4711.1", "kind": "checkpoint", "body": {"step": 100, "path": "...", "bytes": 123}}
+        {"id": "2.4711.2", "kind": "metrics", "body": {"points": [...]}}
+        {"done": "2.4711.1"}
+
+    An entry is appended and fsynced before its first send; `{"done": ID}` follows once the server acknowledged it
+    (or refused it for good). A lost done line only means one more send, which the server ignores (checkpoints are
+    recorded once per (job, path, step), metric points once per (step, time)). Opening it keeps the entries not done
+    (a previous attempt's, to be sent by this one) and rewrites the file with only those; it is emptied whenever
+    nothing is pending, and rewritten likewise once it outgrows JOURNAL_COMPACT_BYTES (a long outage). Only rank 0
+    of the job's one running attempt writes it. If it cannot be written (a full or read-only disk) reports are kept
+    in memory only, with one warning: training never stops for it."""
+
+    def __init__(self, path: Path, attempt: int) -> None:
+        self.path = path
+        self._prefix = f"{attempt}.{os.getpid()}."
         self._seq = 0
+        self._lock = threading.Lock()
+        self._pending: dict[str, JournalEntry] = {}
+        self.metric_points = 0  # points in pending metrics entries
+        self._fd: int | None = None
+        self._warned = False
+        self._file_bytes = 0  # the file's size
+        self._compacted_bytes = 0  # its size after the last rewrite
+        try:
+            text = path.read_text(errors="replace") if path.exists() else ""
+            for entry in parse_journal(text):
+                self._pending[entry.id] = entry
+                self.metric_points += entry.points
+            self._rewrite()  # keep only what is pending (this also drops a torn last line)
+        except OSError as e:
+            self._unwritable(e)
+
+    def _rewrite(self) -> None:
+        """Replace the file, atomically, by the pending entries alone, and (re)open it for appending."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        data = "".join(_journal_line(e) for e in self._pending.values()).encode()
+        temp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
+        with open(temp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, self.path)
+        _fsync_dir(self.path.parent)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._file_bytes = self._compacted_bytes = len(data)
+
+    def pending(self) -> list[JournalEntry]:
+        with self._lock:
+            return list(self._pending.values())
+
+    def add(self, kind: str, bodies: list[dict[str, Any]]) -> None:
+        """Append one entry per body, fsynced once, before any is sent."""
+        with self._lock:
+            entries = []
+            for body in bodies:
+                self._seq += 1
+                entries.append(JournalEntry(f"{self._prefix}{self._seq}", kind, body))
+            self._write("".join(_journal_line(e) for e in entries), sync=True)
+            for e in entries:
+                self._pending[e.id] = e
+                self.metric_points += e.points
+
+    def done(self, ids: list[str]) -> None:
+        """Mark entries done (not fsynced: see the class docstring); the file is emptied when nothing is pending."""
+        with self._lock:
+            for entry_id in ids:
+                entry = self._pending.pop(entry_id, None)
+                if entry is not None:
+                    self.metric_points -= entry.points
+            if not self._pending:
+                if self._fd is not None:
+                    try:
+                        os.ftruncate(self._fd, 0)
+                        self._file_bytes = self._compacted_bytes = 0
+                    except OSError as e:
+                        self._unwritable(e)
+                return
+            self._write("".join(json.dumps({"done": i}) + "\n" for i in ids), sync=False)
+            if self._fd is not None and self._file_bytes > max(JOURNAL_COMPACT_BYTES, 2 * self._compacted_bytes):
+                try:  # a long outage: mostly done lines and dropped points by now
+                    self._rewrite()
+                except OSError as e:
+                    self._unwritable(e)
+
+    def drop_oldest_metrics(self, points: int) -> int:
+        """Mark the oldest metrics entries done until at least `points` points are gone; how many were."""
+        dropped, ids = 0, []
+        with self._lock:
+            for entry in self._pending.values():
+                if dropped >= points:
+                    break
+                if entry.kind == "metrics":
+                    ids.append(entry.id)
+                    dropped += entry.points
+        self.done(ids)
+        return dropped
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def _write(self, text: str, sync: bool) -> None:
+        if self._fd is None:
+            return
+        try:
+            data = text.encode()
+            self._file_bytes += len(data)
+            while data:
+                data = data[os.write(self._fd, data) :]
+            if sync:
+                os.fsync(self._fd)
+        except OSError as e:
+            self._unwritable(e)
+
+    def _unwritable(self, e: OSError) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "treino: cannot write the report journal %s (%s): unsent reports are kept in memory only, and a "
+                "server restart may lose them (checkpoint files are still found on disk by the server).",
+                self.path,
+                e,
+            )
+
+
+def _journal_line(entry: JournalEntry) -> str:
+    return json.dumps({"id": entry.id, "kind": entry.kind, "body": entry.body}) + "\n"
+
+
+# --- the reporter ------------------------------------------------------------------------------------------
+class _Reporter:
+    """A daemon thread that sends a managed run's reports (checkpoints and metric points) to the server, oldest
+    first, each journaled before its first send. `add` only appends to a buffer under a lock, and `checkpoint` only
+    appends one journal line: neither waits for the server."""
+
+    def __init__(self, client: _Client, journal: _Journal, max_points: int = METRICS_BUFFER_POINTS) -> None:
+        self._client = client
+        self.journal = journal
+        self._max_points = max_points
+        self._buffer: deque[MetricPoint] = deque()  # logged, not yet journaled, oldest first
         self._dropped = 0
         self._stopping = False
+        self._kick = bool(journal.pending())  # a previous attempt's reports: send them at once
+        self._held = False  # this attempt's token was refused (401/409): what is left waits for a later attempt
+        self._down_since: float | None = None  # monotonic time of the first failure of the current outage
         self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._loop, name="treino-metrics", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="treino-reports", daemon=True)
         self._thread.start()
 
     def add(self, point: MetricPoint) -> None:
         with self._cond:
             if len(self._buffer) >= self._max_points:
                 self._buffer.popleft()
-                self._dropped += 1
-                if self._dropped == 1:
-                    log.warning(
-                        "treino: the metrics server is not taking points; %d are buffered, dropping the oldest "
-                        "from now on (this warning is shown once).",
-                        self._max_points,
-                    )
-            self._seq += 1
-            self._buffer.append((self._seq, point))
+                self._count_dropped(1)
+            self._buffer.append(point)
             if len(self._buffer) >= METRICS_FLUSH_POINTS:
                 self._cond.notify()
+
+    def checkpoint(self, step: int, path: Path, size_bytes: int) -> None:
+        """Journal a checkpoint report (fsynced) and wake the thread to send it."""
+        self.journal.add("checkpoint", [{"step": step, "path": str(path), "bytes": size_bytes}])
+        with self._cond:
+            self._kick = True
+            self._cond.notify()
 
     def close(self) -> None:
         """Stop the thread after a last flush (bounded by FINISH_FLUSH_TIMEOUT_S); idempotent."""
@@ -203,51 +435,130 @@ class _MetricsSender:
             self._stopping = True
             self._cond.notify()
         self._thread.join(timeout=FINISH_FLUSH_TIMEOUT_S + 2 * HTTP_TIMEOUT_S)
+        if not self._thread.is_alive():
+            self.journal.close()
+
+    def _count_dropped(self, points: int) -> None:
+        if points <= 0:
+            return
+        self._dropped += points
+        if self._dropped == points:
+            log.warning(
+                "treino: the metrics server is not taking points; %d are kept, dropping the oldest from now on "
+                "(this warning is shown once).",
+                self._max_points,
+            )
 
     def _loop(self) -> None:
         failures = 0
+        retry_at = 0.0  # monotonic; no send before this
         while True:
-            wait_s = min(METRICS_RETRY_MAX_S, METRICS_FLUSH_INTERVAL_S * 2**failures)
-            deadline = time.monotonic() + wait_s
+            now = time.monotonic()
+            deadline = now + METRICS_FLUSH_INTERVAL_S
+            if retry_at > now:
+                deadline = min(deadline, retry_at)
             with self._cond:
-                while not self._stopping:
+                while not self._stopping and not self._kick:
                     remaining_s = deadline - time.monotonic()
                     if remaining_s <= 0 or (failures == 0 and len(self._buffer) >= METRICS_FLUSH_POINTS):
                         break
                     self._cond.wait(remaining_s)
+                self._kick = False
                 if self._stopping:
                     break
-            failures = 0 if self._send_pending() else min(failures + 1, 10)
+            self._journal_buffered()
+            if time.monotonic() < retry_at:
+                continue
+            if self._send_pending():
+                failures, retry_at = 0, 0.0
+            else:
+                failures = min(failures + 1, 64)
+                retry_at = time.monotonic() + backoff_s(failures)
         self._final_flush()
 
-    def _send_pending(self) -> bool:
-        """Send everything buffered, batch by batch; False at the first retryable failure."""
-        while True:
+    def _journal_buffered(self) -> None:
+        """Move the buffered points into the journal, batches of at most METRICS_BATCH_POINTS_MAX; then keep at
+        most max_points unsent, dropping the oldest entries."""
+        with self._cond:
+            points = [asdict(p) for p in self._buffer]
+            self._buffer.clear()
+        if not points:
+            return
+        step = METRICS_BATCH_POINTS_MAX
+        self.journal.add("metrics", [{"points": points[i : i + step]} for i in range(0, len(points), step)])
+        excess = self.journal.metric_points - self._max_points
+        if excess > 0:
+            dropped = self.journal.drop_oldest_metrics(excess)
             with self._cond:
-                batch = [self._buffer[i] for i in range(min(len(self._buffer), METRICS_BATCH_POINTS_MAX))]
-            if not batch:
-                return True
-            status = self._client.post("metrics", {"points": [asdict(p) for _, p in batch]})
+                self._count_dropped(dropped)
+
+    def _send_pending(self) -> bool:
+        """Send every pending report, oldest first (consecutive metrics entries in one POST); False at the first
+        retryable failure (no answer, 408, 429, 5xx)."""
+        while not self._held:
+            pending = self.journal.pending()
+            if not pending:
+                break
+            group = [pending[0]]
+            if group[0].kind == "metrics":
+                total = group[0].points
+                for entry in pending[1:]:
+                    if entry.kind != "metrics" or total + entry.points > METRICS_BATCH_POINTS_MAX:
+                        break
+                    group.append(entry)
+                    total += entry.points
+                payload: dict[str, Any] = {"points": [p for e in group for p in e.body["points"]]}
+            else:
+                payload = group[0].body
+            status = self._client.post(_JOURNAL_KINDS[group[0].kind], payload)
             if _is_retryable(status):
+                if self._down_since is None:
+                    self._down_since = time.monotonic()
+                    log.warning(
+                        "treino: the server at %s did not take a report (HTTP %s); retrying with backoff, unsent "
+                        "reports are kept in %s.",
+                        self._client.base,
+                        status,
+                        self.journal.path,
+                    )
                 return False
+            if status in (401, 409):  # this attempt's token is dead (its attempt ended): a later attempt may send
+                self._held = True
+                log.warning(
+                    "treino: the server no longer takes this attempt's reports (HTTP %s); %d are left in %s.",
+                    status,
+                    len(pending),
+                    self.journal.path,
+                )
+                break
+            if self._down_since is not None:
+                log.info("treino: the server answers again after %.1f s.", time.monotonic() - self._down_since)
+                self._down_since = None
             if not 200 <= (status or 0) < 300:
-                log.warning("treino: the server refused %d metric points with HTTP %s; dropped.", len(batch), status)
-            last_seq = batch[-1][0]
-            with self._cond:  # the oldest may have been dropped meanwhile: remove by sequence number
-                while self._buffer and self._buffer[0][0] <= last_seq:
-                    self._buffer.popleft()
+                what = f"checkpoint {payload.get('path')}" if group[0].kind == "checkpoint" else "metric points"
+                log.warning("treino: the server refused %s with HTTP %s; dropped.", what, status)
+            self.journal.done([e.id for e in group])
+        return True
 
     def _final_flush(self) -> None:
+        self._journal_buffered()
         deadline = time.monotonic() + FINISH_FLUSH_TIMEOUT_S
+        failures = 0
         while not self._send_pending():
+            failures += 1
             remaining_s = deadline - time.monotonic()
             if remaining_s <= 0:
                 break
-            time.sleep(min(FINISH_RETRY_S, remaining_s))
-        with self._cond:
-            unsent = len(self._buffer)
+            time.sleep(min(backoff_s(failures, cap_s=FINISH_RETRY_MAX_S), remaining_s))
+        unsent = self.journal.pending()
         if unsent:
-            log.warning("treino: %d metric points could not be sent to %s.", unsent, self._client.base)
+            log.warning(
+                "treino: %d report(s) could not be sent to %s; they stay in %s: the job's next attempt sends them, "
+                "and the server records the checkpoint files it finds when the attempt ends.",
+                len(unsent),
+                self._client.base,
+                self.journal.path,
+            )
 
 
 # --- torch.distributed, only if the script uses it ---------------------------------------------------------
@@ -335,7 +646,10 @@ class Run:
         self._handler_installed = False
         self._finished = False
         self._local_points: deque[MetricPoint] = deque(maxlen=METRICS_BUFFER_POINTS)
-        self._sender = _MetricsSender(self._client) if self._client is not None and self._env_rank == 0 else None
+        self._reporter: _Reporter | None = None
+        if self._client is not None and self._env_rank == 0:
+            # A previous attempt's unsent reports are in the journal: the reporter sends them first.
+            self._reporter = _Reporter(self._client, _Journal(self.checkpoint_dir / JOURNAL_NAME, self.attempt))
         if threading.current_thread() is threading.main_thread():
             self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
             self._handler_installed = True
@@ -356,7 +670,7 @@ class Run:
                     "To fix: pass the path of a Parquet file, or run the script through 'treino submit'."
                 )
         else:
-            path = Path(self._client.get(f"datasets/{name}")["path"])
+            path = Path(self._client.get(f"datasets/{name}", retry_for_s=DATASET_RETRY_TIMEOUT_S)["path"])
         if not as_table:
             return path
         import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no py.typed marker
@@ -442,12 +756,8 @@ class Run:
         if self.rank == 0:
             self._write(state, path)
             self._prune(step)
-            if self._client is not None:
-                status = self._client.post(
-                    "checkpoints", {"step": step, "path": str(path), "bytes": path.stat().st_size}
-                )
-                if not (status is not None and 200 <= status < 300):
-                    log.warning("treino: could not report checkpoint %s to the server (HTTP %s).", path, status)
+            if self._reporter is not None:  # journaled now, sent by the reporter's thread
+                self._reporter.checkpoint(step, path, path.stat().st_size)
         if _dist_world() is not None:
             import torch.distributed as dist
 
@@ -494,8 +804,8 @@ class Run:
         point = MetricPoint(
             step=int(step), time=time.time(), values={k: v if math.isfinite(v) else None for k, v in floats.items()}
         )
-        if self._sender is not None:
-            self._sender.add(point)
+        if self._reporter is not None:
+            self._reporter.add(point)
         else:
             self._local_points.append(point)
 
@@ -505,12 +815,13 @@ class Run:
         return list(self._local_points)
 
     def finish(self) -> None:
-        """Flush metrics and restore the previous SIGTERM handler; idempotent, also runs at interpreter exit."""
+        """Send what is unsent (for at most FINISH_FLUSH_TIMEOUT_S; the rest stays in the journal) and restore the
+        previous SIGTERM handler; idempotent, also runs at interpreter exit."""
         if self._finished:
             return
         self._finished = True
-        if self._sender is not None:
-            self._sender.close()
+        if self._reporter is not None:
+            self._reporter.close()
         if self._handler_installed and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._previous_handler)
             self._handler_installed = False

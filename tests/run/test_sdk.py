@@ -244,7 +244,8 @@ def test_sigterm_local_run_saves_and_exits_zero(tmp_path: Path, procs: list[Proc
 
 # --- metrics over real HTTP --------------------------------------------------------------------------------
 class Recorder(http.server.BaseHTTPRequestHandler):
-    """Records every POST; answers 500 to the first FAIL_METRICS metrics POSTs and the first checkpoint POST."""
+    """Records every POST; answers 500 to the first FAIL_METRICS metrics POSTs and the first checkpoint POST (the
+    SDK retries both)."""
 
     FAIL_METRICS = 2
     requests: ClassVar[list[tuple[str, str, dict[str, Any], int]]] = []  # path, Authorization, body, status sent
@@ -295,8 +296,9 @@ def test_metrics_are_batched_retried_and_checkpoints_reported(tmp_path: Path, pr
     assert all(set(pt["values"]) == {"loss", "lr"} and isinstance(pt["time"], float) for pt in delivered)
 
     reports = [(b, s) for path, _, b, s in Recorder.requests if path == "/api/v1/jobs/7/checkpoints"]
-    assert [(b["step"], s) for b, s in reports] == [(100, 500), (200, 200), (250, 200)]
+    assert [(b["step"], s) for b, s in reports] == [(100, 500), (100, 200), (200, 200), (250, 200)]  # retried, in order
     for body, _ in reports:
         assert body["path"] == str(tmp_path / f"step-{body['step']:09d}.pt")
         assert body["bytes"] == Path(body["path"]).stat().st_size
-    assert "could not report checkpoint" in p.stderr
+    assert "retrying with backoff" in p.stderr
+    assert (tmp_path / job.JOURNAL_NAME).read_text() == ""  # everything acknowledged: nothing left to replay

@@ -105,6 +105,7 @@ class Action(enum.StrEnum):
     JOB_ADMIT = "job.admit"
     JOB_DENY = "job.deny"  # detail: {"rule": ..., "reason": ...}
     JOB_START = "job.start"  # detail: {"attempt", "backend", "nodes", and on Slurm "slurm_job_id", "partition"}
+    CHECKPOINT_FOUND = "checkpoint.found"  # a checkpoint the job saved but never reported, found on disk
     ERASURE_REQUEST = "erasure.request"
     ERASURE_COMPLETE = "erasure.complete"
     SUBJECT_REPORT = "subject.report"

@@ -2,18 +2,110 @@
 tells governance as jobs run.
 
 A model inherits the classification and the strictest residency of the dataset versions its job read, because
-models memorise (lgpd-requirements.md §2.3, §3.3); an erasure follows these edges to every model it affects.
+models memorise (lgpd-requirements.md §2.3, §3.3); an erasure follows these edges to every model it affects. So
+no checkpoint may escape the lineage: the SDK journals and retries its reports (treino.job), the server records
+each (job, path, step) once however often it is reported (`record_checkpoint`), and what a job saved but never
+reported is found on disk when an attempt is adopted or ends (`GovernanceEvents.reconcile_checkpoints`).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+import logging
+import re
+from pathlib import Path
+
+from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session
 
-from treino.govern.audit import AuditLog
+from treino.govern.audit import Action, AuditLog
 from treino.govern.models import Dataset, DatasetVersion, JobDataset, Model
 from treino.server.backend import Placement
 from treino.server.db import Attempt, Checkpoint, Job
+
+log = logging.getLogger("treino.server")
+
+# What treino.job.Run.save writes (`step-000000100.pt`), and the folder a sharded checkpoint
+# (torch.distributed.checkpoint) would be saved as; that one counts once its `.metadata`, written last, exists.
+CHECKPOINT_FILE_RE = re.compile(r"^step-(\d{9,})\.pt$")
+SHARDED_CHECKPOINT_RE = re.compile(r"^step-(\d{9,})$")
+SHARDED_COMPLETE_MARKER = ".metadata"
+
+
+def record_checkpoint(
+    s: Session, audit: AuditLog, job: Job, step: int, path: str, size_bytes: int, *, found_on_disk: bool = False
+) -> bool:
+    """Checkpoint `step` at `path` of `job` and its model in the lineage, once: a replayed report (the SDK retries
+    until it hears an answer) or a file found on disk records nothing new. In the caller's transaction; True when
+    the checkpoint was not known before.
+
+    Its first statement raises the job's checkpoint_step, which also serialises the recorders of one job's
+    checkpoints (an SDK replay and the server's reconcile may race): it takes SQLite's write lock, and on
+    PostgreSQL the job row's lock, before the look-ups."""
+    s.execute(
+        update(Job)
+        .where(Job.id == job.id)
+        .values(
+            checkpoint_step=case(
+                ((Job.checkpoint_step.is_(None)) | (Job.checkpoint_step < step), step), else_=Job.checkpoint_step
+            )
+        )
+        .execution_options(synchronize_session=False)
+    )
+    s.expire(job, ["checkpoint_step"])
+    known = s.scalar(
+        select(Checkpoint.id)
+        .where(Checkpoint.job_id == job.id, Checkpoint.path == path, Checkpoint.step == step)
+        .limit(1)
+    )
+    if known is None:
+        s.add(Checkpoint(job_id=job.id, attempt=job.attempts, step=step, path=path, bytes=size_bytes))
+    model = s.scalar(
+        select(Model)
+        .where(Model.job_id == job.id, Model.kind == "checkpoint", Model.path == path, Model.step == step)
+        .limit(1)
+    )
+    if model is None:
+        model = register_model(s, audit, job, "checkpoint", path, step)
+    if found_on_disk and known is None:
+        audit.append(
+            s,
+            actor=job.owner,
+            action=Action.CHECKPOINT_FOUND,
+            job_id=job.id,
+            detail={
+                "step": step,
+                "path": path,
+                "bytes": size_bytes,
+                "attempt": job.attempts,
+                "model": model.id,
+                "source": "found on disk by the server; the job did not report it",
+            },
+        )
+    return known is None
+
+
+def checkpoints_on_disk(folder: Path) -> list[tuple[int, Path, int]]:
+    """(step, path, bytes) of every complete checkpoint in `folder`, by step: `step-*.pt` files (renamed into place
+    whole by the SDK, so never torn) and sharded checkpoint folders with their completion marker."""
+    try:
+        entries = list(folder.iterdir())
+    except FileNotFoundError:
+        return []
+    except OSError as e:  # unreadable: the job's own reports still stand; say so rather than fail the engine's pass
+        log.warning("could not list the checkpoints in %s: %s", folder, e)
+        return []
+    found = []
+    for entry in entries:
+        try:
+            if m := CHECKPOINT_FILE_RE.match(entry.name):
+                if entry.is_file():
+                    found.append((int(m.group(1)), entry, entry.stat().st_size))
+            elif (m := SHARDED_CHECKPOINT_RE.match(entry.name)) and (entry / SHARDED_COMPLETE_MARKER).is_file():
+                size = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
+                found.append((int(m.group(1)), entry, size))
+        except FileNotFoundError:  # pruned by the job meanwhile
+            continue
+    return sorted(found)
 
 
 def register_model(s: Session, audit: AuditLog, job: Job, kind: str, path: str, step: int | None) -> Model:
@@ -56,7 +148,8 @@ def register_model(s: Session, audit: AuditLog, job: Job, kind: str, path: str, 
 
 class GovernanceEvents:
     """What governance records as the job engine runs jobs (treino.server.service.JobEvents): where a job that reads
-    datasets started (job.start), and its final model when it succeeds."""
+    datasets started (job.start), the checkpoints it saved but did not report, and its final model when it
+    succeeds."""
 
     def __init__(self, audit: AuditLog, backend_name: str) -> None:
         self.audit = audit
@@ -82,3 +175,17 @@ class GovernanceEvents:
         last = s.scalar(select(Checkpoint).where(Checkpoint.job_id == job.id).order_by(Checkpoint.step.desc()).limit(1))
         if last is not None:
             register_model(s, self.audit, job, "final", last.path, last.step)
+
+    def reconcile_checkpoints(self, s: Session, job: Job, checkpoint_dir: Path) -> None:
+        """Record every checkpoint in `checkpoint_dir` the database does not know (saved while the server was down,
+        by a job that could not report it), each with a checkpoint.found audit record."""
+        on_disk = checkpoints_on_disk(checkpoint_dir)
+        if not on_disk:
+            return
+        known = set(s.execute(select(Checkpoint.path, Checkpoint.step).where(Checkpoint.job_id == job.id)).tuples())
+        found = 0
+        for step, path, size in on_disk:
+            if (str(path), step) not in known:
+                found += record_checkpoint(s, self.audit, job, step, str(path), size, found_on_disk=True)
+        if found:
+            log.info("job %s: %d checkpoint(s) found on disk that the job had not reported", job.id, found)

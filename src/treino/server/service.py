@@ -5,7 +5,7 @@ nothing else (authentication, dataset admission, the audit chain and lineage liv
 All job state lives in the database; this object holds nothing that a restart could lose. `tick()` (every
 settings.TICK_S, and at once after a submit or cancel) collects finished attempts, enforces timeouts and grace
 periods, then asks the pure scheduler (treino.server.scheduler) what to start and what to preempt. What governance
-must hear of (an attempt placed, a job that succeeded) goes to `events` (JobEvents).
+must hear of (an attempt placed, checkpoints found on disk, a job that succeeded) goes to `events` (JobEvents).
 """
 
 from __future__ import annotations
@@ -57,12 +57,19 @@ class JobEvents(Protocol):
 
     def job_succeeded(self, s: Session, job: Job) -> None: ...
 
+    def reconcile_checkpoints(self, s: Session, job: Job, checkpoint_dir: Path) -> None:
+        """Checkpoints in `checkpoint_dir` the job saved but could not report (the server was down): at adoption
+        and when an attempt ends, before its token dies."""
+
 
 class NoEvents:
     def attempt_started(self, s: Session, job: Job, attempt: Attempt, placement: Placement) -> None:
         pass
 
     def job_succeeded(self, s: Session, job: Job) -> None:
+        pass
+
+    def reconcile_checkpoints(self, s: Session, job: Job, checkpoint_dir: Path) -> None:
         pass
 
 
@@ -118,6 +125,9 @@ class Service:
 
     def job_dir(self, job_id: int) -> Path:
         return self.settings.jobs_dir / str(job_id)
+
+    def checkpoint_dir(self, job_id: int) -> Path:
+        return self.job_dir(job_id) / "checkpoints"
 
     # --- submit and cancel -----------------------------------------------------------------------------------
     def capacity_error(self, spec: JobSpec) -> SpecError | None:
@@ -401,6 +411,7 @@ class Service:
         log.info("job %s: %s requested", job.id, why)
 
     def _finish(self, s: Session, job: Job, attempt: Attempt, info: ExitInfo) -> None:
+        self.events.reconcile_checkpoints(s, job, self.checkpoint_dir(job.id))  # what it saved but did not report
         outcome, detail = classify(info)
         if outcome == FailureReason.NODE_FAULT and info.returncode is None and self._disk_full_at(job):
             # A supervisor that could not even record the exit, on a full disk: the disk, not the machine.
@@ -485,14 +496,16 @@ class Service:
 
     # --- restart ---------------------------------------------------------------------------------------------
     def reconcile(self) -> dict[str, int]:
-        """After a (crashed) server starts: finished attempts are recorded, live ones adopted, lost ones requeued.
-        Devices are taken from the database's active jobs only, so none is handed out twice."""
+        """After a (crashed) server starts: finished attempts are recorded, live ones adopted, lost ones requeued;
+        checkpoints saved while it was down are recorded either way (`events`). Devices are taken from the
+        database's active jobs only, so none is handed out twice."""
         counts = {"adopted": 0, "finished": 0, "requeued": 0}
         with self.lock, self.sessions.begin() as s:
             for job in s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES)))):
                 attempt = self._latest_attempt(s, job)
                 info = self.backend.poll(attempt.handle)
                 if info is None:
+                    self.events.reconcile_checkpoints(s, job, self.checkpoint_dir(job.id))  # saved while we were down
                     counts["adopted"] += 1
                     log.info("job %s: attempt %s still running, adopted", job.id, attempt.number)
                     continue

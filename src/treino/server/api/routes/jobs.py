@@ -33,7 +33,7 @@ from treino.server.api.deps import (
     job_or_404,
 )
 from treino.server.db import Attempt, Checkpoint, Job, JobState, MetricPoint
-from treino.server.lineage import register_model
+from treino.server.lineage import record_checkpoint
 from treino.server.schemas import (
     AttemptOut,
     CheckpointAck,
@@ -164,7 +164,20 @@ def metrics_of(job_id: JobId, s: SessionDep, _who: ReadMetrics, since_step: Step
 def post_metrics(job_id: JobId, body: MetricsIn, ctx: Ctx, _job: JobWriter) -> Response:
     if body.points:
         with ctx.sessions.begin() as s:
-            s.add_all(MetricPoint(job_id=job_id, step=p.step, time=p.time, values=p.values) for p in body.points)
+            # A replay of points stored before (their answer was lost) stores none twice: a point is its (step, time).
+            steps = [p.step for p in body.points]
+            stored = set(
+                s.execute(
+                    select(MetricPoint.step, MetricPoint.time).where(
+                        MetricPoint.job_id == job_id, MetricPoint.step.between(min(steps), max(steps))
+                    )
+                ).tuples()
+            )
+            s.add_all(
+                MetricPoint(job_id=job_id, step=p.step, time=p.time, values=p.values)
+                for p in body.points
+                if (p.step, p.time) not in stored
+            )
             j = s.get(Job, job_id)
             assert j is not None
             last = max(body.points, key=lambda p: p.step)
@@ -188,12 +201,10 @@ def post_checkpoint(job_id: JobId, body: CheckpointIn, ctx: Ctx, _job: JobWriter
         inside = False
     if not inside:
         raise SpecError("path", f"a checkpoint of job {job_id} must be under {checkpoints}")
-    with ctx.sessions.begin() as s:
+    with ctx.sessions.begin() as s:  # a replayed report (the SDK retries until answered) records nothing new
         j = s.get(Job, job_id)
         assert j is not None
-        s.add(Checkpoint(job_id=job_id, attempt=j.attempts, step=body.step, path=body.path, bytes=body.bytes))
-        j.checkpoint_step = max(body.step, j.checkpoint_step or 0)
-        register_model(s, ctx.audit, j, "checkpoint", body.path, body.step)
+        record_checkpoint(s, ctx.audit, j, body.step, body.path, body.bytes)
     return CheckpointAck(job=job_id, step=body.step)
 
 
