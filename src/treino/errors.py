@@ -13,7 +13,8 @@ no route inspects an error's message to pick one (treino.server.api.errors maps 
     ├── NotFound                no such job, dataset, user, token, grant or model                           404
     ├── Conflict                the object exists, or its state does not allow the action                   409
     ├── Gone                    the object existed and was erased (LGPD Art. 18 VI)                         410
-    └── TooLarge                a request body over the server's limit                                      413
+    ├── TooLarge                a request body over the server's limit                                      413
+    └── TooManyRequests         too many bad tokens from one address; carries `retry_after_s`               429
 
 The CLI maps every TreinoError to one red line and exit code 2 (bad input); a traceback is shown only
 with --debug. Code that hits an internal invariant uses `assert`, never these.
@@ -88,3 +89,13 @@ class Gone(TreinoError):
 
 class TooLarge(TreinoError):
     http_status = 413
+
+
+class TooManyRequests(TreinoError):
+    """A client address spent its budget of failed authentications: answered with `Retry-After: retry_after_s`."""
+
+    http_status = 429
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

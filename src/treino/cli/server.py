@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from treino.server.settings import DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT
+from treino.server.settings import (
+    AUTH_FAILURE_WINDOW_S,
+    AUTH_FAILURES_MAX,
+    COOKIE_MAX_AGE_S,
+    DEFAULT_DATA_DIR,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    LOGS_VISIBLE_TO,
+)
 
 
 def server(
@@ -56,6 +64,19 @@ def server(
     public_url: Annotated[
         str, typer.Option(help="How jobs reach this server (TREINO_URL); default http://HOST:PORT.")
     ] = "",
+    logs_visible_to: Annotated[
+        str,
+        typer.Option(help="Who may read a job's logs: 'owner' (its owner) and roles, comma-separated; or 'all'."),
+    ] = ",".join(LOGS_VISIBLE_TO),
+    auth_failures_max: Annotated[
+        int, typer.Option(min=1, help="Bad tokens one client address may present per window before 429.")
+    ] = AUTH_FAILURES_MAX,
+    auth_failure_window_s: Annotated[
+        float, typer.Option(min=0.1, help="The window of --auth-failures-max, in seconds.")
+    ] = AUTH_FAILURE_WINDOW_S,
+    session_max_age_s: Annotated[
+        float, typer.Option(min=1, help="How long a dashboard login lasts, in seconds.")
+    ] = COOKIE_MAX_AGE_S,
 ) -> None:
     """Queue and run training jobs on this machine's GPUs, or on a Slurm cluster: whole GPUs per job, priorities,
     preemption, restarts from checkpoints, live metrics. Jobs survive a server crash and are adopted when it
@@ -65,6 +86,7 @@ def server(
 
     from treino import catalog
     from treino.errors import TreinoError
+    from treino.govern.access import log_readers
     from treino.govern.access import site as find_site
     from treino.server.admission import admission_for, gpu_for
     from treino.server.api import build_app
@@ -75,6 +97,7 @@ def server(
     from treino.server.settings import Settings, load_or_create_key
 
     out = Console(stderr=True, highlight=False)
+    readers = log_readers(logs_visible_to)
     data_dir = data_dir.expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # the database, tokens, server key, job logs and the dataset store: the server's user only
@@ -125,6 +148,10 @@ def server(
         import_roots=tuple(p.expanduser().resolve() for p in import_root or ()),
         partition_sites=partition_sites,
         shared_dir=shared_dir,
+        auth_failures_max=auth_failures_max,
+        auth_failure_window_s=auth_failure_window_s,
+        session_max_age_s=session_max_age_s,
+        logs_visible_to=readers,
         **({"controller": controller} if controller else {}),
     )
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None
