@@ -142,7 +142,8 @@ class Authenticator:
     def __init__(self, sessions: sessionmaker[Session], failures: FailureBudget | None = None) -> None:
         self.sessions = sessions
         self.failures = failures or FailureBudget()
-        self._cache: dict[str, tuple[float, Principal]] = {}  # token or session hash -> (checked at, monotonic s; who)
+        # (lookup, token or session hash) -> (checked at, monotonic s; who)
+        self._cache: dict[tuple[str, str], tuple[float, Principal]] = {}
         self._lock = threading.Lock()
 
     def principal(self, token: str) -> Principal:
@@ -192,19 +193,20 @@ class Authenticator:
         self.forget()
 
     def _cached(self, digest: str, lookup: Callable[[str], Principal | None], refusal: str) -> Principal:
-        now = time.monotonic()
+        # keyed by what was looked up too: "session:" + a cookie's id, sent as a Bearer token, has its session's digest
+        key, now = (lookup.__name__, digest), time.monotonic()
         with self._lock:
-            hit = self._cache.get(digest)
+            hit = self._cache.get(key)
         if hit is not None and now - hit[0] < AUTH_CACHE_S:
             return hit[1]
         who = lookup(digest)
         with self._lock:
             if who is None:
-                self._cache.pop(digest, None)
+                self._cache.pop(key, None)
             else:
                 if len(self._cache) > 10_000:  # bounded: one entry per live token is the normal size
                     self._cache.clear()
-                self._cache[digest] = (now, who)
+                self._cache[key] = (now, who)
         if who is None:
             raise Unauthenticated(refusal)
         return who
