@@ -54,8 +54,10 @@ def test_bad_tokens_spend_the_budget_of_their_address_then_429_until_the_window_
         # The same stale token over and over is no guess: it never spends more than one failure.
         for _ in range(3 * BUDGET):
             assert here.get("/api/v1/jobs", headers={"Authorization": "Bearer trn_stale"}).status_code == 401
-        # No token at all is no guess either.
+        # No token at all is no guess either, nor a job token (trj_...: a finished attempt's retried, or a guess).
         assert here.get("/api/v1/jobs").status_code == 401
+        for i in range(2 * BUDGET):
+            assert here.get("/api/v1/jobs", headers={"Authorization": f"Bearer trj_dead-{i}"}).status_code == 401
         for i in range(BUDGET - 2):
             r = here.get("/api/v1/jobs", headers={"Authorization": f"Bearer trn_guess-{i}"})
             assert r.status_code == 401, r.text
@@ -65,6 +67,7 @@ def test_bad_tokens_spend_the_budget_of_their_address_then_429_until_the_window_
         problem_429(here.post("/api/v1/jobs", headers={"Authorization": f"Bearer {server.token}"}, json={}))
         problem_429(here.get("/metrics", headers={"Authorization": f"Bearer {server.token}"}))
         assert here.get("/healthz").status_code == 200  # no token, no budget
+        assert here.get("/api/v1/jobs", headers={"Authorization": "Bearer trj_x"}).status_code == 401  # a job's
         # Another address is not affected.
         assert elsewhere.get("/api/v1/jobs").status_code == 200
         # The dashboard's login spends the same budget, per address, and answers with its page.
@@ -76,7 +79,9 @@ def test_bad_tokens_spend_the_budget_of_their_address_then_429_until_the_window_
         assert 1 <= int(r.headers["Retry-After"]) <= WINDOW_S
         assert elsewhere.post("/login", data={"token": server.token, "next": "/"}).status_code == 303
         # After the window, the address may try again, and a good token just works.
-        time.sleep(problem_429(here.get("/api/v1/jobs", headers={"Authorization": "Bearer trn_x"})) + 0.5)
+        wait_api_s = problem_429(here.get("/api/v1/jobs", headers={"Authorization": "Bearer trn_x"}))
+        wait_login_s = int(browser.post("/login", data={"token": server.token}).headers["Retry-After"])
+        time.sleep(max(wait_api_s, wait_login_s) + 0.5)
         assert here.get("/api/v1/jobs", headers={"Authorization": f"Bearer {server.token}"}).status_code == 200
         assert browser.post("/login", data={"token": server.token, "next": "/"}).status_code == 303
     spec = httpx.get(f"{server.url}/openapi.json").json()

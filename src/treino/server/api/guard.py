@@ -4,6 +4,7 @@ of every answer.
     AuthThrottle      a request to the API carrying a token, from an address that presented AUTH_FAILURES_MAX bad
                       ones within the window: 429 {"detail": "... To fix: ..."} with Retry-After, before its body is
                       read or its token checked; any 401 to a request that carried a token is a failure of its address
+                      (job tokens, trj_..., are outside the budget: see AuthThrottle.__call__)
     SecurityHeaders   CSP (scripts and styles from /static only, no framing), nosniff, Referrer-Policy, X-Frame-Options
 
 The dashboard's login counts its failures in the same budget (treino.server.web.pages.login). The address is the
@@ -17,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from treino.errors import TooManyRequests
 from treino.server.api.errors import error_body
-from treino.server.auth import FailureBudget, token_hash
+from treino.server.auth import JOB_TOKEN_PREFIX, FailureBudget, token_hash
 
 # The dashboard's pages load scripts, styles and uPlot from /static and fetch their own .json; nothing inline but
 # style attributes (bar widths and colours drawn by the server), nothing from elsewhere, never in a frame.
@@ -48,7 +49,11 @@ class AuthThrottle:
             await self.app(scope, receive, send)
             return
         token = dict(scope["headers"]).get(b"authorization", b"").strip()
-        if not token:  # no token is no guess: a plain 401
+        credential = token.partition(b" ")[2].strip()
+        if not token or credential.startswith(JOB_TOKEN_PREFIX.encode()):
+            # No token is no guess: a plain 401. A job token is outside the budget: a guess of one can match no user
+            # token, its 192 random bits are out of reach anyway, and the attempts that end on a node must not lock
+            # that node's address out by retrying their reports with their dead tokens.
             await self.app(scope, receive, send)
             return
         address = scope["client"][0] if scope.get("client") else "(unknown)"
