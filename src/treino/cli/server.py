@@ -16,6 +16,7 @@ from treino.server.settings import (
     DEFAULT_HOST,
     DEFAULT_PORT,
     LOGS_VISIBLE_TO,
+    TRUSTED_PROXIES,
 )
 
 
@@ -77,6 +78,10 @@ def server(
     session_max_age_s: Annotated[
         float, typer.Option(min=1, help="How long a dashboard login lasts, in seconds.")
     ] = COOKIE_MAX_AGE_S,
+    trusted_proxies: Annotated[
+        str,
+        typer.Option(help="Reverse proxies (comma-separated addresses) whose X-Forwarded-For/-Proto are believed."),
+    ] = TRUSTED_PROXIES,
 ) -> None:
     """Queue and run training jobs on this machine's GPUs, or on a Slurm cluster: whole GPUs per job, priorities,
     preemption, restarts from checkpoints, live metrics. Jobs survive a server crash and are adopted when it
@@ -190,6 +195,14 @@ def server(
     app = build_app(ctx)
     out.print(f"Listening on http://{host}:{port} (API under /api/v1, dashboard at /, log in with a token)")
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            # the client's address is the TCP peer's (its failure budget) unless a trusted proxy names another
+            proxy_headers=bool(trusted_proxies),
+            forwarded_allow_ips=trusted_proxies or None,
+        )
     finally:
         ctx.shutdown()

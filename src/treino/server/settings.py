@@ -46,6 +46,9 @@ AUTH_CACHE_S = 2.0  # how long a checked token is trusted without a query (a rev
 AUTH_FAILURES_MAX = 10
 AUTH_FAILURE_WINDOW_S = 60.0  # `treino server --auth-failure-window-s`
 AUTH_FAILURE_ADDRESSES_MAX = 10_000  # addresses remembered at once (the least recent forgotten first): bounded memory
+# Addresses of reverse proxies whose X-Forwarded-For/-Proto are believed (`--trusted-proxies 127.0.0.1`); none by
+# default, so that no client names another address to escape its failure budget.
+TRUSTED_PROXIES = ""
 JOBS_CACHE_S = 0.5  # how stale GET /api/v1/jobs may be (dashboards and `treino jobs -w` poll it)
 JOBS_PAGE_MAX = 1000  # jobs per page
 METRIC_POINTS_MAX = 100_000  # metric points per GET

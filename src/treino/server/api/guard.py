@@ -8,7 +8,7 @@ of every answer.
     SecurityHeaders   CSP (scripts and styles from /static only, no framing), nosniff, Referrer-Policy, X-Frame-Options
 
 The dashboard's login counts its failures in the same budget (treino.server.web.pages.login). The address is the
-TCP peer's: behind a reverse proxy every client shares the proxy's budget.
+TCP peer's, or what a proxy of `treino server --trusted-proxies` says in X-Forwarded-For.
 """
 
 from __future__ import annotations
