@@ -15,7 +15,8 @@ no route inspects an error's message to pick one (treino.server.api.errors maps 
     ├── Gone                    the object existed and was erased (LGPD Art. 18 VI)                         410
     ├── TooLarge                a request body over the server's limit                                      413
     ├── InsufficientStorage     a write failed because the server's disk (or its database's) is full         507
-    └── DatabaseBroken          the server's database is corrupt or cannot be reached                       503
+    ├── DatabaseBroken          the server's database is corrupt or cannot be reached                       503
+    └── TooManyRequests         too many bad tokens from one address; carries `retry_after_s`               429
 
 The CLI maps every TreinoError to one red line and exit code 2 (bad input); a traceback is shown only
 with --debug. Code that hits an internal invariant uses `assert`, never these.
@@ -102,3 +103,13 @@ class DatabaseBroken(TreinoError):
     """The database is corrupt (SQLite's quick_check, "database disk image is malformed") or unreachable."""
 
     http_status = 503
+
+
+class TooManyRequests(TreinoError):
+    """A client address spent its budget of failed authentications: answered with `Retry-After: retry_after_s`."""
+
+    http_status = 429
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

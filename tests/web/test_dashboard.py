@@ -4,6 +4,7 @@ the job's metric points, cancel from the job page, the plan form's verdict, and 
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from tests.web.conftest import DEMO_STEPS, Demo, ddp_job, login
@@ -126,3 +127,45 @@ def test_a_viewer_has_no_data_link_and_gets_403_while_a_dpo_sees_the_chain(brows
     actions = page.locator("#audit tbody tr td:nth-child(4)").all_inner_texts()
     assert actions and set(actions) == {"job.admit"}
     page.context.close()
+
+
+# Every CSP violation a page causes, as the browser reports it (an init script runs before the page's own).
+OVERVIEW_REFRESH_WAIT_S = 10.0  # POLL_MS is 2 s
+CSP_LISTENER = """window.__csp = [];
+document.addEventListener("securitypolicyviolation",
+                          (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));"""
+
+
+def test_no_page_breaks_the_content_security_policy(browser: Any, demo: Demo) -> None:
+    context = browser.new_context()
+    context.add_init_script(script=CSP_LISTENER)
+    page = context.new_page()
+    console: list[str] = []
+    page.on("console", lambda m: console.append(m.text) if "Content Security Policy" in m.text else None)
+    violations: list[str] = []
+    page.goto(demo.server.url + "/login")
+    violations += page.evaluate("window.__csp")
+    page.fill("input[name=token]", demo.tokens["admin"])
+    page.click("form[action='/login'] button[type=submit]")
+    page.wait_for_url(demo.server.url + "/")
+    page.evaluate("document.querySelector('#overview .card').stale = true")
+    # app.js refreshes the overview every POLL_MS (page.wait_for_function would eval a string: the CSP forbids it)
+    deadline = time.monotonic() + OVERVIEW_REFRESH_WAIT_S
+    while page.evaluate("document.querySelector('#overview .card').stale === true"):
+        assert time.monotonic() < deadline, "the overview was not refreshed"
+        page.wait_for_timeout(100)
+    violations += page.evaluate("window.__csp")
+    page.goto(f"{demo.server.url}/jobs/{demo.ddp_job}")
+    page.wait_for_selector("#loss-chart canvas")  # uPlot, from /static, ran and drew
+    violations += page.evaluate("window.__csp")
+    page.goto(demo.server.url + "/plan?model=llama-3-8b&gpu=l4&micro_batch=1&seq_len=4096")
+    page.wait_for_selector("#scale-chart canvas")
+    assert page.locator("i[style*='width']").count() > 0  # the memory bars: style attributes the CSP allows
+    violations += page.evaluate("window.__csp")
+    page.goto(demo.server.url + "/data")
+    violations += page.evaluate("window.__csp")
+    assert violations == [] and console == [], (violations, console)
+    # and the page may not be framed by another site
+    csp = page.context.request.get(demo.server.url + "/").headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in csp
+    context.close()

@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from treino.server.settings import DEFAULT_DATA_DIR, DEFAULT_HOST, DEFAULT_PORT
+from treino.server.settings import (
+    AUTH_FAILURE_WINDOW_S,
+    AUTH_FAILURES_MAX,
+    COOKIE_MAX_AGE_S,
+    DEFAULT_DATA_DIR,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    LOGS_VISIBLE_TO,
+    TRUSTED_PROXIES,
+)
 
 if TYPE_CHECKING:  # the CLI imports this module at start: the server stack only when it runs
     from fastapi import FastAPI
@@ -64,6 +73,23 @@ def server(
     public_url: Annotated[
         str, typer.Option(help="How jobs reach this server (TREINO_URL); default http://HOST:PORT.")
     ] = "",
+    logs_visible_to: Annotated[
+        str,
+        typer.Option(help="Who may read a job's logs: 'owner' (its owner) and roles, comma-separated; or 'all'."),
+    ] = ",".join(LOGS_VISIBLE_TO),
+    auth_failures_max: Annotated[
+        int, typer.Option(min=1, help="Bad tokens one client address may present per window before 429.")
+    ] = AUTH_FAILURES_MAX,
+    auth_failure_window_s: Annotated[
+        float, typer.Option(min=0.1, help="The window of --auth-failures-max, in seconds.")
+    ] = AUTH_FAILURE_WINDOW_S,
+    session_max_age_s: Annotated[
+        float, typer.Option(min=1, help="How long a dashboard login lasts, in seconds.")
+    ] = COOKIE_MAX_AGE_S,
+    trusted_proxies: Annotated[
+        str,
+        typer.Option(help="Reverse proxies (comma-separated addresses) whose X-Forwarded-For/-Proto are believed."),
+    ] = TRUSTED_PROXIES,
 ) -> None:
     """Queue and run training jobs on this machine's GPUs, or on a Slurm cluster: whole GPUs per job, priorities,
     preemption, restarts from checkpoints, live metrics. Jobs survive a server crash and are adopted when it
@@ -72,6 +98,7 @@ def server(
 
     from treino import catalog
     from treino.errors import TreinoError
+    from treino.govern.access import log_readers
     from treino.govern.access import site as find_site
     from treino.server.admission import admission_for, gpu_for
     from treino.server.api import build_app
@@ -82,6 +109,7 @@ def server(
     from treino.server.settings import Settings, load_or_create_key
 
     out = Console(stderr=True, highlight=False)
+    readers = log_readers(logs_visible_to)
     data_dir = data_dir.expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # the database, tokens, server key, job logs and the dataset store: the server's user only
@@ -133,6 +161,10 @@ def server(
         import_roots=tuple(p.expanduser().resolve() for p in import_root or ()),
         partition_sites=partition_sites,
         shared_dir=shared_dir,
+        auth_failures_max=auth_failures_max,
+        auth_failure_window_s=auth_failure_window_s,
+        session_max_age_s=session_max_age_s,
+        logs_visible_to=readers,
         **({"controller": controller} if controller else {}),
     )
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None
@@ -169,13 +201,15 @@ def server(
         out.print(f"Admin token (shown once; also in {data_dir / 'admin-token'}, mode 0600): {token}")
     ctx.start()
     out.print(f"Listening on http://{host}:{port} (API under /api/v1, dashboard at /, log in with a token)")
-    serve_until_stopped(build_app(ctx), host, port, ctx, out)
+    serve_until_stopped(build_app(ctx), host, port, trusted_proxies, ctx, out)
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-def serve_until_stopped(app: FastAPI, host: str, port: int, ctx: ServerContext, out: Console) -> None:
+def serve_until_stopped(
+    app: FastAPI, host: str, port: int, trusted_proxies: str, ctx: ServerContext, out: Console
+) -> None:
     """Serve until SIGTERM or SIGINT, then shut down cleanly: the periodic tasks stopped, the audit head signed,
     running jobs left to their detached supervisors for the next start to adopt."""
     import uvicorn
@@ -187,7 +221,15 @@ def serve_until_stopped(app: FastAPI, host: str, port: int, ctx: ServerContext, 
         signal.signal(sig, _stop)
     how = "on its own"
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            # the client's address is the TCP peer's (its failure budget) unless a trusted proxy names another
+            proxy_headers=bool(trusted_proxies),
+            forwarded_allow_ips=trusted_proxies or None,
+        )
     except ServerStopped as stopped:
         how = f"by {stopped}"
     finally:

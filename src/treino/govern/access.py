@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from treino.errors import PolicyViolation
+from treino.errors import Forbidden, PolicyViolation, TreinoError
 from treino.govern.models import Dataset, Grant, Role, Transfer, User
 
 ALL = frozenset(Role)
@@ -46,6 +46,45 @@ class Principal:
 
 def allowed(role: Role, permission: str) -> bool:
     return role in PERMISSIONS[permission]
+
+
+# Who reads a job's output (its logs): besides jobs.read, the job's owner and these roles (settings.LOGS_VISIBLE_TO).
+OWNER = "owner"
+
+
+def log_readers(spec: str) -> frozenset[str]:
+    """'owner,admin,dpo' -> {"owner", "admin", "dpo"}; 'all' -> the owner and every role."""
+    names = {n.strip() for n in spec.split(",") if n.strip()}
+    if "all" in names:
+        return frozenset({OWNER, *(r.value for r in Role)})
+    known = [OWNER, "all", *(r.value for r in Role)]
+    unknown = sorted(names - set(known))
+    if unknown or not names:
+        raise TreinoError(
+            f"--logs-visible-to {spec!r}: {', '.join(unknown) or 'empty'} is not 'owner', 'all' or a role. "
+            f"To fix: give a comma-separated list of {', '.join(known)} (e.g. owner,admin,dpo)."
+        )
+    return frozenset(names)
+
+
+def may_read_logs(who: Principal, owner: str, readers: frozenset[str]) -> bool:
+    return who.role.value in readers or (OWNER in readers and who.name == owner)
+
+
+def require_log_reader(who: Principal, job_id: int, owner: str, readers: frozenset[str]) -> None:
+    """Forbidden unless `who` may read job `job_id`'s output (its owner `owner`; `readers`: log_readers)."""
+    if may_read_logs(who, owner, readers):
+        return
+    roles = sorted(readers - {OWNER})
+    whom = " and ".join(
+        p
+        for p in (f"its owner ({owner})" if OWNER in readers else "", "roles " + ", ".join(roles) if roles else "")
+        if p
+    )
+    raise Forbidden(
+        f"The logs of job {job_id} are visible to {whom or 'nobody'}, not to {who.name} ({who.role}). "
+        f"To fix: ask {owner} or an admin for them, or have the server started with --logs-visible-to all."
+    )
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session, sessionmaker
 
 from treino.govern.audit import AuditLog
-from treino.server.auth import Authenticator, create_admin_token
+from treino.server.auth import Authenticator, FailureBudget, create_admin_token
 from treino.server.backend import Backend
 from treino.server.lineage import GovernanceEvents
 from treino.server.service import Service
@@ -76,7 +76,7 @@ class ServerContext:
             settings=settings,
             sessions=sessions,
             engine=engine,
-            auth=Authenticator(sessions),
+            auth=Authenticator(sessions, FailureBudget(settings.auth_failures_max, settings.auth_failure_window_s)),
             audit=audit,
             submissions=Submissions(settings, sessions, engine, audit, plan_check),
             tasks=server_tasks(engine, sessions, audit),

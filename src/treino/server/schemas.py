@@ -34,7 +34,7 @@ class Schema(BaseModel):
 
 # --- errors ---------------------------------------------------------------------------------------------------------
 class Problem(BaseModel):
-    """401, 404, 409, 410, 413: what went wrong and how to fix it."""
+    """401, 404, 409, 410, 413, 429: what went wrong and how to fix it."""
 
     detail: str
 
@@ -62,9 +62,14 @@ class Invalid(BaseModel):
 
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The documented error answers of a route (FastAPI's `responses=`)."""
+    """The documented error answers of a route (FastAPI's `responses=`). A route that checks a token (401) may also
+    answer 429: its caller's address presented too many bad tokens (treino.server.api.guard.AuthThrottle)."""
     models: dict[int, type[BaseModel]] = {403: Refusal, 422: Invalid}
-    return {code: {"model": models.get(code, Problem)} for code in statuses}
+    documented: dict[int | str, dict[str, Any]] = {code: {"model": models.get(code, Problem)} for code in statuses}
+    if 401 in statuses:
+        retry_after = {"description": "Seconds until the address may try again.", "schema": {"type": "integer"}}
+        documented[429] = {"model": Problem, "headers": {"Retry-After": retry_after}}
+    return documented
 
 
 # --- system ---------------------------------------------------------------------------------------------------------

@@ -43,6 +43,16 @@ EXIT_RESERVE_BYTES = 1024**2
 
 # --- the HTTP API (treino.server.api) ----------------------------------------------------------------------------
 AUTH_CACHE_S = 2.0  # how long a checked token is trusted without a query (a revocation clears the cache)
+# Failed authentication (treino.server.auth.FailureBudget): one client address may present this many distinct bad
+# tokens (API tokens, job tokens, tokens typed at /login) per window; then its requests that carry a token get 429
+# with Retry-After until the oldest failure leaves the window. The same bad token again counts once (a stale token
+# retried by a script is not a guess).
+AUTH_FAILURES_MAX = 10
+AUTH_FAILURE_WINDOW_S = 60.0  # `treino server --auth-failure-window-s`
+AUTH_FAILURE_ADDRESSES_MAX = 10_000  # addresses remembered at once (the least recent forgotten first): bounded memory
+# Addresses of reverse proxies whose X-Forwarded-For/-Proto are believed (`--trusted-proxies 127.0.0.1`); none by
+# default, so that no client names another address to escape its failure budget.
+TRUSTED_PROXIES = ""
 JOBS_CACHE_S = 0.5  # how stale GET /api/v1/jobs may be (dashboards and `treino jobs -w` poll it)
 JOBS_PAGE_MAX = 1000  # jobs per page
 METRIC_POINTS_MAX = 100_000  # metric points per GET
@@ -53,10 +63,15 @@ INT_MAX = 2**63 - 1  # the largest integer a database column (SQLite, PostgreSQL
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # users, datasets, jobs
 
 # --- the dashboard (treino.server.web) ---------------------------------------------------------------------------
-COOKIE = "treino_session"
-COOKIE_MAX_AGE_S = 12 * 3600
+COOKIE = "treino_session"  # holds a session id (treino.server.auth.Authenticator.open_session), never a token
+COOKIE_MAX_AGE_S = 12 * 3600  # a session's lifetime, server-side too (`treino server --session-max-age-s`)
 POLL_MS = 2000  # the overview's and job page's refresh period
 FORM_BYTES_MAX = 16 * 1024
+
+# --- who reads what -----------------------------------------------------------------------------------------------
+# A job's output (GET /api/v1/jobs/{id}/logs, the job page's log): "owner" and role names, or "all" for every role
+# (`treino server --logs-visible-to owner,admin,dpo`). Logs often print data, paths and secrets a viewer should not see.
+LOGS_VISIBLE_TO = ("owner", "admin", "dpo")
 
 # --- governance -------------------------------------------------------------------------------------------------
 ERASURE_DEADLINE_DAYS = 15  # LGPD Art. 19 II: a complete answer within 15 days of the request
@@ -77,6 +92,10 @@ class Settings:
     # Where job folders (logs, checkpoints) and the dataset store live: on a cluster, a filesystem every node
     # mounts at the same path (--shared-dir); None: the data dir.
     shared_dir: Path | None = None
+    auth_failures_max: int = AUTH_FAILURES_MAX
+    auth_failure_window_s: float = AUTH_FAILURE_WINDOW_S
+    session_max_age_s: float = COOKIE_MAX_AGE_S
+    logs_visible_to: frozenset[str] = frozenset(LOGS_VISIBLE_TO)  # treino.govern.access.log_readers
 
     def __post_init__(self) -> None:
         from treino.govern.audit import KEY_MIN_BYTES

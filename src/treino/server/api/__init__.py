@@ -3,6 +3,7 @@
 
     api/deps.py          the session, the caller and permissions, as Annotated dependencies
     api/errors.py        treino's errors -> HTTP statuses, in one place; the body size limit
+    api/guard.py         before any route: the failure budget of the client's address (429), the security headers
     api/routes/*.py      one router per resource: system, jobs, datasets, users, grants, audit, lineage, subjects
     web/pages.py         the dashboard's routes (server-rendered HTML)
 The request and response models are treino.server.schemas: the OpenAPI document at /openapi.json is the contract.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from treino.server.api import errors
+from treino.server.api.guard import AuthThrottle, SecurityHeaders
 from treino.server.api.routes import audit, datasets, grants, jobs, lineage, subjects, system, users
 from treino.server.context import ServerContext
 
@@ -28,6 +30,8 @@ def build_app(ctx: ServerContext) -> FastAPI:
     pages.mount(app)
     errors.install(app, pages.error_page)
     errors.document_insufficient_storage(app, routers)
+    app.add_middleware(AuthThrottle, failures=ctx.auth.failures)  # outside the body limit: before a byte is read
+    app.add_middleware(SecurityHeaders)  # outermost: on every answer, a 413 or 429 included
     return app
 
 

@@ -25,6 +25,10 @@ PT: dict[str, str] = {
         "Cole um token da API do treino (treino tokens create, ou o arquivo admin-token do servidor)."
     ),
     "Invalid, expired or revoked token.": "Token inválido, expirado ou revogado.",
+    "Too many failed logins from your address. Try again in": (
+        "Muitas tentativas de login falharam a partir do seu endereço. Tente de novo em"
+    ),
+    "This job's logs are visible only to": "Os logs deste job são visíveis apenas para",
     "GPUs": "GPUs",
     "CPU slots": "Slots de CPU",
     "slot": "slot",

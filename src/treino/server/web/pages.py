@@ -1,6 +1,6 @@
 """The dashboard's routes: server-rendered pages (Jinja2) with the API's tokens and permissions.
 
-GET  /login, POST /login (form: token)      sets the HttpOnly session cookie; POST /logout clears it
+GET  /login, POST /login (form: token)      opens a session: its id in the HttpOnly cookie; POST /logout ends it
 GET  /                                      overview: devices and their jobs, queue, running jobs with ETA
 GET  /overview.json                         what the overview's script polls every 2 s
 GET  /jobs/{id}, GET /jobs/{id}/live.json   a job: spec, attempts, log tail, loss and steps/s curves, checkpoints
@@ -9,9 +9,11 @@ GET  /plan?model=&gpu=&gpus=...             the planner: memory, verdict and adv
 GET  /data?actor=&action=&dataset=          datasets, lineage, erasures, audit search: audit.read (dpo, admin)
 GET  /static/...                            CSS, the page script and uPlot (vendored: no CDN)
 
-The cookie holds the API token itself and is checked like an Authorization header (the same Authenticator).
-Form posts carry an HMAC of that token under the server key, so another site cannot post on the user's behalf.
-Errors are treino's (treino.errors), answered as pages by `error_page`; a 401 sends the browser to /login.
+The cookie holds a session id, never the API token (treino.server.auth.Authenticator.open_session): it expires
+with Settings.session_max_age_s, dies at logout or with its API token, and is no Bearer token. Form posts carry an
+HMAC of the session id under the server key, so another site cannot post on the user's behalf. Failed logins spend
+the address's failure budget (429 with Retry-After once spent). Errors are treino's (treino.errors), answered as
+pages by `error_page`; a 401 sends the browser to /login.
 """
 
 from __future__ import annotations
@@ -32,13 +34,14 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from treino.errors import Forbidden, TooLarge, TreinoError, Unauthenticated
-from treino.govern.access import PERMISSIONS, Principal, allowed
+from treino.errors import Forbidden, TooLarge, TooManyRequests, TreinoError, Unauthenticated
+from treino.govern.access import PERMISSIONS, Principal, allowed, may_read_logs
 from treino.server.api.deps import Ctx, job_or_404
+from treino.server.auth import token_hash
 from treino.server.context import ServerContext
 from treino.server.db import FINAL_STATES
 from treino.server.schemas import may_see_env, visible_spec
-from treino.server.settings import COOKIE, COOKIE_MAX_AGE_S, FORM_BYTES_MAX, INT_MAX, POLL_MS
+from treino.server.settings import COOKIE, FORM_BYTES_MAX, INT_MAX, POLL_MS
 from treino.server.spec import JobSpec
 from treino.server.web import plan_view, views
 from treino.server.web.i18n import negotiate
@@ -63,7 +66,7 @@ def mount(app: FastAPI) -> None:
 @dataclass(frozen=True)
 class Visitor:
     who: Principal
-    token: str  # the cookie's raw token: what the CSRF token is derived from
+    session: str  # the cookie's session id: what the CSRF token is derived from
 
 
 def visitor_of(request: Request) -> Visitor | None:
@@ -72,7 +75,7 @@ def visitor_of(request: Request) -> Visitor | None:
         return None
     ctx: ServerContext = request.app.state.ctx
     try:
-        return Visitor(ctx.auth.principal(raw), raw)
+        return Visitor(ctx.auth.session(raw), raw)
     except Unauthenticated:
         return None
 
@@ -104,8 +107,8 @@ Submitter = Annotated[Visitor, allowed_to("jobs.submit")]
 Auditor = Annotated[Visitor, allowed_to("audit.read", "read the audit log")]
 
 
-def csrf_of(ctx: ServerContext, raw: str) -> str:
-    return hmac.new(ctx.settings.key, b"csrf:" + raw.encode(), hashlib.sha256).hexdigest()
+def csrf_of(ctx: ServerContext, session_id: str) -> str:
+    return hmac.new(ctx.settings.key, b"csrf:" + session_id.encode(), hashlib.sha256).hexdigest()
 
 
 def render(request: Request, name: str, status: int = 200, **page: Any) -> HTMLResponse:
@@ -120,7 +123,7 @@ def render(request: Request, name: str, status: int = 200, **page: Any) -> HTMLR
             t=loc.t,
             loc=loc,
             who=who,
-            csrf=csrf_of(ctx, visitor.token) if visitor else "",
+            csrf=csrf_of(ctx, visitor.session) if visitor else "",
             can_audit=who is not None and allowed(who.role, "audit.read"),
             path=request.url.path,
             **loc.filters(),
@@ -147,7 +150,7 @@ async def form_of(request: Request, visitor: Visitor | None = None) -> dict[str,
     form = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
     if visitor is not None:
         ctx: ServerContext = request.app.state.ctx
-        if not hmac.compare_digest(form.get("csrf", ""), csrf_of(ctx, visitor.token)):
+        if not hmac.compare_digest(form.get("csrf", ""), csrf_of(ctx, visitor.session)):
             raise Forbidden("Missing or wrong CSRF token. To fix: reload the page and try again.")
     return form
 
@@ -164,18 +167,29 @@ def login_page(request: Request, next: str = "/") -> HTMLResponse:
 
 @router.post("/login")
 async def login(request: Request, ctx: Ctx) -> Response:
+    address = request.client.host if request.client else "(unknown)"
+    try:
+        ctx.auth.failures.check(address)  # before the form is read: a spent budget costs no lookup
+    except TooManyRequests as exc:
+        page = render(
+            request, "login.html", 429, next=_safe_next(request.query_params.get("next", "/")), wait_s=exc.retry_after_s
+        )
+        page.headers["Retry-After"] = str(exc.retry_after_s)
+        return page
     form = await form_of(request)
     raw = form.get("token", "").strip()
     target = _safe_next(form.get("next", "/"))
     try:
-        ctx.auth.principal(raw)
+        session_id = ctx.auth.open_session(raw, ctx.settings.session_max_age_s)
     except Unauthenticated:
+        if raw:  # an empty form is no guess
+            ctx.auth.failures.fail(address, token_hash(raw))
         return render(request, "login.html", 401, next=target, failed=True)
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(
         COOKIE,
-        raw,
-        max_age=COOKIE_MAX_AGE_S,
+        session_id,
+        max_age=int(ctx.settings.session_max_age_s),
         httponly=True,
         samesite="strict",
         secure=request.url.scheme == "https",
@@ -185,10 +199,11 @@ async def login(request: Request, ctx: Ctx) -> Response:
 
 
 @router.post("/logout")
-async def logout(request: Request) -> Response:
+async def logout(request: Request, ctx: Ctx) -> Response:
     visitor = visitor_of(request)
     if visitor is not None:
         await form_of(request, visitor)
+        ctx.auth.close_session(visitor.session)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response
@@ -214,10 +229,10 @@ def overview_json(ctx: Ctx, _visitor: Reader) -> JSONResponse:
 # --- one job -------------------------------------------------------------------------------------------------------
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
 def job_page(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Reader, msg: str = "") -> HTMLResponse:
-    who = visitor.who
+    who, readers = visitor.who, ctx.settings.logs_visible_to
     with ctx.sessions() as s:
-        data = views.job_page(ctx, s, job_or_404(s, job_id))
-    job = data["full"]
+        job = job_or_404(s, job_id)
+        data = views.job_page(ctx, s, job, show_log=may_read_logs(who, job.owner, readers))
     return render(
         request,
         "job.html",
@@ -226,14 +241,17 @@ def job_page(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Reader, msg
         curves_json=_script_json(data["curves"]),
         may_cancel=views.may_cancel(who, job),
         may_resubmit=allowed(who.role, "jobs.submit") and may_see_env(who, job),
+        log_readers=", ".join(sorted(readers)),
         msg=msg[:300],
     )
 
 
 @router.get("/jobs/{job_id}/live.json")
-def job_live(job_id: PageJobId, ctx: Ctx, _visitor: Reader) -> JSONResponse:
+def job_live(job_id: PageJobId, ctx: Ctx, visitor: Reader) -> JSONResponse:
     with ctx.sessions() as s:
-        return JSONResponse(views.live(ctx, s, job_or_404(s, job_id)))
+        job = job_or_404(s, job_id)
+        show_log = may_read_logs(visitor.who, job.owner, ctx.settings.logs_visible_to)
+        return JSONResponse(views.live(ctx, s, job, show_log))
 
 
 @router.post("/jobs/{job_id}/cancel")

@@ -177,7 +177,8 @@ def log_tail(ctx: ServerContext, job: Job) -> str:
     return data.decode(errors="replace")
 
 
-def job_page(ctx: ServerContext, s: Session, job: Job) -> dict[str, Any]:
+def job_page(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) -> dict[str, Any]:
+    """What the job page shows; its log tail only with `show_log` (the visitor may read the job's logs), else None."""
     attempts = list(s.scalars(select(Attempt).where(Attempt.job_id == job.id).order_by(Attempt.number)))
     checkpoints = [
         {"step": c.step, "path": c.path, "bytes": c.bytes, "attempt": c.attempt, "exists": Path(c.path).exists()}
@@ -215,17 +216,17 @@ def job_page(ctx: ServerContext, s: Session, job: Job) -> dict[str, Any]:
         "curves": data,
         "loss_path": svg_path(data["step"], data["loss"]),
         "rate_path": svg_path(data["step"], data["rate"]),
-        "log": log_tail(ctx, job),
+        "log": log_tail(ctx, job) if show_log else None,
         "final": job.state in FINAL_STATES,
     }
 
 
-def live(ctx: ServerContext, s: Session, job: Job) -> dict[str, Any]:
-    """What the job page polls: state, progress, the log tail and the curves."""
+def live(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) -> dict[str, Any]:
+    """What the job page polls: state, progress, the log tail (None without `show_log`) and the curves."""
     return {
         **job_row(job),
         "final": job.state in FINAL_STATES,
-        "log": log_tail(ctx, job),
+        "log": log_tail(ctx, job) if show_log else None,
         "curves": curves(s, job.id),
     }
 

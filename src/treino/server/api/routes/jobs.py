@@ -5,7 +5,7 @@ POST /api/v1/jobs                          a JobSpec -> 201 JobPublic; 422 field
 GET  /api/v1/jobs?state=&limit=&offset=    newest first
 GET  /api/v1/jobs/{id}                     one job, its attempts and checkpoints
 POST /api/v1/jobs/{id}/cancel
-GET  /api/v1/jobs/{id}/logs?attempt=&offset=   a chunk of the attempt's output, and the next offset
+GET  /api/v1/jobs/{id}/logs?attempt=&offset=   a chunk of the attempt's output, and the next offset (--logs-visible-to)
 GET  /api/v1/jobs/{id}/metrics?since_step=
 POST /api/v1/jobs/{id}/metrics             the job's own token (TREINO_JOB_TOKEN) or an admin's
 POST /api/v1/jobs/{id}/checkpoints         likewise
@@ -20,6 +20,7 @@ from fastapi import APIRouter, Query, Response
 from sqlalchemy import select
 
 from treino.errors import Forbidden, SpecError
+from treino.govern.access import require_log_reader
 from treino.govern.models import Role
 from treino.server.api.deps import (
     CancelJobs,
@@ -135,11 +136,12 @@ def logs(
     job_id: JobId,
     ctx: Ctx,
     s: SessionDep,
-    _who: ReadJobs,
+    who: ReadJobs,
     attempt: Annotated[int | None, Query(ge=1, le=INT_MAX)] = None,
     offset: Annotated[int, Query(ge=0, le=INT_MAX)] = 0,
 ) -> LogChunk:
     j = job_or_404(s, job_id)
+    require_log_reader(who, job_id, j.owner, ctx.settings.logs_visible_to)  # the owner, admins, DPOs by default
     number = attempt or j.attempts
     if number < 1:
         return LogChunk(attempt=0, attempts=0, text="", offset=0, final=j.state == JobState.CANCELLED)

@@ -3,7 +3,8 @@
 POST /api/v1/users                {name, role}                    users.manage
 GET  /api/v1/users                                                users.manage
 POST /api/v1/tokens               {user, name?, expires_days?}    tokens.manage   (the token is shown once)
-GET  /api/v1/tokens                                               tokens.manage   (never the secret)
+GET  /api/v1/tokens                                               tokens.manage   (never the secret; dashboard
+                                                                                  sessions are "session:<token id>")
 POST /api/v1/tokens/{id}/revoke                                   tokens.manage
 """
 
@@ -16,10 +17,10 @@ from fastapi import APIRouter, Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from treino.errors import Conflict, NotFound
+from treino.errors import Conflict, NotFound, SpecError
 from treino.govern.models import Role, User
 from treino.server.api.deps import Ctx, ManageTokens, ManageUsers, SessionDep
-from treino.server.auth import new_user_token, token_hash
+from treino.server.auth import SESSION_PREFIX, new_user_token, token_hash
 from treino.server.db import Token
 from treino.server.schemas import NewToken, Revoked, TokenIn, TokenList, TokenOut, UserIn, UserList, UserOut, responses
 from treino.server.settings import INT_MAX
@@ -57,6 +58,8 @@ def users(s: SessionDep, _who: ManageUsers) -> UserList:
 
 @router.post("/tokens", status_code=201, response_model=NewToken, responses=responses(404, 413))
 def add_token(body: TokenIn, ctx: Ctx, who: ManageTokens) -> NewToken:
+    if body.name.startswith(SESSION_PREFIX):  # the dashboard's sessions' rows (treino.server.auth)
+        raise SpecError("name", f"a token's name may not start with {SESSION_PREFIX!r}. To fix: pick another name.")
     raw = new_user_token()
     with ctx.sessions.begin() as s:
         user = user_named(s, body.user)

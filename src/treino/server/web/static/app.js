@@ -48,9 +48,11 @@
         const r = await fetch(`/jobs/${job.dataset.id}/live.json`, { credentials: "same-origin" });
         if (!r.ok) return;
         const live = await r.json();
-        const log = document.getElementById("log");
-        const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
-        log.textContent = live.log; if (atEnd) log.scrollTop = log.scrollHeight;
+        const log = document.getElementById("log");  // absent when the visitor may not read the logs
+        if (log && live.log != null) {
+          const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+          log.textContent = live.log; if (atEnd) log.scrollTop = log.scrollHeight;
+        }
         document.getElementById("job-state").textContent = live.state;
         document.getElementById("job-state").className = "st st-" + live.state;
         document.getElementById("job-step").textContent = (live.last_step == null ? "–" : fmt(0).format(live.last_step)) + (live.steps ? " / " + fmt(0).format(live.steps) : "");
