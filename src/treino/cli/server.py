@@ -158,7 +158,7 @@ def server(
     counts = ctx.engine.reconcile()
     out.print(f"treino server: {inventory.describe()}; data in {data_dir}")
     if backend == "local":
-        _say_job_user(out, runs_as.name if runs_as else None)
+        _say_job_user(out, runs_as, settings.python)
     if any(counts.values()):
         out.print(
             f"Reconciled after restart: {counts['adopted']} job(s) adopted, {counts['requeued']} requeued, "
@@ -197,20 +197,24 @@ def _job_user(backend: str, name: str, data_dir: Path, shared_dir: Path | None) 
         return None
     job_user = resolve_job_user(name or None)
     if job_user is not None:
-        check_reachable((shared_dir or data_dir) / "jobs", job_user)
+        check_reachable(shared_dir or data_dir, job_user)
         secure_data_dir(data_dir, shared_dir)
     return job_user
 
 
-def _say_job_user(out: Console, job_user: str | None) -> None:
-    """Which user jobs run as; a warning when it is the server's own (jobs can then read its secrets)."""
+def _say_job_user(out: Console, job_user: JobUser | None, python: str) -> None:
+    """Which user jobs run as; a warning when it is the server's own (jobs can then read its secrets), or when the
+    job user cannot run the server's Python."""
     from treino.server.cgroups import detect
-    from treino.server.isolation import server_user
+    from treino.server.isolation import python_warning, server_user
 
     found = detect()
     cgroup = f"cgroup v{found[0]} per attempt" if found else "no cgroups (stopped by their attempt key)"
     if job_user is not None:
-        out.print(f"Jobs run as user {job_user}, in their own folders; {cgroup}")
+        out.print(f"Jobs run as user {job_user.name}, in their own folders; {cgroup}")
+        if (problem := python_warning(python, job_user)) is not None:
+            out.print(f"[yellow]warning:[/] {problem}")
+            logging.getLogger("treino.server").warning(problem)
         return
     message = (
         f"jobs run as {server_user()}, the server's own user: a job can read the data dir (database, "

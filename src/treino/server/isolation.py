@@ -119,16 +119,38 @@ def _may_enter(path: Path, user: JobUser) -> bool:
     return bool(st.st_mode & stat.S_IXOTH)
 
 
-def check_reachable(jobs_dir: Path, user: JobUser) -> None:
-    """Refuse to start when the job user could not pass through a parent of the job folders (e.g. /root, 0700):
-    every job would fail to start, far from the cause."""
-    for parent in reversed(jobs_dir.parents):
+def blocked_at(path: Path, user: JobUser) -> Path | None:
+    """The first folder above `path` that `user` may not pass through (None: it reaches `path`)."""
+    for parent in reversed(path.parents):
         if parent.exists() and not _may_enter(parent, user):
-            raise TreinoError(
-                f"The job user {user.name} cannot enter {parent} (mode {parent.stat().st_mode & 0o777:04o}), so "
-                f"its jobs could not reach their folders under {jobs_dir}. To fix: use a --data-dir (or "
-                f"--shared-dir) under a folder others may enter (e.g. /var/lib/treino), or 'chmod o+x {parent}'."
-            )
+            return parent
+    return None
+
+
+def check_reachable(top: Path, user: JobUser) -> None:
+    """Refuse to start when the job user could not pass through a parent of the folder that holds the job
+    folders (`top`: the data dir or the shared dir; e.g. under /root, 0700): every job would fail to start, far
+    from the cause. `top` itself is made passable by `secure_data_dir`."""
+    parent = blocked_at(top, user)
+    if parent is not None:
+        raise TreinoError(
+            f"The job user {user.name} cannot enter {parent} (mode {parent.stat().st_mode & 0o777:04o}), so "
+            f"its jobs could not reach their folders under {top}. To fix: use a --data-dir (or --shared-dir) "
+            f"under a folder others may enter (e.g. /var/lib/treino), or 'chmod o+x {parent}'."
+        )
+
+
+def python_warning(python: str, user: JobUser) -> str | None:
+    """Why the job user cannot run the server's Python (what `script:` jobs run with), or None if it can."""
+    real = Path(python).resolve()
+    parent = blocked_at(real, user)
+    if parent is None:
+        return None
+    return (
+        f"the job user {user.name} cannot run {python} ({real} is under {parent}, mode "
+        f"{parent.stat().st_mode & 0o777:04o}): jobs with a `script` will fail to start. To fix: install Python "
+        f"and the venv where others may read them (e.g. /opt or /usr/local), or 'chmod o+x {parent}'."
+    )
 
 
 def secure_data_dir(data_dir: Path, shared_dir: Path | None) -> None:
