@@ -177,19 +177,34 @@ def test_a_job_cannot_read_the_servers_secrets_and_a_normal_job_still_checkpoint
     assert (server.data_dir / "store").stat().st_mode & 0o777 == 0o700
 
 
-def test_a_job_reads_its_dataset_from_a_copy_that_erasure_deletes(open_dir: Path, start_server: StartServer) -> None:
+READER = """
+import time
+from treino import job
+
+run = job.init()
+path = run.dataset("clientes")
+print(f"read {len(path.read_bytes())} bytes from {path}", flush=True)
+time.sleep(1000)
+"""
+
+
+def test_a_job_reads_its_dataset_from_a_copy_that_erasure_and_the_attempts_end_delete(
+    open_dir: Path, start_server: StartServer
+) -> None:
     server = isolated(start_server, open_dir, "--site", "eveo-sp1", "--import-root", str(DATA))
     tokens = people_and_clientes(server.url, server.token)
     python, env = job_python()
-    spec = churn_job(steps=10)
-    command = [python, spec.pop("script"), *spec.pop("args")]
-    spec = {**spec, "command": command, "env": {**spec["env"], **env}}
+    script = open_dir / "reader.py"
+    script.write_text(READER)
+    script.chmod(0o644)
+    spec = {**churn_job(), "command": [python, str(script)], "env": env, "grace_seconds": 1}
+    del spec["script"], spec["args"]
     engineer = Server(server.process)
     engineer.token = tokens["eng1"]
     job_id = engineer.submit(spec)
-    job = engineer.wait(job_id, final)
-    assert job["state"] == "succeeded", engineer.logs(job_id)
-    (copy,) = (server.data_dir / "jobs" / str(job_id) / "datasets").iterdir()
+    engineer.wait(job_id, lambda j: "read " in engineer.logs(job_id) or final(j))
+    copy = Path(engineer.logs(job_id).split(" from ")[1].split()[0])
+    assert copy.parent == server.data_dir / "jobs" / str(job_id) / "datasets", engineer.logs(job_id)
     stored = next((server.data_dir / "store").rglob(copy.name))
     assert copy.read_bytes() == stored.read_bytes()
     assert (copy.stat().st_uid, copy.stat().st_mode & 0o777) == (pwd.getpwnam(DEFAULT_JOB_USER).pw_uid, 0o400)
@@ -201,6 +216,10 @@ def test_a_job_reads_its_dataset_from_a_copy_that_erasure_deletes(open_dir: Path
     erased = dpo.api("POST", "/api/v1/erasures", json={"subject": cpf})
     assert erased.status_code == 201 and erased.json()["rows_removed"] == 1, erased.text
     assert not copy.exists() and not stored.exists()  # the job's copy goes with the store's file
+
+    assert engineer.api("POST", f"/api/v1/jobs/{job_id}/cancel").status_code == 200
+    assert engineer.wait(job_id, final)["state"] == "cancelled"
+    assert not copy.parent.exists()  # and its folder with the attempt
 
 
 def test_cancel_kills_a_process_that_cleared_its_environment_and_left_the_session(
@@ -243,6 +262,11 @@ def test_the_memory_limit_of_the_spec_lands_in_the_attempts_cgroup(
     else:
         assert int((cgroup.main / "memory.max").read_text()) == 512 * 1024**2
     assert len(cgroups.procs(cgroup)) == 1  # the sleep, not its supervisor (which left after starting it)
+    devices = cgroup.dir("devices")
+    if devices is not None:  # v1: a job on CPU slots may open every device but the NVIDIA GPUs
+        listed = set((devices / "devices.list").read_text().splitlines())
+        assert listed == set(cgroups.nvidia_device_rules((), Path("/proc/devices").read_text()))
+        assert "a *:* rwm" not in listed
     assert server.api("POST", f"/api/v1/jobs/{job_id}/cancel").status_code == 200
     assert server.wait(job_id, final)["state"] == "cancelled"
 
@@ -265,3 +289,15 @@ def test_a_job_user_that_cannot_reach_the_data_dir_is_refused_at_start(root_only
 def test_a_server_whose_jobs_run_as_itself_says_they_can_read_its_data_dir(start_server: StartServer) -> None:
     log = start_server().log()  # the harness names the test's own user as --job-user
     assert "jobs run as" in log and "can read the data dir" in log and "To fix:" in log
+
+
+def test_v1_device_rules_allow_every_device_but_the_gpus_not_given() -> None:
+    proc_devices = "Character devices:\n  1 mem\n195 nvidia-frontend\n236 nvidia-uvm\n\nBlock devices:\n  7 loop\n"
+    assert cgroups.nvidia_device_rules((2,), proc_devices) == [
+        "b *:* rwm",
+        "c 1:* rwm",
+        "c 236:* rwm",
+        "c 195:2 rwm",
+        "c 195:254 rwm",
+        "c 195:255 rwm",
+    ]

@@ -28,6 +28,7 @@ from treino.server import inventory as nvml
 from treino.server.cgroups import Cgroup
 from treino.server.inventory import Inventory
 from treino.server.isolation import JobUser
+from treino.server.settings import DATASET_COPIES_DIR
 from treino.server.supervisor import KEY_VAR, LAUNCH_FAILED_EXIT, kill_key, pids_with_key, write_json_atomic
 
 LOG_TAIL_BYTES = 64 * 1024  # what the failure classifier reads of an attempt's output
@@ -157,6 +158,8 @@ class LocalBackend:
         }
         launch = {"argv": request.argv, "cwd": request.cwd, "env": env, "key": key, "grace_s": request.grace_s}
         launch |= {"user": user.to_record(request.home or request.attempt_dir) if user else None, "cgroup": cgroup}
+        # The job's dataset copies (treino.server.isolation.give_dataset) go when the attempt ends.
+        launch["scratch"] = [str(request.attempt_dir.parent / DATASET_COPIES_DIR)] if user else []
         write_json_atomic(request.attempt_dir / "launch.json", launch)
         server_env = {k: v for k, v in os.environ.items() if k != KEY_VAR}
         with (request.attempt_dir / "supervisor.log").open("ab") as log:

@@ -136,11 +136,11 @@ def create(name: str, memory_bytes: int | None, gpus: tuple[int, ...] | None) ->
     dirs = []
     try:
         for controller, base in bases.items():
-            if version == 2 and not base.exists():
-                base.mkdir()
-                wanted = set((base.parent / "cgroup.subtree_control").read_text().split()) | {"memory", "pids"}
+            if version == 2:  # treino/ hands its children the controllers it has (idempotent: attempts race here)
+                base.mkdir(exist_ok=True)
                 available = set((base / "cgroup.controllers").read_text().split())
-                for c in sorted(wanted & available):  # the children of treino/ get these controllers
+                enabled = set((base / "cgroup.subtree_control").read_text().split())
+                for c in sorted(available - enabled):
                     _write(base / "cgroup.subtree_control", f"+{c}")
             path = base / name
             path.mkdir(parents=True, exist_ok=True)

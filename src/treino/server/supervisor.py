@@ -3,7 +3,8 @@
 It outlives the server (its own session), so a server killed with SIGKILL leaves jobs running and adoptable.
     ATTEMPT_DIR/launch.json   in:  {"argv": [...], "cwd": "...", "env": {...}, "key": "...", "grace_s": 30,
                                     "user": {"name", "uid", "gid", "home"} | null,
-                                    "cgroup": {"name", "memory_bytes", "gpus"} | null}
+                                    "cgroup": {"name", "memory_bytes", "gpus"} | null,
+                                    "scratch": [folders deleted when the attempt ends]}
     ATTEMPT_DIR/output.log    the command's stdout and stderr (torchrun prefixes each line with its rank)
     ATTEMPT_DIR/state.json    {"supervisor_pid", "child_pid", "started_at", "cgroup"}, once the command runs
     ATTEMPT_DIR/exit.json     {"returncode", "ended_at", "leftovers_killed"}, written atomically at the end
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -193,8 +195,10 @@ def main(attempt_dir: Path) -> int:
         time.sleep(POLL_S)
     leftovers = kill_leftovers(key, cgroup, LEFTOVER_WAIT_S)
     if cgroup is not None:
-        with contextlib.suppress(OSError):  # a process stuck in the kernel (D state) keeps it; said in exit.json
+        with contextlib.suppress(OSError):  # a process stuck in the kernel (D state) keeps it
             cgroups.remove(cgroup)
+    for folder in launch.get("scratch", []):
+        shutil.rmtree(folder, ignore_errors=True)
     write_json_atomic(
         attempt_dir / "exit.json",
         {"returncode": child.returncode, "ended_at": time.time(), "leftovers_killed": leftovers},
