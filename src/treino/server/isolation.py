@@ -172,8 +172,13 @@ def secure_data_dir(data_dir: Path, shared_dir: Path | None) -> None:
 
 
 def _owned_dir(path: Path, user: JobUser) -> Path:
+    """`path`, the job user's and 0700; what it already holds (e.g. checkpoints an attempt wrote before the server
+    ran jobs as the job user) is handed over too, so a restarted job can restore and rotate them."""
     path.mkdir(parents=True, exist_ok=True)
-    os.chown(path, user.uid, user.gid)
+    if path.stat().st_uid != user.uid:
+        for folder, _, files in os.walk(path):
+            for name in [folder, *(os.path.join(folder, f) for f in files)]:
+                os.chown(name, user.uid, user.gid, follow_symlinks=False)
     path.chmod(PRIVATE_DIR_MODE)
     return path
 
