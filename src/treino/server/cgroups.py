@@ -242,13 +242,14 @@ def kill(cgroup: Cgroup) -> int:
 def remove(cgroup: Cgroup) -> None:
     """Delete the attempt's directories (once empty; a cgroup that still holds a process stays)."""
     for _, path in cgroup.dirs:
-        with contextlib.suppress(FileNotFoundError):
-            deadline = time.monotonic() + EMPTY_WAIT_S
-            while True:
-                try:
-                    os.rmdir(path)
-                    break
-                except OSError:  # EBUSY: a killed process not yet reaped
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(POLL_S)
+        deadline = time.monotonic() + EMPTY_WAIT_S
+        while True:
+            try:
+                os.rmdir(path)
+                break
+            except FileNotFoundError:  # removed already (by the supervisor, or the server's kill)
+                break
+            except OSError:  # EBUSY: a killed process not yet gone
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(POLL_S)
