@@ -14,7 +14,8 @@ moves itself back out. Both kernels' interfaces are supported; `detect()` picks 
 A v1 cgroup nests under the supervisor's own cgroup in each hierarchy, so limits above the server still apply; a v2
 one is made under the root (a v2 cgroup that holds processes cannot have children with controllers).
 Everything here needs root; without it, or without cgroups, `create` returns None and the attempt key scan
-(treino.server.supervisor.kill_key) is all there is. Standard library only: the supervisor imports it.
+(treino.server.supervisor.kill_key) is all there is. The standard library and settings only: the supervisor
+imports it.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-PARENT = "treino"
+from treino.server.settings import CGROUP_EMPTY_WAIT_S, CGROUP_FREEZE_WAIT_S, CGROUP_PARENT
+
 V1_CONTROLLERS = ("memory", "devices", "freezer", "pids")  # the hierarchies an attempt joins (those mounted)
-NVIDIA_GPU_MAJOR = 195  # /dev/nvidiaN (minor N), nvidiactl (255), nvidia-modeset (254): the "nvidia-frontend" major
-NVIDIA_SHARED_MINORS = (254, 255)  # nvidia-modeset, nvidiactl: every CUDA process opens them
-FREEZE_WAIT_S = 5.0  # v1/v2 freeze: how long to wait for FROZEN before signalling anyway
-EMPTY_WAIT_S = 5.0  # after SIGKILL: how long to wait for cgroup.procs to empty (then rmdir)
+# Linux's Documentation/admin-guide/devices.txt: "195 char Nvidia graphics devices": /dev/nvidiaN is minor N,
+# /dev/nvidiactl 255, /dev/nvidia-modeset 254 (every CUDA process opens the last two).
+NVIDIA_GPU_MAJOR = 195
+NVIDIA_SHARED_MINORS = (254, 255)
 POLL_S = 0.05
 
 
@@ -93,11 +94,11 @@ def detect() -> tuple[int, dict[str, Path]] | None:
     mounts = _mounts()
     v1 = {c: Path(m) for kind, m, opts in mounts if kind == "cgroup" for c in V1_CONTROLLERS if c in opts}
     if "memory" in v1 or "freezer" in v1:
-        return 1, {c: m / _own_path(c).lstrip("/") / PARENT for c, m in v1.items()}
+        return 1, {c: m / _own_path(c).lstrip("/") / CGROUP_PARENT for c, m in v1.items()}
     for kind, mount, _ in mounts:
         controllers = Path(mount) / "cgroup.controllers"
         if kind == "cgroup2" and controllers.exists() and controllers.read_text().split():
-            return 2, {"unified": Path(mount) / PARENT}
+            return 2, {"unified": Path(mount) / CGROUP_PARENT}
     return None
 
 
@@ -228,12 +229,12 @@ def kill(cgroup: Cgroup) -> int:
         _write(kill_file, "1")
     else:
         _freeze(cgroup, True)
-        deadline = time.monotonic() + FREEZE_WAIT_S
+        deadline = time.monotonic() + CGROUP_FREEZE_WAIT_S
         while not _is_frozen(cgroup) and time.monotonic() < deadline:
             time.sleep(POLL_S)
         signal_all(cgroup, signal.SIGKILL)
         _freeze(cgroup, False)  # a frozen process cannot act on SIGKILL
-    deadline = time.monotonic() + EMPTY_WAIT_S
+    deadline = time.monotonic() + CGROUP_EMPTY_WAIT_S
     while procs(cgroup) and time.monotonic() < deadline:
         time.sleep(POLL_S)
     return len(pids)
@@ -242,7 +243,7 @@ def kill(cgroup: Cgroup) -> int:
 def remove(cgroup: Cgroup) -> None:
     """Delete the attempt's directories (once empty; a cgroup that still holds a process stays)."""
     for _, path in cgroup.dirs:
-        deadline = time.monotonic() + EMPTY_WAIT_S
+        deadline = time.monotonic() + CGROUP_EMPTY_WAIT_S
         while True:
             try:
                 os.rmdir(path)

@@ -34,6 +34,9 @@ USERADD_TIMEOUT_S = 30.0
 JOB_CHECKPOINTS_DIR = "checkpoints"  # in a job's folder: TREINO_CHECKPOINT_DIR, the job user's
 JOB_WORK_DIR = "work"  # in a job's folder: HOME and the default working directory of an isolated job
 DATASET_COPIES_DIR = "datasets"  # in a job's folder: its pinned dataset versions, copied out of the store
+CGROUP_PARENT = "treino"  # attempts' cgroups are treino/job-ID-attempt-N-KEY8
+CGROUP_FREEZE_WAIT_S = 5.0  # a stop freezes the attempt's cgroup first: how long to wait for FROZEN
+CGROUP_EMPTY_WAIT_S = 5.0  # after SIGKILL: how long to wait for the cgroup to empty before removing it
 
 # --- periodic work (treino.server.tasks): one task each ------------------------------------------------------------
 TICK_S = 0.2  # the job engine's loop: collect exits, enforce timeouts, schedule; submits and cancels wake it at once
