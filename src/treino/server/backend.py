@@ -151,11 +151,12 @@ class LocalBackend:
         gpu = self._inventory.kind == "gpu"
         env = {**request.env, "CUDA_VISIBLE_DEVICES": ",".join(map(str, request.devices)) if gpu else ""}
         user = self.job_user
-        cgroup = {
-            "name": self.cgroup_name(request),
-            "memory_bytes": request.memory_bytes,
-            "gpus": list(request.devices) if gpu else [],  # CPU slots: no GPU may be opened
-        }
+        # The /dev/nvidiaN minors the attempt may open (CPU slots: none); None (NVML could not say): not limited.
+        allowed: list[int] | None = []
+        if gpu:
+            minors = nvml.gpu_minor_numbers()
+            allowed = [minors[i] for i in request.devices] if all(i in minors for i in request.devices) else None
+        cgroup = {"name": self.cgroup_name(request), "memory_bytes": request.memory_bytes, "gpus": allowed}
         launch = {"argv": request.argv, "cwd": request.cwd, "env": env, "key": key, "grace_s": request.grace_s}
         launch |= {"user": user.to_record(request.home or request.attempt_dir) if user else None, "cgroup": cgroup}
         # The job's dataset copies (treino.server.isolation.give_dataset) go when the attempt ends.

@@ -110,8 +110,7 @@ def _write(path: Path, value: str) -> None:
 def nvidia_device_rules(gpus: tuple[int, ...], proc_devices: str) -> list[str]:
     """v1 devices.allow lines after `a` was denied: every device but the nvidia GPUs not given to the attempt.
     `proc_devices` is /proc/devices: each character major is allowed whole, except nvidia-frontend's (195), of
-    which only the attempt's GPUs (/dev/nvidiaN has minor N, the NVML index on a machine whose devices were not
-    renumbered) and the shared control nodes are."""
+    which only the attempt's GPUs (`gpus`: their minor numbers, from NVML) and the shared control nodes are."""
     rules = ["b *:* rwm"]
     in_char = False
     for line in proc_devices.splitlines():
@@ -129,7 +128,7 @@ def nvidia_device_rules(gpus: tuple[int, ...], proc_devices: str) -> list[str]:
 
 def create(name: str, memory_bytes: int | None, gpus: tuple[int, ...] | None) -> Cgroup | None:
     """The attempt's cgroup with its limits, or None where cgroups are unavailable (or not ours to write).
-    `gpus`: the nvidia GPUs the attempt may open (v1 only); None leaves devices alone."""
+    `gpus`: the minor numbers of the nvidia GPUs the attempt may open (v1 only); None leaves devices alone."""
     found = detect()
     if found is None:
         return None
