@@ -271,6 +271,19 @@ def test_the_memory_limit_of_the_spec_lands_in_the_attempts_cgroup(
     assert server.wait(job_id, final)["state"] == "cancelled"
 
 
+def test_a_job_over_its_memory_limit_is_ended_by_the_kernel_and_failed_as_oom(
+    open_dir: Path, start_server: StartServer, with_cgroups: None
+) -> None:
+    server = isolated(start_server, open_dir)
+    python, _ = job_python()
+    hog = "chunks = []\nwhile True:\n    chunks.append(b'x' * 16 * 1024**2)"  # 16 MiB at a time, written
+    job_id = server.submit({"name": "hog", "command": [python, "-c", hog], "memory_gb": 0.25, "max_restarts": 2})
+    job = server.wait(job_id, final)
+    assert job["state"] == "failed" and job["failure_reason"] == "oom", server.logs(job_id)
+    assert job["attempts"] == 1  # an OOM is not retried: the next attempt would hit the same limit
+    assert "went over its memory limit (268435456 bytes" in server.logs(job_id)
+
+
 def test_a_job_user_that_cannot_reach_the_data_dir_is_refused_at_start(root_only: None, tmp_path: Path) -> None:
     # pytest's temporary folders are 0700: the job user could not reach a job folder under them.
     argv = [sys.executable, "-m", "treino", "server", "--data-dir", str(tmp_path / "data"), "--devices", "cpu:1"]

@@ -146,10 +146,17 @@ def create(name: str, memory_bytes: int | None, gpus: tuple[int, ...] | None) ->
             path.mkdir(parents=True, exist_ok=True)
             dirs.append((controller, str(path)))
         cgroup = Cgroup(version, tuple(dirs))
-        if memory_bytes is not None:
-            memory = cgroup.dir("memory" if version == 1 else "unified")
-            if memory is not None:
-                _write(memory / ("memory.limit_in_bytes" if version == 1 else "memory.max"), str(memory_bytes))
+        memory = cgroup.dir("memory" if version == 1 else "unified")
+        if memory_bytes is not None and memory is not None:
+            # RAM and swap together: a job over its limit is ended, not slowed to a crawl by swapping
+            if version == 1:
+                _write(memory / "memory.limit_in_bytes", str(memory_bytes))
+                if (memory / "memory.memsw.limit_in_bytes").exists():  # swap accounting is on
+                    _write(memory / "memory.memsw.limit_in_bytes", str(memory_bytes))
+            else:
+                _write(memory / "memory.max", str(memory_bytes))
+                if (memory / "memory.swap.max").exists():
+                    _write(memory / "memory.swap.max", "0")
         devices = cgroup.dir("devices")
         if version == 1 and devices is not None and gpus is not None:
             _write(devices / "devices.deny", "a")
@@ -159,6 +166,22 @@ def create(name: str, memory_bytes: int | None, gpus: tuple[int, ...] | None) ->
         remove(Cgroup(version, tuple(dirs)))
         raise
     return cgroup
+
+
+def oom_kills(cgroup: Cgroup) -> int:
+    """How many of the cgroup's processes the kernel's OOM killer ended (its memory limit); 0 when unknown."""
+    memory = cgroup.dir("memory" if cgroup.version == 1 else "unified")
+    if memory is None:
+        return 0
+    try:
+        text = (memory / ("memory.oom_control" if cgroup.version == 1 else "memory.events")).read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == "oom_kill":
+            return int(value)
+    return 0
 
 
 def join(cgroup: Cgroup) -> None:

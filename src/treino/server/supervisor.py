@@ -194,6 +194,13 @@ def main(attempt_dir: Path) -> int:
                 _signal(pid, signal.SIGKILL)
         time.sleep(POLL_S)
     leftovers = kill_leftovers(key, cgroup, LEFTOVER_WAIT_S)
+    if cgroup is not None and child.returncode != 0 and cgroups.oom_kills(cgroup):
+        with (attempt_dir / "output.log").open("ab") as log:  # the failure classifier reads it as an OOM
+            limit = launch["cgroup"].get("memory_bytes")
+            log.write(
+                f"treino: OutOfMemoryError: the attempt went over its memory limit ({limit} bytes, the "
+                "spec's memory_gb) and the kernel's OOM killer ended it\n".encode()
+            )
     if cgroup is not None:
         with contextlib.suppress(OSError):  # a process stuck in the kernel (D state) keeps it
             cgroups.remove(cgroup)
