@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import pwd
 import signal
 import socket
 import statistics
@@ -51,6 +52,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-c", "from treino.cli.app import main; main()", "server"]
         cmd += ["--data-dir", str(data_dir), "--devices", "cpu:2", "--port", str(self.port)]
+        cmd += ["--job-user", pwd.getpwuid(os.geteuid()).pw_name]  # its jobs' scripts are in a 0700 temporary folder
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         for _ in range(150):
             try:

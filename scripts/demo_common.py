@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import socket
 import subprocess
 import sys
@@ -30,6 +31,7 @@ class DemoServer:
         shown = " ".join(("treino server", "--data-dir", str(data_dir), "--devices", "cpu:2", *args))
         print(f"$ {shown} &", flush=True)
         cmd = [*TREINO, "server", "--data-dir", str(data_dir), "--devices", "cpu:2", "--port", str(self.port), *args]
+        cmd += ["--job-user", pwd.getpwuid(os.geteuid()).pw_name]  # jobs as this user: the demo's files are 0700
         data_dir.mkdir(parents=True, exist_ok=True)
         with (data_dir / "server.log").open("w") as log:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)

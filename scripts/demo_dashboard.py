@@ -4,6 +4,7 @@ URL and admin token printed. Its data lives in .demo/ (ignored by git); a later 
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -38,6 +39,7 @@ def main() -> int:
         pass
     url = f"http://127.0.0.1:{port}"
     cmd = [*TREINO, "server", "--data-dir", str(DEMO / "data"), "--devices", "cpu:2", "--port", str(port)]
+    cmd += ["--job-user", pwd.getpwuid(os.geteuid()).pw_name]  # jobs as this user, as the demo's files expect
     with (DEMO / "server.log").open("w") as log:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -49,6 +50,7 @@ class Demo:
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "/usr/bin:/bin")])
         argv = [sys.executable, "-m", "treino", "server", "--data-dir", str(data_dir), "--devices", "cpu:2"]
         argv += ["--port", str(self.port), "--site", "eveo-sp1", "--import-root", str(DATA)]
+        argv += ["--job-user", pwd.getpwuid(os.geteuid()).pw_name]  # its jobs' files are in a 0700 temporary folder
         self.log = (data_dir.parent / "server.log").open("wb")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + SERVER_START_S

@@ -2,7 +2,11 @@
 
 Each server runs as a subprocess on a free port with its own data dir, is stopped with SIGTERM (SIGKILL after
 SERVER_STOP_S) at teardown, and every job process it started is killed then too: attempts run under detached
-supervisors that outlive the server by design, so the fixture finds them by their attempt key (launch.json).
+supervisors that outlive the server by design, so the fixture finds them by their cgroup (state.json) and their
+attempt key (launch.json), whichever user they run as.
+
+Jobs run as the test's own user (`--job-user` naming it: the tests' scripts live in pytest's 0700 temporary
+folders); tests/server/test_isolation.py passes `job_user=None` to get a root server's default, the job user.
 
 `start_server` and `server` run on the `database` of tests/conftest.py: each test that uses them runs twice,
 [sqlite] (the data dir's own file) and [postgresql] (a fresh database per server on the session's instance).
@@ -13,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -26,12 +31,14 @@ import httpx
 import pytest
 
 from tests.conftest import Database
+from treino.server import cgroups
 from treino.server.db import sqlite_url
 from treino.server.supervisor import kill_key
 
 SERVER_START_S = 20.0  # until /healthz answers
 SERVER_STOP_S = 10.0  # SIGTERM -> SIGKILL
 HEALTH_POLL_S = 0.1
+THIS_USER = pwd.getpwuid(os.geteuid()).pw_name
 
 
 def free_port() -> int:
@@ -85,6 +92,11 @@ class ServerProcess:
 def kill_jobs(data_dir: Path) -> None:
     """SIGKILL every process of every attempt under `data_dir`, and the attempts' supervisors."""
     for launch in data_dir.glob("jobs/*/attempt-*/launch.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            record = json.loads((launch.parent / "state.json").read_text())["cgroup"]
+            cgroup = cgroups.Cgroup.from_record(record)
+            cgroups.kill(cgroup)
+            cgroups.remove(cgroup)
         with contextlib.suppress(OSError, ValueError, KeyError):
             kill_key(json.loads(launch.read_text())["key"], grace_s=0.0)
         with contextlib.suppress(OSError, ValueError, KeyError):
@@ -112,8 +124,10 @@ class Servers:
         extra_args: Sequence[str] = (),
         data_dir: Path | None = None,
         port: int | None = None,
+        job_user: str | None = THIS_USER,
     ) -> ServerProcess:
-        """A running server. Pass the data dir (and port) of a stopped one to restart it on the same database."""
+        """A running server. Pass the data dir (and port) of a stopped one to restart it on the same database.
+        `job_user`: its --job-user (None: the server's default)."""
         earlier = [s.db_url for s in self.started if s.data_dir == data_dir]
         db_url = earlier[-1] if earlier else self.database.new_url()
         data_dir = data_dir or self.tmp.mktemp("server") / "data"
@@ -122,7 +136,13 @@ class Servers:
         argv = [sys.executable, "-m", "treino", "server", "--data-dir", str(data_dir), "--devices", devices]
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                [*argv, "--port", str(port), *(["--db", db_url] if db_url else []), *extra_args],
+                [
+                    *argv,
+                    *("--port", str(port)),
+                    *(["--db", db_url] if db_url else []),
+                    *(["--job-user", job_user] if job_user else []),
+                    *extra_args,
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -16,6 +16,7 @@ from treino.server.settings import (
     COOKIE_MAX_AGE_S,
     DEFAULT_DATA_DIR,
     DEFAULT_HOST,
+    DEFAULT_JOB_USER,
     DEFAULT_PORT,
     LOGS_VISIBLE_TO,
     TRUSTED_PROXIES,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # the CLI imports this module at start: the server stack only
     from rich.console import Console
 
     from treino.server.context import ServerContext
+    from treino.server.isolation import JobUser
 
 
 def server(
@@ -90,6 +92,13 @@ def server(
         str,
         typer.Option(help="Reverse proxies (comma-separated addresses) whose X-Forwarded-For/-Proto are believed."),
     ] = TRUSTED_PROXIES,
+    job_user: Annotated[
+        str,
+        typer.Option(
+            help=f"Unix user local jobs run as, so they cannot read the data dir (needs root). Default as root: "
+            f"{DEFAULT_JOB_USER}, created if missing; naming the server's own user runs jobs as it (as before).",
+        ),
+    ] = "",
 ) -> None:
     """Queue and run training jobs on this machine's GPUs, or on a Slurm cluster: whole GPUs per job, priorities,
     preemption, restarts from checkpoints, live metrics. Jobs survive a server crash and are adopted when it
@@ -106,6 +115,7 @@ def server(
     from treino.server.context import ServerContext
     from treino.server.db import check_database, make_engine, make_sessionmaker, migrate, sqlite_url
     from treino.server.inventory import discover
+    from treino.server.isolation import drop_dataset_copies
     from treino.server.settings import Settings, load_or_create_key
 
     out = Console(stderr=True, highlight=False)
@@ -120,6 +130,7 @@ def server(
     default_site = find_site(site) if site else None
     partition_sites = {}
     the_backend: Backend
+    runs_as = _job_user(backend, job_user, data_dir, shared_dir)
     if backend == "slurm":
         from treino.server.slurm import SlurmBackend, server_tag
 
@@ -145,7 +156,7 @@ def server(
     elif backend == "local":
         if partition or slurm_account:
             raise TreinoError("--partition and --slurm-account go with --backend slurm. To fix: add --backend slurm.")
-        the_backend = LocalBackend(discover(devices))
+        the_backend = LocalBackend(discover(devices), runs_as)
     else:
         raise TreinoError(f"Unknown --backend {backend!r}. To fix: use 'local' or 'slurm'.")
     inventory = the_backend.inventory()
@@ -165,6 +176,7 @@ def server(
         auth_failure_window_s=auth_failure_window_s,
         session_max_age_s=session_max_age_s,
         logs_visible_to=readers,
+        job_user=runs_as,
         **({"controller": controller} if controller else {}),
     )
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None
@@ -175,12 +187,15 @@ def server(
 
     with ctx.sessions.begin() as s:
         swept = sweep_purged(s, settings.store)
+    drop_dataset_copies(settings.jobs_dir, {Path(rel).name for rel in swept})
     if swept:
         out.print(f"Deleted {len(swept)} erased dataset file(s) an interrupted erasure had left in the store.")
     token = ctx.create_admin_token()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     counts = ctx.engine.reconcile()
     out.print(f"treino server: {inventory.describe()}; data in {data_dir}")
+    if backend == "local":
+        _say_job_user(out, runs_as, settings.python)
     if any(counts.values()):
         out.print(
             f"Reconciled after restart: {counts['adopted']} job(s) adopted, {counts['requeued']} requeued, "
@@ -248,3 +263,42 @@ class ServerStopped(Exception):
 
 def _stop(sig: int, _frame: FrameType | None) -> None:
     raise ServerStopped(signal.Signals(sig).name)
+
+
+def _job_user(backend: str, name: str, data_dir: Path, shared_dir: Path | None) -> JobUser | None:
+    """The user local jobs run as (None: the server's own), its folders reachable and the data dir secured."""
+    from treino.errors import TreinoError
+    from treino.server.isolation import check_reachable, resolve_job_user, secure_data_dir
+
+    if backend != "local":
+        if name:
+            raise TreinoError("--job-user goes with --backend local. To fix: leave it out with --backend slurm.")
+        return None
+    job_user = resolve_job_user(name or None)
+    if job_user is not None:
+        check_reachable(shared_dir or data_dir, job_user)
+        secure_data_dir(data_dir, shared_dir)
+    return job_user
+
+
+def _say_job_user(out: Console, job_user: JobUser | None, python: str) -> None:
+    """Which user jobs run as; a warning when it is the server's own (jobs can then read its secrets), or when the
+    job user cannot run the server's Python."""
+    from treino.server.cgroups import detect
+    from treino.server.isolation import python_warning, server_user
+
+    found = detect()
+    cgroup = f"cgroup v{found[0]} per attempt" if found else "no cgroups (stopped by their attempt key)"
+    if job_user is not None:
+        out.print(f"Jobs run as user {job_user.name}, in their own folders; {cgroup}")
+        if (problem := python_warning(python, job_user)) is not None:
+            out.print(f"[yellow]warning:[/] {problem}")
+            logging.getLogger("treino.server").warning(problem)
+        return
+    message = (
+        f"jobs run as {server_user()}, the server's own user: a job can read the data dir (database, "
+        "admin-token, server-key, dataset store) and act as admin. To fix: start the server as root (jobs then "
+        f"run as {DEFAULT_JOB_USER}) or as root with --job-user NAME."
+    )
+    out.print(f"[yellow]warning:[/] {message}; {cgroup}")
+    logging.getLogger("treino.server").warning(message)

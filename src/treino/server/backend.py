@@ -23,8 +23,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from treino.errors import TreinoError
+from treino.server import cgroups
 from treino.server import inventory as nvml
+from treino.server.cgroups import Cgroup
 from treino.server.inventory import Inventory
+from treino.server.isolation import JobUser
+from treino.server.settings import DATASET_COPIES_DIR
 from treino.server.supervisor import KEY_VAR, LAUNCH_FAILED_EXIT, kill_key, pids_with_key, write_json_atomic
 
 LOG_TAIL_BYTES = 64 * 1024  # what the failure classifier reads of an attempt's output
@@ -51,6 +55,8 @@ class LaunchRequest:
     python: str = sys.executable
     timeout_s: float | None = None  # the spec's wall-clock limit (Slurm enforces it too, with --time)
     partitions: tuple[str, ...] | None = None  # Slurm partitions its data may be processed in (None: any)
+    memory_bytes: int | None = None  # the spec's memory_gb: the attempt's cgroup limit (local backend)
+    home: Path | None = None  # the job's own folder (HOME of a job that runs as the job user)
 
 
 @dataclass(frozen=True)
@@ -120,8 +126,9 @@ class LocalBackend:
     name = "local"
     multi_node = False
 
-    def __init__(self, inventory: Inventory) -> None:
+    def __init__(self, inventory: Inventory, job_user: JobUser | None = None) -> None:
         self._inventory = inventory
+        self.job_user = job_user  # jobs run as this user (treino.server.isolation); None: as the server's
         self._children: dict[int, subprocess.Popen[bytes]] = {}  # supervisors this server started, to reap
         self.foreign_gpu_pids: dict[int, list[int]] = {}  # GPU index -> pids no job of this server owns
         self.orphans_killed = 0  # processes of finished attempts found on a GPU and killed
@@ -132,16 +139,29 @@ class LocalBackend:
     def handle_for(self, request: LaunchRequest) -> dict[str, Any]:
         return {"node": "local", "key": request.key, "dir": str(request.attempt_dir), "supervisor_pid": None}
 
+    @staticmethod
+    def cgroup_name(request: LaunchRequest) -> str:
+        """Unique on the machine (several servers may each run their job 1): the key's first 8 hex digits."""
+        return f"job-{request.job_id}-attempt-{request.attempt}-{request.key[:8]}"
+
     def launch(self, request: LaunchRequest) -> dict[str, Any]:
         key = request.key
         request.attempt_dir.mkdir(parents=True, exist_ok=True)
         # GPUs: the job sees only its own. CPU slots: no GPU at all, so torch picks gloo.
         gpu = self._inventory.kind == "gpu"
         env = {**request.env, "CUDA_VISIBLE_DEVICES": ",".join(map(str, request.devices)) if gpu else ""}
-        write_json_atomic(
-            request.attempt_dir / "launch.json",
-            {"argv": request.argv, "cwd": request.cwd, "env": env, "key": key, "grace_s": request.grace_s},
-        )
+        user = self.job_user
+        # The /dev/nvidiaN minors the attempt may open (CPU slots: none); None (NVML could not say): not limited.
+        allowed: list[int] | None = []
+        if gpu:
+            minors = nvml.gpu_minor_numbers()
+            allowed = [minors[i] for i in request.devices] if all(i in minors for i in request.devices) else None
+        cgroup = {"name": self.cgroup_name(request), "memory_bytes": request.memory_bytes, "gpus": allowed}
+        launch = {"argv": request.argv, "cwd": request.cwd, "env": env, "key": key, "grace_s": request.grace_s}
+        launch |= {"user": user.to_record(request.home or request.attempt_dir) if user else None, "cgroup": cgroup}
+        # The job's dataset copies (treino.server.isolation.give_dataset) go when the attempt ends.
+        launch["scratch"] = [str(request.attempt_dir.parent / DATASET_COPIES_DIR)] if user else []
+        write_json_atomic(request.attempt_dir / "launch.json", launch)
         server_env = {k: v for k, v in os.environ.items() if k != KEY_VAR}
         with (request.attempt_dir / "supervisor.log").open("ab") as log:
             proc = subprocess.Popen(
@@ -209,6 +229,8 @@ class LocalBackend:
             with contextlib.suppress(ProcessLookupError, TypeError):  # it may exit between check and signal
                 os.kill(self._supervisor_pid(handle), signal.SIGTERM)  # type: ignore[arg-type]
         else:  # no supervisor to do it (it crashed): signal the processes directly
+            if (cgroup := _cgroup_of(handle)) is not None:
+                cgroups.signal_all(cgroup, signal.SIGTERM)
             for pid in pids_with_key(handle["key"]):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGTERM)
@@ -219,6 +241,10 @@ class LocalBackend:
         if pid is not None and self._supervisor_alive(handle):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        if (cgroup := _cgroup_of(handle)) is not None:
+            cgroups.kill(cgroup)
+            with contextlib.suppress(OSError):
+                cgroups.remove(cgroup)
         kill_key(handle["key"], grace_s=0.0)
 
     def sweep(self, active: Iterable[dict[str, Any]]) -> None:
@@ -244,6 +270,15 @@ class LocalBackend:
 
     def metrics(self) -> dict[str, Any]:
         return {"foreign_gpu_pids": self.foreign_gpu_pids, "orphans_killed": self.orphans_killed}
+
+
+def _cgroup_of(handle: dict[str, Any]) -> Cgroup | None:
+    """The attempt's cgroup, as its supervisor recorded it in state.json (None: none, or never started)."""
+    try:
+        record = json.loads((Path(handle["dir"]) / "state.json").read_text()).get("cgroup")
+    except (OSError, ValueError):
+        return None
+    return Cgroup.from_record(record) if record else None
 
 
 def _env_of(pid: int) -> dict[str, str]:

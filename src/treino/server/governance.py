@@ -19,6 +19,7 @@ from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, 
 from treino.server.auth import is_job_token
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, Job
+from treino.server.isolation import drop_dataset_copies, give_dataset
 from treino.server.schemas import (
     DatasetIn,
     DatasetLineage,
@@ -207,15 +208,20 @@ def read_pinned_dataset(ctx: ServerContext, job_id: int, name: str, token: str) 
             "site": site_now.name if site_now else None,
         }
         ctx.audit.append(s, actor=job.owner, action="dataset.read", dataset=name, job_id=job_id, detail=detail)
-        return DatasetPin(
+        stored = store_ops.version_path(ctx.settings.store, version)
+        answer = DatasetPin(
             dataset=name,
             version=version.number,
             sha256=version.sha256,
-            path=str(store_ops.version_path(ctx.settings.store, version)),
+            path=str(stored),
             rows=version.rows,
             format="parquet",
             subject_column=d.subject_column,
         )
+    # A job that runs as the job user cannot open the store: it reads a copy in its own folder (made after the
+    # commit, so a large copy holds no database lock).
+    given = give_dataset(stored, ctx.engine.job_dir(job_id), ctx.settings.job_user)
+    return answer.model_copy(update={"path": str(given)})
 
 
 def _recheck(ctx: ServerContext, s: Session, job: Job, d: Dataset, purpose: str) -> Site | None:
@@ -275,6 +281,7 @@ def erase(ctx: ServerContext, subject: str, dataset: str | None, retrain: bool, 
         report = result.report()
     for rel in result.deleted_files:
         (ctx.settings.store / rel).unlink(missing_ok=True)
+    drop_dataset_copies(ctx.settings.jobs_dir, {Path(rel).name for rel in result.deleted_files})
     retrained, refused = _retrain(ctx, result.job_ids, erasure.id) if retrain else ([], [])
     with ctx.sessions.begin() as s:
         row = s.get(Erasure, erasure.id)

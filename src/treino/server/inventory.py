@@ -190,3 +190,21 @@ def gpu_process_pids() -> dict[int, set[int]]:
         return out
     finally:
         pynvml.nvmlShutdown()
+
+
+def gpu_minor_numbers() -> dict[int, int]:
+    """{GPU index: minor number of its /dev/nvidiaN} from NVML, for the devices cgroup (an index need not be its
+    minor); {} without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return {}
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        return {i: int(pynvml.nvmlDeviceGetMinorNumber(pynvml.nvmlDeviceGetHandleByIndex(i))) for i in range(count)}
+    except pynvml.NVMLError:
+        return {}
+    finally:
+        pynvml.nvmlShutdown()

@@ -38,6 +38,7 @@ from treino.server.db import (
 )
 from treino.server.disk import DISK_FULL_PATTERNS, folders_in, spaces_text
 from treino.server.inventory import Inventory
+from treino.server.isolation import prepare_job_folder
 from treino.server.settings import BACKEND_RETRY_S, EXIT_RESERVE_BYTES, KILL_MARGIN_S, LOST_ATTEMPTS_MAX, Settings
 from treino.server.spec import DEFAULT_GRACE_S, JobSpec
 from treino.server.supervisor import free_bytes
@@ -324,8 +325,7 @@ class Service:
         number = job.attempts + 1
         job_token = new_job_token()  # a fresh token per attempt; the old one stops working
         job.job_token_hash = token_hash(job_token)
-        checkpoint_dir = self.job_dir(job.id) / "checkpoints"
-        checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        checkpoint_dir, work_dir = prepare_job_folder(self.job_dir(job.id), self.settings.job_user)
         env = {
             **_base_env(),
             **spec.env,
@@ -341,7 +341,7 @@ class Service:
             job_id=job.id,
             attempt=number,
             argv=spec.argv(spec.gpus, self.settings.python),
-            cwd=spec.workdir or str(self.job_dir(job.id)),
+            cwd=spec.workdir or str(work_dir),
             env=env,
             grace_s=spec.grace_seconds,
             attempt_dir=self.job_dir(job.id) / f"attempt-{number}",
@@ -353,6 +353,8 @@ class Service:
             python=self.settings.python,
             timeout_s=_timeout_s(job),
             partitions=tuple(job.partitions) if job.partitions is not None else None,
+            memory_bytes=spec.memory_bytes,
+            home=work_dir,
         )
         handle = self.backend.handle_for(request)
         attempt = Attempt(job_id=job.id, number=number, devices=list(devices), handle=handle, started_at=time.time())

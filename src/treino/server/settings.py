@@ -17,6 +17,7 @@ from treino.errors import TreinoError
 
 if TYPE_CHECKING:  # this module is imported by the CLI at start: nothing heavy at module level
     from treino.govern.access import Site
+    from treino.server.isolation import JobUser
 
 # --- where --------------------------------------------------------------------------------------------------------
 DEFAULT_DATA_DIR = Path("~/.local/share/treino").expanduser()
@@ -25,6 +26,17 @@ DEFAULT_PORT = 8765
 KEY_FILE = "server-key"  # 32 random bytes, mode 0600
 ADMIN_TOKEN_FILE = "admin-token"  # the first start's admin token, mode 0600
 CONTROLLER_UNSET = "(controller: set with treino server --controller)"  # named in the Art. 37 records
+SQLITE_FILE = "treino.db"  # the default database, in the data dir
+
+# --- job isolation (treino.server.isolation, treino.server.cgroups) ----------------------------------------------
+DEFAULT_JOB_USER = "treino-job"  # a root server's jobs run as this user (--job-user), created when missing
+USERADD_TIMEOUT_S = 30.0
+JOB_CHECKPOINTS_DIR = "checkpoints"  # in a job's folder: TREINO_CHECKPOINT_DIR, the job user's
+JOB_WORK_DIR = "work"  # in a job's folder: HOME and the default working directory of an isolated job
+DATASET_COPIES_DIR = "datasets"  # in a job's folder: its pinned dataset versions, copied out of the store
+CGROUP_PARENT = "treino"  # attempts' cgroups are treino/job-ID-attempt-N-KEY8
+CGROUP_FREEZE_WAIT_S = 5.0  # a stop freezes the attempt's cgroup first: how long to wait for FROZEN
+CGROUP_EMPTY_WAIT_S = 5.0  # after SIGKILL: how long to wait for the cgroup to empty before removing it
 
 # --- periodic work (treino.server.tasks): one task each ------------------------------------------------------------
 TICK_S = 0.2  # the job engine's loop: collect exits, enforce timeouts, schedule; submits and cancels wake it at once
@@ -96,6 +108,8 @@ class Settings:
     auth_failure_window_s: float = AUTH_FAILURE_WINDOW_S
     session_max_age_s: float = COOKIE_MAX_AGE_S
     logs_visible_to: frozenset[str] = frozenset(LOGS_VISIBLE_TO)  # treino.govern.access.log_readers
+    # The unprivileged user local jobs run as (--job-user; treino.server.isolation); None: the server's own user.
+    job_user: JobUser | None = None
 
     def __post_init__(self) -> None:
         from treino.govern.audit import KEY_MIN_BYTES

@@ -11,6 +11,8 @@ priority: 0                    # higher runs first; FIFO within a priority
 max_restarts: 3                # restarts after a crash (OOM is never retried)
 timeout_minutes: 600           # optional wall-clock limit of one attempt; also lets small jobs backfill
 grace_seconds: 30              # SIGTERM -> SIGKILL on cancel and preemption, time to save a checkpoint
+memory_gb: 64                  # optional memory limit of one attempt, all its processes (its cgroup, where
+                               #   the server has cgroups; the kernel's OOM killer ends it beyond that)
 env: {HF_HOME: /data/hf}
 plan: {model: llama-3.1-8b, micro_batch: 1, seq_len: 4096, precision: bf16-mixed, checkpointing: full}
 datasets: [clientes-2026]      # enforced by the governance issue
@@ -30,6 +32,7 @@ from treino.errors import JobError
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 MAX_GPUS_PER_JOB = 1024  # a sanity bound; the server checks its own inventory
 MAX_NODES_PER_JOB = 1024  # likewise
+MAX_MEMORY_GB = 1024.0**2  # a sanity bound (1 PiB): memory_gb * 1024**3 bytes must fit a 64-bit integer
 TORCHRUN_SHUTDOWN_TIMEOUT_S = 30  # torchrun's default --shutdown-timeout
 DEFAULT_GRACE_S = 30.0  # SIGTERM -> SIGKILL on cancel, preemption and timeout
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,199}$"  # what execve's environment can hold as a name (no '=')
@@ -78,6 +81,7 @@ class JobSpec(BaseModel):
     max_restarts: int = Field(0, ge=0, le=100)
     timeout_minutes: float | None = Field(None, gt=0, le=10_000_000)
     grace_seconds: float = Field(DEFAULT_GRACE_S, ge=0, le=3600)
+    memory_gb: float | None = Field(None, gt=0, le=MAX_MEMORY_GB)  # per attempt (GiB, 1024**3 bytes)
     plan: PlanSpec | None = None
     datasets: list[Text] = Field(default_factory=list)
     purpose: Text | None = Field(None, max_length=100)  # why the job reads its datasets (LGPD Art. 6 I)
@@ -106,6 +110,10 @@ class JobSpec(BaseModel):
             # (torch >= 2.13 has it; older torchrun refuses it, so it is only added when it matters).
             torchrun.append(f"--shutdown-timeout={int(self.grace_seconds) + 1}")
         return [*torchrun, self.script, *self.args]
+
+    @property
+    def memory_bytes(self) -> int | None:
+        return None if self.memory_gb is None else int(self.memory_gb * 1024**3)
 
     def script_argv(self) -> list[str] | None:
         """What torchrun runs on each node of a multi-node job (`script` + `args`); None for a `command`."""
