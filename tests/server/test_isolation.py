@@ -9,7 +9,9 @@ saying why, and under CI=true (CI runs as root) they fail instead.
 
 from __future__ import annotations
 
+import atexit
 import csv
+import functools
 import json
 import os
 import pwd
@@ -34,7 +36,6 @@ from treino.server.settings import DEFAULT_JOB_USER
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data"
-TRAIN = str(ROOT / "examples" / "ddp_train.py")
 CGROUP_GONE_S = 10.0  # after an attempt ends: its supervisor removes the cgroup
 
 
@@ -72,19 +73,39 @@ def open_dir(root_only: None) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def job_python() -> tuple[str, dict[str, str]]:
-    """A Python the job user may run, with the environment that gives it this venv's packages: the venv's own when
-    the job user can reach it, else the system's interpreter of the same version (a venv made from an interpreter
-    under /root, 0700, is the usual reason)."""
+PROBE = JobUser("probe", 65534, 65534)  # any user but root: what a job user may reach
+
+
+@functools.cache
+def reachable_repo() -> Path:
+    """This checkout as a job user can reach it: itself, or, when it lies under a folder closed to other users (a
+    clone under /root, 0700), a bind mount of it in an open temporary folder, unmounted when the tests end."""
+    if blocked_at(ROOT, PROBE) is None:
+        return ROOT
+    mount_point = Path(tempfile.mkdtemp(prefix="treino-repo-"))
+    mount_point.chmod(0o755)
+    done = subprocess.run(["mount", "--bind", str(ROOT), str(mount_point)], capture_output=True, text=True)
+    require(done.returncode == 0, f"{ROOT} is closed to the job user and bind-mounting it failed: {done.stderr}")
+    atexit.register(subprocess.run, ["umount", "-l", str(mount_point)], capture_output=True)
+    return mount_point
+
+
+def job_python() -> tuple[str, dict[str, str], Path]:
+    """A Python the job user may run, the environment that gives it this venv's packages, and the checkout as the
+    job user reaches it (reachable_repo): the venv's own Python when the job user can run it, else the system's
+    interpreter of the same version (a venv made from an interpreter under /root, 0700, is the usual reason)."""
     here = Path(sys.executable)
-    probe = JobUser("probe", 65534, 65534)
-    if blocked_at(here.resolve(), probe) is None:
-        return sys.executable, {}
+    repo = reachable_repo()
+    if blocked_at(here.resolve(), PROBE) is None and repo == ROOT:
+        return sys.executable, {}, repo
     system = shutil.which(f"python{sys.version_info.major}.{sys.version_info.minor}", path="/usr/bin:/usr/local/bin")
     require(system is not None, f"the job user cannot run {here.resolve()} and there is no system Python to use")
     assert system is not None
-    site_packages = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
-    return system, {"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), site_packages])}
+    site_packages = Path(next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix)))
+    if site_packages.is_relative_to(ROOT):  # the venv inside the checkout (make's .venv): seen through the mount
+        site_packages = repo / site_packages.relative_to(ROOT)
+    require(blocked_at(site_packages, PROBE) is None, f"the job user cannot read the venv's {site_packages}")
+    return system, {"PYTHONPATH": os.pathsep.join([str(repo / "src"), str(site_packages)])}, repo
 
 
 def isolated(start_server: StartServer, open_dir: Path, *args: str) -> Server:
@@ -140,7 +161,7 @@ def test_a_job_cannot_read_the_servers_secrets_and_a_normal_job_still_checkpoint
     server = isolated(start_server, open_dir)
     assert f"Jobs run as user {DEFAULT_JOB_USER}" in server.process.log()
     user = pwd.getpwnam(DEFAULT_JOB_USER)
-    python, env = job_python()
+    python, env, repo = job_python()
     script = open_dir / "hostile.py"
     script.write_text(HOSTILE)
     script.chmod(0o644)
@@ -149,8 +170,8 @@ def test_a_job_cannot_read_the_servers_secrets_and_a_normal_job_still_checkpoint
     normal = server.submit(
         {
             "name": "normal",
-            "command": [python, TRAIN, "--steps", "10", "--save-every", "5"],
-            "workdir": str(ROOT),
+            "command": [python, str(repo / "examples" / "ddp_train.py"), "--steps", "10", "--save-every", "5"],
+            "workdir": str(repo),
             "env": {"OMP_NUM_THREADS": "1", **env},
         }
     )
@@ -193,7 +214,7 @@ def test_a_job_reads_its_dataset_from_a_copy_that_erasure_and_the_attempts_end_d
 ) -> None:
     server = isolated(start_server, open_dir, "--site", "eveo-sp1", "--import-root", str(DATA))
     tokens = people_and_clientes(server.url, server.token)
-    python, env = job_python()
+    python, env, _ = job_python()
     script = open_dir / "reader.py"
     script.write_text(READER)
     script.chmod(0o644)
@@ -275,7 +296,7 @@ def test_a_job_over_its_memory_limit_is_ended_by_the_kernel_and_failed_as_oom(
     open_dir: Path, start_server: StartServer, with_cgroups: None
 ) -> None:
     server = isolated(start_server, open_dir)
-    python, _ = job_python()
+    python, _, _ = job_python()
     hog = "chunks = []\nwhile True:\n    chunks.append(b'x' * 16 * 1024**2)"  # 16 MiB at a time, written
     job_id = server.submit({"name": "hog", "command": [python, "-c", hog], "memory_gb": 0.25, "max_restarts": 2})
     job = server.wait(job_id, final)
