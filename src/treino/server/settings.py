@@ -7,6 +7,7 @@ after a restart). `load_or_create_key` makes the data dir's key on the first sta
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 from dataclasses import dataclass, field
@@ -20,7 +21,10 @@ if TYPE_CHECKING:  # this module is imported by the CLI at start: nothing heavy 
     from treino.server.isolation import JobUser
 
 # --- where --------------------------------------------------------------------------------------------------------
-DEFAULT_DATA_DIR = Path("~/.local/share/treino").expanduser()
+# A root server runs jobs as an unprivileged user, who must pass through the data dir's parents: /root (0700) would
+# shut them out, so root's default is the system's place for a service's state (FHS 3.0 §5.8, /var/lib).
+SYSTEM_DATA_DIR = Path("/var/lib/treino")
+DEFAULT_DATA_DIR = SYSTEM_DATA_DIR if os.geteuid() == 0 else Path("~/.local/share/treino").expanduser()
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 KEY_FILE = "server-key"  # 32 random bytes, mode 0600
