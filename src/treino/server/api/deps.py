@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy import Select
 from sqlalchemy.orm import Session
 
 from treino.errors import Conflict, NotFound, Unauthenticated
@@ -92,6 +93,21 @@ ReadLineage = Annotated[Principal, Depends(need("lineage.read"))]
 ReadAudit = Annotated[Principal, Depends(need("audit.read"))]
 RunErasure = Annotated[Principal, Depends(need("erasure.run"))]
 ReportSubject = Annotated[Principal, Depends(need("subject.report"))]
+
+
+def keyset_page(
+    s: Session, query: Select[Any], id_column: Any, limit: int, before_id: int | None
+) -> tuple[list[Any], int | None]:
+    """A page of `query`'s rows (its entities when it selects one), newest (highest id) first, those below
+    `before_id` only, and the next page's `before_id` (None on the last page). A keyset, not an offset: a page costs
+    the same however deep it is, and rows added meanwhile do not shift it."""
+    if before_id is not None:
+        query = query.where(id_column < before_id)
+    query = query.order_by(id_column.desc()).limit(limit + 1)
+    rows = [row[0] if len(row) == 1 else row for row in s.execute(query)]  # select(Model): the entities
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, (int(rows[-1].id) if more else None)
 
 
 def job_or_404(s: Session, job_id: int) -> Job:

@@ -177,10 +177,19 @@ def log_tail(ctx: ServerContext, job: Job) -> str:
     return data.decode(errors="replace")
 
 
+def exists(path: str) -> bool:
+    """Whether a recorded path exists; False for one the filesystem cannot even look up (a name over NAME_MAX, a
+    NUL byte: rows stored before the API refused them), so that no such row can make a page fail."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def job_page(ctx: ServerContext, s: Session, job: Job) -> dict[str, Any]:
     attempts = list(s.scalars(select(Attempt).where(Attempt.job_id == job.id).order_by(Attempt.number)))
     checkpoints = [
-        {"step": c.step, "path": c.path, "bytes": c.bytes, "attempt": c.attempt, "exists": Path(c.path).exists()}
+        {"step": c.step, "path": c.path, "bytes": c.bytes, "attempt": c.attempt, "exists": exists(c.path)}
         for c in s.scalars(select(Checkpoint).where(Checkpoint.job_id == job.id).order_by(Checkpoint.step))
     ]
     reads = s.execute(
