@@ -58,10 +58,10 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # users, datasets, jobs
 PATH_BYTES_MAX = 4095  # a path in UTF-8: PATH_MAX (4096, linux/limits.h) less the terminating NUL
 PATH_COMPONENT_BYTES_MAX = 255  # one name in a path: NAME_MAX (linux/limits.h)
 ARG_STRING_BYTES_MAX = 32 * 4096 - 1  # one argv or environment string: MAX_ARG_STRLEN (linux/binfmts.h), less its NUL
-# The spec's argv and env together (each string with its NUL, env entries as KEY=VALUE): half of Linux's ARG_MAX
-# with the default 8 MiB stack (stack / 4 = 2 MiB, fs/exec.c), the other half left to the server's environment, the
-# variables it adds (TREINO_*, CUDA_VISIBLE_DEVICES) and the launcher's own arguments (torchrun, Slurm).
-ARGV_ENV_BYTES_MAX = 1024**2
+# The spec's argv and env together (each string with its NUL, env entries as KEY=VALUE): a quarter of Linux's
+# ARG_MAX with the default 8 MiB stack (stack / 4 = 2 MiB, fs/exec.c), the rest left to the server's environment, the
+# variables it adds (TREINO_*, CUDA_VISIBLE_DEVICES), the launcher's own arguments (torchrun, Slurm) and smaller stacks.
+ARGV_ENV_BYTES_MAX = 512 * 1024
 ENV_VARS_MAX = 1024  # entries in a spec's env
 DATASETS_PER_JOB_MAX = 100
 SPEC_STRING_CHARS_MAX = 1000  # the spec's short strings: dataset names, purpose, the plan's model and options

@@ -43,7 +43,8 @@ def error_body(exc: TreinoError) -> dict[str, Any]:
 
 def field_of(loc: tuple[Any, ...]) -> str:
     """A validation error's place: 'gpus', 'plan.seq_len', 'points.0.step', or '(body)' for the whole body."""
-    return ".".join(str(p) for p in loc if p not in ("body", "query", "path", "header")) or "(body)"
+    inside = loc[1:] if loc and loc[0] in ("body", "query", "path", "header", "cookie") else loc  # not a field named so
+    return ".".join(str(p) for p in inside) or "(body)"
 
 
 def install(app: FastAPI, page: PageRenderer | None = None) -> None:
