@@ -85,7 +85,8 @@ def test_without_a_valid_token_a_body_is_refused_before_it_is_read(server: Serve
         r = c.post("/api/v1/jobs", json={}, headers={"Authorization": "Bearer trn_wrong"})
         assert r.status_code == 401 and r.json()["detail"].startswith("Invalid, expired or revoked token")
     # with a valid token, an announced length over the route's ceiling is refused unread too
-    head = f"POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {server.token}\r\nContent-Length: {SPEC_BYTES_MAX + 1}\r\n\r\n"
+    auth = f"Authorization: Bearer {server.token}"
+    head = f"POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\n{auth}\r\nContent-Length: {SPEC_BYTES_MAX + 1}\r\n\r\n"
     assert raw_head(server, head).startswith(b"HTTP/1.1 413 ")
     # the dashboard's login form is not an API route: no token needed, its own small ceiling
     r = httpx.post(f"{server.url}/login", content=b"token=" + b"x" * FORM_BYTES_MAX)
