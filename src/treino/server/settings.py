@@ -68,7 +68,8 @@ SPEC_STRING_CHARS_MAX = 1000  # the spec's short strings: dataset names, purpose
 
 # --- `treino submit` reading a spec file (treino.server.spec.load_spec_file) -----------------------------------------
 SPEC_FILE_BYTES_MAX = SPEC_BYTES_MAX  # larger than the server would take anyway
-SPEC_FILE_ALIASES_MAX = 100  # YAML aliases (*name): a "billion laughs" file needs thousands to explode
+SPEC_FILE_ALIASES_MAX = 32  # YAML aliases (*name): a "billion laughs" file needs ~80 (9 levels of 9) to explode
+SPEC_FILE_NODES_MAX = 100_000  # values the YAML holds with its aliases expanded (a spec holds tens)
 SPEC_FILE_DEPTH_MAX = 32  # nested mappings and lists; a spec is 3 deep
 SUBMIT_TRIES = 5  # `treino submit`: tries on a connection error or timeout, each with the same Idempotency-Key
 SUBMIT_BACKOFF_S = 0.5  # before the second try; doubled before each next one (0.5 + 1 + 2 + 4 s at most)

@@ -33,6 +33,10 @@ from treino.server.settings import (
     ENV_VARS_MAX,
     PATH_BYTES_MAX,
     PATH_COMPONENT_BYTES_MAX,
+    SPEC_FILE_ALIASES_MAX,
+    SPEC_FILE_BYTES_MAX,
+    SPEC_FILE_DEPTH_MAX,
+    SPEC_FILE_NODES_MAX,
     SPEC_STRING_CHARS_MAX,
 )
 
@@ -178,18 +182,77 @@ def field_errors(exc: ValidationError) -> list[dict[str, Any]]:
 
 
 def load_spec_file(path: Path) -> dict[str, Any]:
-    """A spec file's raw mapping (YAML or JSON); validation happens on the server, which knows its GPUs."""
+    """A spec file's raw mapping (YAML or JSON); validation happens on the server, which knows its GPUs. A file over
+    SPEC_FILE_BYTES_MAX, or YAML with more than SPEC_FILE_ALIASES_MAX aliases or nested deeper than
+    SPEC_FILE_DEPTH_MAX, is refused before it is built: a "billion laughs" file (aliases of aliases) is a few
+    hundred bytes that would expand to gigabytes."""
     try:
-        text = path.read_text()
+        with path.open("rb") as f:
+            raw = f.read(SPEC_FILE_BYTES_MAX + 1)
     except OSError as exc:
         raise JobError(f"Cannot read the job spec {path}: {exc.strerror}. To fix: check the path.") from exc
+    if len(raw) > SPEC_FILE_BYTES_MAX:
+        raise JobError(
+            f"{path} is over {SPEC_FILE_BYTES_MAX // 1024} KiB; a job spec is a few lines. To fix: put large inputs "
+            "in files the job reads, and their paths in the spec."
+        )
+    kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise JobError(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from exc
+        text = raw.decode()
+        if kind == "YAML":
+            check_yaml_shape(path, text)
+        data = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise JobError(f"{path} is not valid {kind}: {exc}") from exc
+    except RecursionError as exc:
+        raise JobError(f"{path} is nested too deeply to be a job spec. To fix: write it as a flat mapping.") from exc
     if not isinstance(data, dict):
         raise JobError(f"{path} must hold a mapping (name, script or command, gpus, ...), not {type(data).__name__}.")
     return data
+
+
+def check_yaml_shape(path: Path, text: str) -> None:
+    """Refuse YAML with more than SPEC_FILE_ALIASES_MAX aliases, nested deeper than SPEC_FILE_DEPTH_MAX, or whose
+    aliases would expand it past SPEC_FILE_NODES_MAX values, reading its events: a stream in which nothing is built,
+    so this costs the file's size however far it would expand."""
+    aliases = 0
+    expanded: dict[str, int] = {}  # anchor -> the values its node holds, aliases expanded
+    open_: list[tuple[str | None, int]] = [(None, 0)]  # the collections being read: (anchor, values so far)
+
+    def add(count: int) -> None:
+        anchor, total = open_[-1]
+        open_[-1] = (anchor, total + count)
+        if open_[-1][1] > SPEC_FILE_NODES_MAX:
+            raise JobError(
+                f"{path} would expand to over {SPEC_FILE_NODES_MAX:,} values through its aliases (a 'billion "
+                "laughs' file). To fix: write the values out instead of aliasing them."
+            )
+
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > SPEC_FILE_ALIASES_MAX:
+                raise JobError(
+                    f"{path} has more than {SPEC_FILE_ALIASES_MAX} YAML aliases (*name), as a 'billion laughs' file "
+                    "has to expand to gigabytes. To fix: write the values out instead of aliasing them."
+                )
+            add(expanded.get(str(event.anchor), 1))
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor is not None:
+                expanded[event.anchor] = 1
+            add(1)
+        elif isinstance(event, yaml.CollectionStartEvent):
+            open_.append((event.anchor, 0))
+            if len(open_) - 1 > SPEC_FILE_DEPTH_MAX:
+                raise JobError(
+                    f"{path} nests lists and mappings more than {SPEC_FILE_DEPTH_MAX} deep; a job spec is 3 deep. "
+                    "To fix: write it as the flat mapping of treino.server.spec."
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, total = open_.pop()
+            if anchor is not None:
+                expanded[anchor] = total + 1
+            add(total + 1)
 
 
 def parse_spec(data: dict[str, Any]) -> JobSpec:
