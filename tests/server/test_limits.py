@@ -5,6 +5,7 @@ connection that drops the server's first answer. A real server on SQLite and on 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import socket
 import threading
@@ -84,6 +85,25 @@ def test_the_job_list_is_summaries_a_keyset_page_at_a_time(shared: ServerProcess
     out = treino("jobs", "--limit", "2", cwd=Path(shared.data_dir).parent, server=shared)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == f"Older jobs: treino jobs --before-id {ids[3]}"
+
+
+def test_the_model_list_is_a_keyset_page_at_a_time(shared: ServerProcess, tmp_path: Path) -> None:
+    with shared.client() as c:
+        job = c.post("/api/v1/jobs", json={"name": "saver", "command": ["sleep", "60"]}).json()["id"]
+        folder = shared.data_dir / "jobs" / str(job) / "checkpoints"
+        for step in (1, 2, 3):
+            body = {"step": step, "path": str(folder / f"step-{step}.pt"), "bytes": 1}
+            assert c.post(f"/api/v1/jobs/{job}/checkpoints", json=body).status_code == 201
+        c.post(f"/api/v1/jobs/{job}/cancel")
+        page = c.get("/api/v1/models", params={"limit": 2}).json()
+        mine = [m["step"] for m in page["models"] if m["job"] == job]
+        assert mine == [3, 2] and page["next"] is not None
+        rest = c.get("/api/v1/models", params={"limit": 1000, "before_id": page["next"]}).json()
+        assert [m["step"] for m in rest["models"] if m["job"] == job] == [1] and rest["next"] is None
+        assert c.get("/api/v1/datasets", params={"limit": 1}).json() == {"datasets": [], "next": None}
+    out = treino("lineage", "models", "--json", cwd=tmp_path, server=shared)  # the CLI follows `next`
+    assert out.returncode == 0, out.stderr
+    assert [m["step"] for m in json.loads(out.stdout) if m["job"] == job] == [3, 2, 1]
 
 
 # --- `treino submit`: the spec file ---------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import typer
 import yaml
 
 from treino.errors import JobError, TreinoError
-from treino.server.settings import SUBMIT_BACKOFF_S, SUBMIT_TRIES
+from treino.server.settings import PAGE_MAX, SUBMIT_BACKOFF_S, SUBMIT_TRIES
 
 if TYPE_CHECKING:  # httpx is imported when a command talks to a server, not for every `treino` command
     import httpx
@@ -133,6 +133,17 @@ class ServerClient:
         if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
             return TreinoError(f"Cannot use the server URL {self.url!r}: {exc}. To fix: e.g. {DEFAULT_URL}.")
         return TreinoError(f"Talking to the treino server at {self.url} failed: {exc}")
+
+    def every(self, path: str, key: str) -> list[dict[str, Any]]:
+        """Every row of a paged list (`key` of each page), following its `next` cursor: newest first."""
+        rows: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"limit": PAGE_MAX}
+        while True:
+            page = self.request("GET", path, params=params)
+            rows += page[key]
+            if page.get("next") is None:
+                return rows
+            params["before_id"] = page["next"]
 
     def submit(self, spec: dict[str, Any], what: str = "the job spec") -> dict[str, Any]:
         """Submitted once, however many tries it takes: every try carries the same fresh Idempotency-Key, so a

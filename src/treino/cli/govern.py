@@ -312,9 +312,9 @@ def data_add(
 
 @data_app.command("list")
 def data_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """The registered datasets and their latest versions."""
+    """The registered datasets and their latest versions, newest first."""
     with _client(url, token) as client:
-        rows = client.request("GET", "/api/v1/datasets")["datasets"]
+        rows = client.every("/api/v1/datasets", "datasets")
     if as_json:
         _print_json(rows)
         return
@@ -545,9 +545,9 @@ def lineage_model(
 
 @lineage_app.command("models")
 def lineage_models(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """Every model the server recorded; those trained on erased data are highlighted."""
+    """Every model the server recorded, newest first; those trained on erased data are highlighted."""
     with _client(url, token) as client:
-        rows = client.request("GET", "/api/v1/models")["models"]
+        rows = client.every("/api/v1/models", "models")
     if as_json:
         _print_json(rows)
         return

@@ -366,7 +366,8 @@ class DatasetRegistered(DatasetOut):
 
 
 class DatasetList(BaseModel):
-    datasets: list[DatasetOut]
+    datasets: list[DatasetOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 class ModelRef(BaseModel):
@@ -423,7 +424,8 @@ class ModelOut(BaseModel):
 
 
 class ModelList(BaseModel):
-    models: list[ModelOut]
+    models: list[ModelOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 # --- data subjects --------------------------------------------------------------------------------------------------

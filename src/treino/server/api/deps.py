@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Annotated, Any
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Select
 from sqlalchemy.orm import Session
@@ -23,7 +23,7 @@ from treino.govern.models import Role
 from treino.server.auth import is_job_token, require
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, Job
-from treino.server.settings import INT_MAX
+from treino.server.settings import INT_MAX, PAGE_MAX
 
 
 def context(request: Request) -> ServerContext:
@@ -93,6 +93,10 @@ ReadLineage = Annotated[Principal, Depends(need("lineage.read"))]
 ReadAudit = Annotated[Principal, Depends(need("audit.read"))]
 RunErasure = Annotated[Principal, Depends(need("erasure.run"))]
 ReportSubject = Annotated[Principal, Depends(need("subject.report"))]
+
+
+PageLimit = Annotated[int, Query(ge=1, le=PAGE_MAX, description="At most this many, newest first.")]
+BeforeId = Annotated[int | None, Query(ge=1, le=INT_MAX, description="The `next` of the page before.")]
 
 
 def keyset_page(
