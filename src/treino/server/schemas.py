@@ -246,7 +246,8 @@ class UserOut(BaseModel):
 
 
 class UserList(BaseModel):
-    users: list[UserOut]
+    users: list[UserOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 class TokenIn(Schema):
@@ -274,7 +275,8 @@ class NewToken(BaseModel):
 
 
 class TokenList(BaseModel):
-    tokens: list[TokenOut]
+    tokens: list[TokenOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 class Revoked(BaseModel):
@@ -300,7 +302,8 @@ class GrantOut(BaseModel):
 
 
 class GrantList(BaseModel):
-    grants: list[GrantOut]
+    grants: list[GrantOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 class TransferIn(Schema):
@@ -320,7 +323,8 @@ class TransferOut(BaseModel):
 
 
 class TransferList(BaseModel):
-    transfers: list[TransferOut]
+    transfers: list[TransferOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 # --- datasets -------------------------------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ JobWriter       the job of the path, when the caller is that job's running attem
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Coroutine, Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Unpack
 
 from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -100,7 +101,12 @@ BeforeId = Annotated[int | None, Query(ge=1, le=INT_MAX, description="The `next`
 
 
 def keyset_page(
-    s: Session, query: Select[Any], id_column: Any, limit: int, before_id: int | None
+    s: Session,
+    query: Select[Unpack[tuple[Any, ...]]],
+    id_column: Any,
+    limit: int,
+    before_id: int | None,
+    id_of: Callable[[Any], int] = operator.attrgetter("id"),
 ) -> tuple[list[Any], int | None]:
     """A page of `query`'s rows (its entities when it selects one), newest (highest id) first, those below
     `before_id` only, and the next page's `before_id` (None on the last page). A keyset, not an offset: a page costs
@@ -111,7 +117,7 @@ def keyset_page(
     rows = [row[0] if len(row) == 1 else row for row in s.execute(query)]  # select(Model): the entities
     more = len(rows) > limit
     rows = rows[:limit]
-    return rows, (int(rows[-1].id) if more else None)
+    return rows, (int(id_of(rows[-1])) if more else None)
 
 
 def job_or_404(s: Session, job_id: int) -> Job:
