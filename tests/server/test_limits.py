@@ -21,7 +21,7 @@ from tests.server.conftest import ServerProcess, Servers
 from tests.server.test_cli_client import treino, write_spec
 from treino.errors import JobError
 from treino.server.schemas import JobSummary
-from treino.server.settings import SPEC_FILE_BYTES_MAX, SPEC_FILE_DEPTH_MAX, SPEC_FILE_NODES_MAX
+from treino.server.settings import COOKIE, SPEC_FILE_BYTES_MAX, SPEC_FILE_DEPTH_MAX, SPEC_FILE_NODES_MAX
 from treino.server.spec import load_spec_file
 
 BILLION_LAUGHS = """\
@@ -85,6 +85,17 @@ def test_the_job_list_is_summaries_a_keyset_page_at_a_time(shared: ServerProcess
     out = treino("jobs", "--limit", "2", cwd=Path(shared.data_dir).parent, server=shared)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == f"Older jobs: treino jobs --before-id {ids[3]}"
+
+
+def test_the_overview_reads_jobs_without_their_specs_but_with_their_steps(shared: ServerProcess) -> None:
+    spec = {"name": "stepper", "script": "train.py", "args": ["--steps", "200"], "workdir": "/", "gpus": 2}
+    with shared.client() as c:
+        job = c.post("/api/v1/jobs", json=spec).json()["id"]
+        c.cookies.set(COOKIE, shared.token)
+        o = c.get("/overview.json").json()
+        c.post(f"/api/v1/jobs/{job}/cancel")
+    [row] = [r for r in o["running"] + o["queue"] + o["recent"] if r["id"] == job]
+    assert row["steps"] == 200 and row["name"] == "stepper"
 
 
 def test_the_model_list_is_a_keyset_page_at_a_time(shared: ServerProcess, tmp_path: Path) -> None:
