@@ -74,7 +74,7 @@ def raw_head(server: ServerProcess, head: str) -> bytes:
 def test_without_a_valid_token_a_body_is_refused_before_it_is_read(server: ServerProcess) -> None:
     """401 with not a byte of the announced body sent: the server answered before reading any."""
     for auth in ("", "Authorization: Bearer trn_wrong\r\n", "Authorization: Bearer trj_not-this-job\r\n"):
-        for path in ("/api/v1/jobs", "/api/v1/jobs/1/metrics", "/api/v1/users"):
+        for path in ("/api/v1/jobs", "/api/v1/jobs/1/metrics", f"/api/v1/jobs/{10**19}/metrics", "/api/v1/users"):
             for length in ("Content-Length: 104857600", "Transfer-Encoding: chunked"):
                 head = f"POST {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\n{length}\r\n\r\n"
                 answer = raw_head(server, head)

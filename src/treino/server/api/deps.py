@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Coroutine, Iterator
-from typing import Annotated, Any, Unpack
+from typing import Annotated, Any
 
 from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -102,7 +102,7 @@ BeforeId = Annotated[int | None, Query(ge=1, le=INT_MAX, description="The `next`
 
 def keyset_page(
     s: Session,
-    query: Select[Unpack[tuple[Any, ...]]],
+    query: Select[*tuple[Any, ...]],
     id_column: Any,
     limit: int,
     before_id: int | None,

@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from treino.errors import PolicyViolation, TreinoError, Unauthenticated
 from treino.server.auth import JOB_TOKEN_PREFIX
-from treino.server.settings import API_BODY_BYTES_MAX, FORM_BYTES_MAX, METRICS_BYTES_MAX, SPEC_BYTES_MAX
+from treino.server.settings import API_BODY_BYTES_MAX, FORM_BYTES_MAX, INT_MAX, METRICS_BYTES_MAX, SPEC_BYTES_MAX
 
 if TYPE_CHECKING:
     from treino.server.context import ServerContext
@@ -187,7 +187,8 @@ async def _refusal(scope: Scope, authorization: bytes, path: str) -> str | None:
     ctx: ServerContext = scope["app"].state.ctx
     job = JOB_PATH.match(path)
     if job is not None and token.startswith(JOB_TOKEN_PREFIX):
-        if await anyio.to_thread.run_sync(ctx.auth.job_token_ok, int(job.group(1)), token):
+        job_id = int(job.group(1))  # past INT_MAX no job has it, and PostgreSQL would refuse to compare it
+        if job_id <= INT_MAX and await anyio.to_thread.run_sync(ctx.auth.job_token_ok, job_id, token):
             return None
         return "Not this job's token. To fix: post with the job's own TREINO_JOB_TOKEN, or an admin's token."
     try:
