@@ -69,7 +69,7 @@ def select_rows() -> Select[tuple[Job, Any]]:
 
 
 def listed(s: Session, query: Select[tuple[Job, Any]]) -> list[dict[str, Any]]:
-    return [job_row(job, args if isinstance(args, list) else []) for job, args in s.execute(query).tuples()]
+    return [job_row(job, args if isinstance(args, list) else []) for job, args in s.execute(query)]
 
 
 def overview(ctx: ServerContext, s: Session, telemetry: list[dict[str, Any]]) -> dict[str, Any]:
