@@ -53,6 +53,7 @@ bench: venv
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/plan_accuracy.py
 	$(BIN)/python benchmarks/server_bench.py
+	$(BIN)/python benchmarks/body_gate_bench.py
 	$(BIN)/python benchmarks/audit_bench.py
 	$(BIN)/python benchmarks/erasure_bench.py
 	$(BIN)/python benchmarks/web_bench.py

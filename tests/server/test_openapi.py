@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 
 from tests.server.conftest import ServerProcess, clean_env
+from treino.server.settings import IDEMPOTENCY_KEY_PATTERN
 
 SCHEMATHESIS_EXAMPLES = 25  # per operation and phase: ~1 min on 2 cores
 SCHEMATHESIS_TIMEOUT_S = 600
@@ -61,7 +62,11 @@ def test_every_answer_is_the_one_the_openapi_document_promises(server: ServerPro
     submit = spec["paths"]["/api/v1/jobs"]["post"]
     # the job spec is typed in the contract, and so are the errors actually sent
     assert submit["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/JobSpec")
-    assert {"201", "401", "403", "413", "422"} <= set(submit["responses"])
+    assert {"200", "201", "401", "403", "409", "413", "422"} <= set(submit["responses"])
+    [key] = [p for p in submit["parameters"] if p["name"] == "idempotency-key"]  # a repeat returns the first job
+    assert key["in"] == "header" and key["schema"]["anyOf"][0]["pattern"] == IDEMPOTENCY_KEY_PATTERN
+    for path in ("/api/v1/jobs", "/api/v1/jobs/{job_id}/metrics", "/api/v1/users", "/api/v1/datasets"):
+        assert "401" in spec["paths"][path]["post"]["responses"]  # refused before the body is read
     assert spec["components"]["schemas"]["Invalid"]["properties"]["detail"]["items"]["$ref"].endswith("/FieldError")
     assert "HTTPValidationError" not in spec["components"]["schemas"]  # FastAPI's default 422 shape is not sent
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import sys
 import time
@@ -19,6 +20,7 @@ import typer
 import yaml
 
 from treino.errors import JobError, TreinoError
+from treino.server.settings import PAGE_MAX, SUBMIT_BACKOFF_S, SUBMIT_TRIES
 
 if TYPE_CHECKING:  # httpx is imported when a command talks to a server, not for every `treino` command
     import httpx
@@ -100,31 +102,62 @@ class ServerClient:
         """The response's body as text (CSV, JSON lines, Markdown)."""
         return self._send(method, path, what, **kwargs).text
 
-    def _send(self, method: str, path: str, what: str, **kwargs: Any) -> httpx.Response:
+    def _send(self, method: str, path: str, what: str, tries: int = 1, **kwargs: Any) -> httpx.Response:
+        """The response, or a TreinoError. With `tries` > 1, a request that never got an answer (no connection, the
+        connection dropped, a timeout) is sent again after SUBMIT_BACKOFF_S, doubled each time: only for requests
+        that are safe to repeat (a submit with its Idempotency-Key)."""
         import httpx
 
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.ConnectError as exc:
-            raise TreinoError(
-                f"No treino server at {self.url}. To fix: start one with 'treino server' or pass --url."
-            ) from exc
-        except httpx.TimeoutException as exc:
-            raise TreinoError(f"The treino server at {self.url} did not answer within {HTTP_TIMEOUT_S:g} s.") from exc
-        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-            raise TreinoError(f"Cannot use the server URL {self.url!r}: {exc}. To fix: e.g. {DEFAULT_URL}.") from exc
-        except httpx.HTTPError as exc:
-            raise TreinoError(f"Talking to the treino server at {self.url} failed: {exc}") from exc
+        unanswered = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
+        for attempt in range(1, tries + 1):
+            try:
+                response = self._http.request(method, path, **kwargs)
+                break
+            except (*unanswered, httpx.TimeoutException) as exc:
+                if attempt == tries:
+                    raise self._transport_error(exc) from exc
+                time.sleep(SUBMIT_BACKOFF_S * 2 ** (attempt - 1))
+            except httpx.HTTPError as exc:
+                raise self._transport_error(exc) from exc
         if response.is_success:
             return response
         raise _http_error(response, what)
 
-    def submit(self, spec: dict[str, Any], what: str = "the job spec") -> dict[str, Any]:
-        return self.request("POST", "/api/v1/jobs", what, json=spec)  # type: ignore[no-any-return]
+    def _transport_error(self, exc: Exception) -> TreinoError:
+        import httpx
 
-    def jobs(self, state: str | None, limit: int) -> list[dict[str, Any]]:
+        if isinstance(exc, httpx.ConnectError):
+            return TreinoError(f"No treino server at {self.url}. To fix: start one with 'treino server' or pass --url.")
+        if isinstance(exc, httpx.TimeoutException):
+            return TreinoError(f"The treino server at {self.url} did not answer within {HTTP_TIMEOUT_S:g} s.")
+        if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
+            return TreinoError(f"Cannot use the server URL {self.url!r}: {exc}. To fix: e.g. {DEFAULT_URL}.")
+        return TreinoError(f"Talking to the treino server at {self.url} failed: {exc}")
+
+    def every(self, path: str, key: str) -> list[dict[str, Any]]:
+        """Every row of a paged list (`key` of each page), following its `next` cursor: newest first."""
+        rows: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"limit": PAGE_MAX}
+        while True:
+            page = self.request("GET", path, params=params)
+            rows += page[key]
+            if page.get("next") is None:
+                return rows
+            params["before_id"] = page["next"]
+
+    def submit(self, spec: dict[str, Any], what: str = "the job spec") -> dict[str, Any]:
+        """Submitted once, however many tries it takes: every try carries the same fresh Idempotency-Key, so a
+        retry after a dropped connection returns the job the first try made instead of making another."""
+        headers = {"Idempotency-Key": secrets.token_urlsafe(24)}
+        response = self._send("POST", "/api/v1/jobs", what, tries=SUBMIT_TRIES, json=spec, headers=headers)
+        return response.json()  # type: ignore[no-any-return]
+
+    def jobs(self, state: str | None, limit: int, before_id: int | None = None) -> dict[str, Any]:
+        """A page of job summaries, newest first: {"jobs": [...], "next": the next page's before_id or None}."""
         params: dict[str, Any] = {"limit": limit, **({"state": state} if state else {})}
-        return self.request("GET", "/api/v1/jobs", params=params)["jobs"]  # type: ignore[no-any-return]
+        if before_id is not None:
+            params["before_id"] = before_id
+        return self.request("GET", "/api/v1/jobs", params=params)  # type: ignore[no-any-return]
 
     def job(self, job_id: int) -> dict[str, Any]:
         return self.request("GET", f"/api/v1/jobs/{job_id}")  # type: ignore[no-any-return]
@@ -258,13 +291,15 @@ def submit(
 def jobs(
     state: Annotated[str | None, typer.Option("--state", help="queued, running, stopping, succeeded, ...")] = None,
     limit: Annotated[int, typer.Option("--limit", help="Newest first, at most this many.")] = 50,
+    before_id: Annotated[int | None, typer.Option("--before-id", help="Only jobs older than this id.")] = None,
     as_json: JsonOpt = False,
     url: UrlOpt = None,
     token: TokenOpt = None,
 ) -> None:
-    """The server's jobs, newest first."""
+    """The server's jobs, newest first, a page at a time."""
     with _client(url, token) as client:
-        rows = client.jobs(state, limit)
+        page = client.jobs(state, limit, before_id)
+    rows = page["jobs"]
     if as_json:
         _print_json(rows)
         return
@@ -291,6 +326,8 @@ def jobs(
             age(now - j["submitted_at"]),
         )
     console().print(table)
+    if page.get("next") is not None:
+        typer.echo(f"Older jobs: treino jobs --before-id {page['next']}" + (f" --state {state}" if state else ""))
 
 
 def show(

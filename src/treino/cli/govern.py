@@ -96,7 +96,7 @@ def users_add(
 def users_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
     """The users and their roles."""
     with _client(url, token) as client:
-        rows = client.request("GET", "/api/v1/users")["users"]
+        rows = client.every("/api/v1/users", "users")
     if as_json:
         _print_json(rows)
         return
@@ -134,7 +134,7 @@ def tokens_create(
 def tokens_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
     """The tokens (never their secrets): whose, created, expiry, revoked."""
     with _client(url, token) as client:
-        rows = client.request("GET", "/api/v1/tokens")["tokens"]
+        rows = client.every("/api/v1/tokens", "tokens")
     if as_json:
         _print_json(rows)
         return
@@ -189,7 +189,7 @@ def grant(
 def grants_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
     """The grants, revoked ones dimmed."""
     with _client(url, token) as client:
-        rows = client.request("GET", "/api/v1/grants")["grants"]
+        rows = client.every("/api/v1/grants", "grants")
     if as_json:
         _print_json(rows)
         return
@@ -249,7 +249,7 @@ def transfer_add(
 def transfer_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
     """The recorded transfer mechanisms."""
     with _client(url, token) as client:
-        rows = client.request("GET", "/api/v1/transfers")["transfers"]
+        rows = client.every("/api/v1/transfers", "transfers")
     if as_json:
         _print_json(rows)
         return
@@ -312,9 +312,9 @@ def data_add(
 
 @data_app.command("list")
 def data_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """The registered datasets and their latest versions."""
+    """The registered datasets and their latest versions, newest first."""
     with _client(url, token) as client:
-        rows = client.request("GET", "/api/v1/datasets")["datasets"]
+        rows = client.every("/api/v1/datasets", "datasets")
     if as_json:
         _print_json(rows)
         return
@@ -545,9 +545,9 @@ def lineage_model(
 
 @lineage_app.command("models")
 def lineage_models(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """Every model the server recorded; those trained on erased data are highlighted."""
+    """Every model the server recorded, newest first; those trained on erased data are highlighted."""
     with _client(url, token) as client:
-        rows = client.request("GET", "/api/v1/models")["models"]
+        rows = client.every("/api/v1/models", "models")
     if as_json:
         _print_json(rows)
         return

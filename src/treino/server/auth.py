@@ -29,7 +29,7 @@ from treino.errors import Forbidden, TooManyRequests, Unauthenticated
 from treino.govern.access import PERMISSIONS, Principal, allowed
 from treino.govern.audit import AuditLog
 from treino.govern.models import Role, User
-from treino.server.db import Token
+from treino.server.db import Job, Token
 from treino.server.settings import (
     ADMIN_TOKEN_FILE,
     AUTH_CACHE_S,
@@ -210,6 +210,12 @@ class Authenticator:
         if who is None:
             raise Unauthenticated(refusal)
         return who
+
+    def job_token_ok(self, job_id: int, token: str) -> bool:
+        """Whether `token` is job `job_id`'s own (its running attempt's TREINO_JOB_TOKEN): one primary-key read."""
+        with self.sessions() as s:
+            stored = s.scalar(select(Job.job_token_hash).where(Job.id == job_id))
+        return stored is not None and is_job_token(stored, token)
 
     def forget(self) -> None:
         with self._lock:

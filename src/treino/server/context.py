@@ -32,15 +32,15 @@ class JobListCache:
     """GET /api/v1/jobs pages, each kept JOBS_CACHE_S: 50 clients polling must not each re-read and re-serialise
     the table (benchmarks/server_bench.py). Any submit or cancel clears it."""
 
-    pages: dict[tuple[str | None, int, int], tuple[float, bytes]] = field(default_factory=dict)
+    pages: dict[tuple[str | None, int, int | None], tuple[float, bytes]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, key: tuple[str | None, int, int], max_age_s: float) -> bytes | None:
+    def get(self, key: tuple[str | None, int, int | None], max_age_s: float) -> bytes | None:
         with self.lock:
             hit = self.pages.get(key)
         return hit[1] if hit is not None and time.monotonic() - hit[0] < max_age_s else None
 
-    def put(self, key: tuple[str | None, int, int], body: bytes) -> None:
+    def put(self, key: tuple[str | None, int, int | None], body: bytes) -> None:
         with self.lock:
             if len(self.pages) > 1000:
                 self.pages.clear()

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Float, ForeignKey, Index, String, Text, create_engine, event
+from sqlalchemy import Float, ForeignKey, Index, String, Text, UniqueConstraint, create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapped, mapped_column, sessionmaker
@@ -82,7 +82,10 @@ class Token(Base):
 
 class Job(Base):
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_state_priority", "state", "priority", "id"),)
+    __table_args__ = (
+        Index("ix_jobs_state_priority", "state", "priority", "id"),
+        Index("ix_jobs_state_id", "state", "id"),  # GET /api/v1/jobs?state=: one state, newest first, by keyset
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(100))
@@ -111,6 +114,21 @@ class Job(Base):
     last_loss: Mapped[float | None] = mapped_column(Float, default=None)
     steps_per_s: Mapped[float | None] = mapped_column(Float, default=None)
     last_metric_at: Mapped[float | None] = mapped_column(Float, default=None)
+
+
+class SubmitKey(Base):
+    """A submit's Idempotency-Key: the same key from the same user within IDEMPOTENCY_S returns this job instead
+    of creating another (treino.server.submission). Unique per user, so two concurrent requests cannot both insert."""
+
+    __tablename__ = "submit_keys"
+    __table_args__ = (UniqueConstraint("owner", "key", name="uq_submit_keys_owner_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner: Mapped[str] = mapped_column(String(100))
+    key: Mapped[str] = mapped_column(String(200))
+    spec_sha256: Mapped[str] = mapped_column(String(64))  # of the spec as submitted: another spec is a 409
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"))
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
 
 
 class Attempt(Base):

@@ -17,7 +17,7 @@ from treino.govern.models import Role
 from treino.server.db import Job
 from treino.server.inventory import Device, Node
 from treino.server.settings import INT_MAX, METRIC_POINTS_PER_POST_MAX, NAME_PATTERN
-from treino.server.spec import no_nul
+from treino.server.spec import FsPath, no_nul
 
 Text = Annotated[str, AfterValidator(no_nul)]
 Count = Annotated[int, Field(ge=0, le=INT_MAX)]
@@ -127,8 +127,34 @@ def may_see_env(who: Principal, job: Job) -> bool:
     return who.role == Role.ADMIN or who.name == job.owner
 
 
+class JobSummary(BaseModel):
+    """A job as a list shows it: never its spec (which may hold megabytes), read from its columns alone."""
+
+    id: int
+    name: str
+    owner: str
+    state: str
+    priority: int
+    gpus: int
+    devices: list[int] | None
+    submitted_at: float
+    started_at: float | None
+    ended_at: float | None
+    attempts: int
+    restarts: int
+    preemptions: int
+    stop_request: str | None
+    exit_code: int | None
+    failure_reason: str | None
+    checkpoint_step: int | None
+    last_step: int | None
+    last_loss: float | None
+    steps_per_s: float | None
+
+
 class JobList(BaseModel):
-    jobs: list[JobPublic]
+    jobs: list[JobSummary]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 class AttemptOut(BaseModel):
@@ -190,7 +216,7 @@ class MetricsOut(BaseModel):
 
 class CheckpointIn(Schema):
     step: Count
-    path: Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(no_nul)]
+    path: FsPath
     bytes: Count
 
 
@@ -225,7 +251,8 @@ class UserOut(BaseModel):
 
 
 class UserList(BaseModel):
-    users: list[UserOut]
+    users: list[UserOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 class TokenIn(Schema):
@@ -253,7 +280,8 @@ class NewToken(BaseModel):
 
 
 class TokenList(BaseModel):
-    tokens: list[TokenOut]
+    tokens: list[TokenOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 class Revoked(BaseModel):
@@ -279,7 +307,8 @@ class GrantOut(BaseModel):
 
 
 class GrantList(BaseModel):
-    grants: list[GrantOut]
+    grants: list[GrantOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 class TransferIn(Schema):
@@ -299,13 +328,14 @@ class TransferOut(BaseModel):
 
 
 class TransferList(BaseModel):
-    transfers: list[TransferOut]
+    transfers: list[TransferOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 # --- datasets -------------------------------------------------------------------------------------------------------
 class DatasetIn(Schema):
     name: Name
-    path: Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(no_nul)]
+    path: FsPath
     legal_basis: Annotated[str, Field(max_length=40), AfterValidator(no_nul)] = ""
     purposes: list[Purpose] = Field(default_factory=list, max_length=100)
     personal_data: bool
@@ -345,7 +375,8 @@ class DatasetRegistered(DatasetOut):
 
 
 class DatasetList(BaseModel):
-    datasets: list[DatasetOut]
+    datasets: list[DatasetOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 class ModelRef(BaseModel):
@@ -402,7 +433,8 @@ class ModelOut(BaseModel):
 
 
 class ModelList(BaseModel):
-    models: list[ModelOut]
+    models: list[ModelOut]  # newest first
+    next: int | None  # the next page's `before_id`; None on the last page
 
 
 # --- data subjects --------------------------------------------------------------------------------------------------

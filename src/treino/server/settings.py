@@ -71,12 +71,40 @@ AUTH_FAILURE_ADDRESSES_MAX = 10_000  # addresses remembered at once (the least r
 TRUSTED_PROXIES = ""
 JOBS_CACHE_S = 0.5  # how stale GET /api/v1/jobs may be (dashboards and `treino jobs -w` poll it)
 JOBS_PAGE_MAX = 1000  # jobs per page
+PAGE_MAX = 1000  # rows per page of the other lists that grow (datasets, models)
+PAGE_DEFAULT = 100
 METRIC_POINTS_MAX = 100_000  # metric points per GET
 METRIC_POINTS_PER_POST_MAX = 10_000
 LOG_CHUNK_BYTES_MAX = 1024**2  # of an attempt's output per GET
-REQUEST_BYTES_MAX = 16 * 1024**2  # any request body; larger ones get 413 before they are read
+REQUEST_BYTES_MAX = 16 * 1024**2  # the largest body any route takes; larger ones get 413 before they are read
+# Each route's body ceiling (treino.server.api.errors.body_limit), checked after the token and before a byte is read:
+SPEC_BYTES_MAX = 1024**2  # POST /api/v1/jobs: a JobSpec
+METRICS_BYTES_MAX = REQUEST_BYTES_MAX  # POST /api/v1/jobs/{id}/metrics: up to METRIC_POINTS_PER_POST_MAX points
+API_BODY_BYTES_MAX = 64 * 1024  # every other API body: users, tokens, grants, datasets, checkpoints, erasures
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,200}$"  # an Idempotency-Key header: 1-200 printable ASCII characters
+IDEMPOTENCY_S = 24 * 3600  # how long a submit's Idempotency-Key returns its first job instead of a new one
 INT_MAX = 2**63 - 1  # the largest integer a database column (SQLite, PostgreSQL BIGINT) holds: ids, steps, bytes
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # users, datasets, jobs
+
+# --- what a job may ask of the kernel (treino.server.spec): refused at submit with 422, not failed at launch ---------
+PATH_BYTES_MAX = 4095  # a path in UTF-8: PATH_MAX (4096, linux/limits.h) less the terminating NUL
+PATH_COMPONENT_BYTES_MAX = 255  # one name in a path: NAME_MAX (linux/limits.h)
+ARG_STRING_BYTES_MAX = 32 * 4096 - 1  # one argv or environment string: MAX_ARG_STRLEN (linux/binfmts.h), less its NUL
+# The spec's argv and env together (each string with its NUL, env entries as KEY=VALUE): a quarter of Linux's
+# ARG_MAX with the default 8 MiB stack (stack / 4 = 2 MiB, fs/exec.c), the rest left to the server's environment, the
+# variables it adds (TREINO_*, CUDA_VISIBLE_DEVICES), the launcher's own arguments (torchrun, Slurm) and smaller stacks.
+ARGV_ENV_BYTES_MAX = 512 * 1024
+ENV_VARS_MAX = 1024  # entries in a spec's env
+DATASETS_PER_JOB_MAX = 100
+SPEC_STRING_CHARS_MAX = 1000  # the spec's short strings: dataset names, purpose, the plan's model and options
+
+# --- `treino submit` reading a spec file (treino.server.spec.load_spec_file) -----------------------------------------
+SPEC_FILE_BYTES_MAX = SPEC_BYTES_MAX  # larger than the server would take anyway
+SPEC_FILE_ALIASES_MAX = 32  # YAML aliases (*name): a "billion laughs" file needs ~80 (9 levels of 9) to explode
+SPEC_FILE_NODES_MAX = 100_000  # values the YAML holds with its aliases expanded (a spec holds tens)
+SPEC_FILE_DEPTH_MAX = 32  # nested mappings and lists; a spec is 3 deep
+SUBMIT_TRIES = 5  # `treino submit`: tries on a connection error or timeout, each with the same Idempotency-Key
+SUBMIT_BACKOFF_S = 0.5  # before the second try; doubled before each next one (0.5 + 1 + 2 + 4 s at most)
 
 # --- the dashboard (treino.server.web) ---------------------------------------------------------------------------
 COOKIE = "treino_session"  # holds a session id (treino.server.auth.Authenticator.open_session), never a token

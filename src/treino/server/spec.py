@@ -25,9 +25,22 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from treino.errors import JobError
+from treino.server.settings import (
+    ARG_STRING_BYTES_MAX,
+    ARGV_ENV_BYTES_MAX,
+    DATASETS_PER_JOB_MAX,
+    ENV_VARS_MAX,
+    PATH_BYTES_MAX,
+    PATH_COMPONENT_BYTES_MAX,
+    SPEC_FILE_ALIASES_MAX,
+    SPEC_FILE_BYTES_MAX,
+    SPEC_FILE_DEPTH_MAX,
+    SPEC_FILE_NODES_MAX,
+    SPEC_STRING_CHARS_MAX,
+)
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 MAX_GPUS_PER_JOB = 1024  # a sanity bound; the server checks its own inventory
@@ -39,13 +52,44 @@ ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,199}$"  # what execve's environmen
 
 
 def no_nul(value: str) -> str:
-    """Refuse NUL bytes: argv, paths and environment entries cannot hold them, nor can PostgreSQL text."""
+    """Refuse NUL bytes: argv, paths and environment entries cannot hold them, nor can PostgreSQL text. Nor a lone
+    surrogate (JSON's "\\ud800"): it has no UTF-8 form for a database, a file name or an argv."""
     if "\x00" in value:
         raise ValueError("may not contain NUL bytes (\\x00)")
+    try:
+        value.encode()
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"is not valid Unicode ({exc.reason} at character {exc.start})") from exc
+    return value
+
+
+def fs_path(value: str) -> str:
+    """A path the kernel can take: no NUL, at most PATH_BYTES_MAX bytes (PATH_MAX) and no name in it over
+    PATH_COMPONENT_BYTES_MAX (NAME_MAX); else open() fails with ENAMETOOLONG long after the API said yes."""
+    size = len(no_nul(value).encode())
+    if size > PATH_BYTES_MAX:
+        raise ValueError(f"is {size} bytes long; a path may have at most {PATH_BYTES_MAX} (PATH_MAX)")
+    longest = max((len(part.encode()) for part in value.split("/")), default=0)
+    if longest > PATH_COMPONENT_BYTES_MAX:
+        raise ValueError(
+            f"has a name of {longest} bytes; each name in a path may have at most {PATH_COMPONENT_BYTES_MAX} (NAME_MAX)"
+        )
+    return value
+
+
+def arg_string(value: str) -> str:
+    """One argv string: at most ARG_STRING_BYTES_MAX bytes (the kernel's MAX_ARG_STRLEN), else execve fails."""
+    size = len(no_nul(value).encode())
+    if size > ARG_STRING_BYTES_MAX:
+        raise ValueError(f"is {size} bytes long; one argument may have at most {ARG_STRING_BYTES_MAX} (MAX_ARG_STRLEN)")
     return value
 
 
 Text = Annotated[str, AfterValidator(no_nul)]
+ShortText = Annotated[str, Field(max_length=SPEC_STRING_CHARS_MAX), AfterValidator(no_nul)]
+Arg = Annotated[str, AfterValidator(arg_string)]
+FsPath = Annotated[str, Field(min_length=1), AfterValidator(fs_path)]
+ArgPath = Annotated[str, Field(min_length=1), AfterValidator(fs_path), AfterValidator(arg_string)]
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 
 
@@ -54,13 +98,13 @@ class PlanSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    model: str
+    model: ShortText
     micro_batch: int = Field(1, ge=1, le=1_000_000)
     seq_len: int = Field(2048, ge=1, le=100_000_000)
-    precision: str = "bf16-mixed"
-    optimizer: str = "adamw"
-    attention: str = "sdpa"
-    checkpointing: str = "none"
+    precision: ShortText = "bf16-mixed"
+    optimizer: ShortText = "adamw"
+    attention: ShortText = "sdpa"
+    checkpointing: ShortText = "none"
     zero: int = Field(0, ge=0, le=3)
     tp: int = Field(1, ge=1, le=1024)
     lora_rank: int = Field(0, ge=0, le=65_536)
@@ -70,21 +114,28 @@ class JobSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # no coercion: "2" is not 2 GPUs
 
     name: str = Field(pattern=NAME_PATTERN)
-    command: list[Text] | None = Field(None, min_length=1)
-    script: Text | None = None
-    args: list[Text] = Field(default_factory=list)
-    workdir: Text | None = None
+    command: list[Arg] | None = Field(None, min_length=1)
+    script: ArgPath | None = None
+    args: list[Arg] = Field(default_factory=list)
+    workdir: FsPath | None = None
     gpus: int = Field(1, ge=1, le=MAX_GPUS_PER_JOB)  # per node
     nodes: int = Field(1, ge=1, le=MAX_NODES_PER_JOB)
-    env: dict[EnvName, Text] = Field(default_factory=dict)
+    env: dict[EnvName, Arg] = Field(default_factory=dict, max_length=ENV_VARS_MAX)
     priority: int = Field(0, ge=-100, le=100)
     max_restarts: int = Field(0, ge=0, le=100)
     timeout_minutes: float | None = Field(None, gt=0, le=10_000_000)
     grace_seconds: float = Field(DEFAULT_GRACE_S, ge=0, le=3600)
     memory_gb: float | None = Field(None, gt=0, le=MAX_MEMORY_GB)  # per attempt (GiB, 1024**3 bytes)
     plan: PlanSpec | None = None
-    datasets: list[Text] = Field(default_factory=list)
+    datasets: list[ShortText] = Field(default_factory=list, max_length=DATASETS_PER_JOB_MAX)
     purpose: Text | None = Field(None, max_length=100)  # why the job reads its datasets (LGPD Art. 6 I)
+
+    @field_validator("env")
+    @classmethod
+    def _env_strings(cls, env: dict[str, str]) -> dict[str, str]:
+        for key, value in env.items():
+            arg_string(f"{key}={value}")  # one environment string, as execve gets it
+        return env
 
     @model_validator(mode="after")
     def _one_entry_point(self) -> JobSpec:
@@ -95,6 +146,13 @@ class JobSpec(BaseModel):
         reserved = sorted(k for k in self.env if k.startswith("TREINO_") or k == "CUDA_VISIBLE_DEVICES")
         if reserved:
             raise ValueError(f"env may not set {', '.join(reserved)}: the server sets them")
+        strings = [*(self.command or [self.script or "", *self.args]), *(f"{k}={v}" for k, v in self.env.items())]
+        size = sum(len(a.encode()) + 1 for a in strings)  # each with its NUL
+        if size > ARGV_ENV_BYTES_MAX:
+            raise ValueError(
+                f"the command line and env take {size} bytes; at most {ARGV_ENV_BYTES_MAX} fit beside the server's "
+                "own (the kernel's ARG_MAX). To fix: pass large inputs in a file and its path in args"
+            )
         return self
 
     def argv(self, processes: int, python: str) -> list[str]:
@@ -132,18 +190,77 @@ def field_errors(exc: ValidationError) -> list[dict[str, Any]]:
 
 
 def load_spec_file(path: Path) -> dict[str, Any]:
-    """A spec file's raw mapping (YAML or JSON); validation happens on the server, which knows its GPUs."""
+    """A spec file's raw mapping (YAML or JSON); validation happens on the server, which knows its GPUs. A file over
+    SPEC_FILE_BYTES_MAX, or YAML with more than SPEC_FILE_ALIASES_MAX aliases or nested deeper than
+    SPEC_FILE_DEPTH_MAX, is refused before it is built: a "billion laughs" file (aliases of aliases) is a few
+    hundred bytes that would expand to gigabytes."""
     try:
-        text = path.read_text()
+        with path.open("rb") as f:
+            raw = f.read(SPEC_FILE_BYTES_MAX + 1)
     except OSError as exc:
         raise JobError(f"Cannot read the job spec {path}: {exc.strerror}. To fix: check the path.") from exc
+    if len(raw) > SPEC_FILE_BYTES_MAX:
+        raise JobError(
+            f"{path} is over {SPEC_FILE_BYTES_MAX // 1024} KiB; a job spec is a few lines. To fix: put large inputs "
+            "in files the job reads, and their paths in the spec."
+        )
+    kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise JobError(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from exc
+        text = raw.decode()
+        if kind == "YAML":
+            check_yaml_shape(path, text)
+        data = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise JobError(f"{path} is not valid {kind}: {exc}") from exc
+    except RecursionError as exc:
+        raise JobError(f"{path} is nested too deeply to be a job spec. To fix: write it as a flat mapping.") from exc
     if not isinstance(data, dict):
         raise JobError(f"{path} must hold a mapping (name, script or command, gpus, ...), not {type(data).__name__}.")
     return data
+
+
+def check_yaml_shape(path: Path, text: str) -> None:
+    """Refuse YAML with more than SPEC_FILE_ALIASES_MAX aliases, nested deeper than SPEC_FILE_DEPTH_MAX, or whose
+    aliases would expand it past SPEC_FILE_NODES_MAX values, reading its events: a stream in which nothing is built,
+    so this costs the file's size however far it would expand."""
+    aliases = 0
+    expanded: dict[str, int] = {}  # anchor -> the values its node holds, aliases expanded
+    open_: list[tuple[str | None, int]] = [(None, 0)]  # the collections being read: (anchor, values so far)
+
+    def add(count: int) -> None:
+        anchor, total = open_[-1]
+        open_[-1] = (anchor, total + count)
+        if open_[-1][1] > SPEC_FILE_NODES_MAX:
+            raise JobError(
+                f"{path} would expand to over {SPEC_FILE_NODES_MAX:,} values through its aliases (a 'billion "
+                "laughs' file). To fix: write the values out instead of aliasing them."
+            )
+
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > SPEC_FILE_ALIASES_MAX:
+                raise JobError(
+                    f"{path} has more than {SPEC_FILE_ALIASES_MAX} YAML aliases (*name), as a 'billion laughs' file "
+                    "has to expand to gigabytes. To fix: write the values out instead of aliasing them."
+                )
+            add(expanded.get(str(event.anchor), 1))
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor is not None:
+                expanded[event.anchor] = 1
+            add(1)
+        elif isinstance(event, yaml.CollectionStartEvent):
+            open_.append((event.anchor, 0))
+            if len(open_) - 1 > SPEC_FILE_DEPTH_MAX:
+                raise JobError(
+                    f"{path} nests lists and mappings more than {SPEC_FILE_DEPTH_MAX} deep; a job spec is 3 deep. "
+                    "To fix: write it as the flat mapping of treino.server.spec."
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, total = open_.pop()
+            if anchor is not None:
+                expanded[anchor] = total + 1
+            add(total + 1)
 
 
 def parse_spec(data: dict[str, Any]) -> JobSpec:

@@ -9,19 +9,23 @@ go into the audit chain either way.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import time
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from treino.errors import PolicyViolation
+from treino.errors import Conflict, PolicyViolation
 from treino.govern.access import Principal, Site, check_grant, check_residency
 from treino.govern.audit import AuditLog
 from treino.govern.models import Dataset, DatasetVersion, JobDataset, User
-from treino.server.db import Job
+from treino.server.db import Job, SubmitKey
 from treino.server.service import Service
-from treino.server.settings import Settings
+from treino.server.settings import IDEMPOTENCY_S, Settings
 from treino.server.spec import JobSpec
 
 PlanCheck = Callable[[JobSpec], str]  # the planner's verdict on a spec's `plan`; raises SpecError when it won't fit
@@ -45,6 +49,19 @@ class Submissions:
 
     def submit(self, spec: JobSpec, who: Principal) -> Job:
         """A queued job, or a TreinoError: SpecError (422) for capacity or plan, PolicyViolation (403) for data."""
+        job, _ = self.submit_once(spec, who, None)
+        return job
+
+    def submit_once(self, spec: JobSpec, who: Principal, key: str | None) -> tuple[Job, bool]:
+        """`submit` with an Idempotency-Key: (the job, True) the first time; (that same job, False) when `who` sent
+        `key` with this spec within IDEMPOTENCY_S; Conflict (409) when they sent it with another spec. The key is
+        stored in the job's own transaction, unique per user: concurrent requests with one key make one job."""
+        digest = spec_digest(spec) if key is not None else ""
+        if key is not None:
+            with self.sessions.begin() as s:
+                earlier = self._earlier(s, who, key, digest)
+            if earlier is not None:
+                return earlier, False
         refusal = self.engine.capacity_error(spec)
         if refusal is not None:
             raise refusal
@@ -52,9 +69,16 @@ class Submissions:
             self.plan_check(spec)
         try:
             with self.engine.lock, self.sessions.begin() as s:
+                if key is not None:  # again, in the transaction: a concurrent request may have stored it meanwhile
+                    earlier = self._earlier(s, who, key, digest)
+                    if earlier is not None:
+                        return earlier, False
                 pins, partitions = self._admit_datasets(s, spec, who)
                 self.engine.check_partitions(spec, partitions)
                 job = self.engine.enqueue(s, spec, who.name, partitions)
+                if key is not None:
+                    s.add(SubmitKey(owner=who.name, key=key, spec_sha256=digest, job_id=job.id))
+                    s.flush()  # IntegrityError here if another transaction stored the key first
                 for dataset, version, reason in pins:
                     s.add(JobDataset(job_id=job.id, version_id=version.id, purpose=spec.purpose or ""))
                     detail = {
@@ -72,7 +96,33 @@ class Submissions:
                 detail = {"job": spec.name, "rule": exc.rule, "reason": str(exc), "datasets": spec.datasets}
                 self.audit.append(s, actor=who.name, action="job.deny", detail=detail)
             raise
+        except IntegrityError:
+            if key is None:
+                raise
+            with self.sessions.begin() as s:  # the other transaction's job, now committed
+                earlier = self._earlier(s, who, key, digest)
+            if earlier is None:
+                raise
+            return earlier, False
         self.engine.wake()
+        return job, True
+
+    def _earlier(self, s: Session, who: Principal, key: str, digest: str) -> Job | None:
+        """The job `who` submitted with `key` within IDEMPOTENCY_S, or None (an older use of the key is dropped)."""
+        row = s.scalar(select(SubmitKey).where(SubmitKey.owner == who.name, SubmitKey.key == key))
+        if row is None:
+            return None
+        if row.created_at < time.time() - IDEMPOTENCY_S:
+            s.delete(row)
+            s.flush()
+            return None
+        if row.spec_sha256 != digest:
+            raise Conflict(
+                f"The Idempotency-Key {key!r} was sent with another job spec (job {row.job_id}) within the last "
+                f"{IDEMPOTENCY_S // 3600} h. To fix: send a new key with each new spec (treino submit does)."
+            )
+        job = s.get(Job, row.job_id)
+        assert job is not None  # jobs are never deleted
         return job
 
     def _admit_datasets(self, s: Session, spec: JobSpec, who: Principal) -> tuple[list[Pin], list[str] | None]:
@@ -126,6 +176,12 @@ class Submissions:
             return {"site": self.settings.site.name if self.settings.site else None}
         sites = self.settings.partition_sites
         return {"partitions": {p: (site.name if (site := sites.get(p)) else None) for p in partitions}}
+
+
+def spec_digest(spec: JobSpec) -> str:
+    """The SHA-256 of a spec's canonical JSON: what an Idempotency-Key's replay must match."""
+    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def job_site(settings: Settings, engine: Service, s: Session, job: Job) -> Site | None:

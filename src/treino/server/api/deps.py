@@ -10,11 +10,13 @@ JobWriter       the job of the path, when the caller is that job's running attem
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Annotated, Any
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy import Select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -25,7 +27,7 @@ from treino.server.auth import is_job_token, require
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, Job
 from treino.server.disk import storage_fault
-from treino.server.settings import INT_MAX
+from treino.server.settings import INT_MAX, PAGE_MAX
 
 log = logging.getLogger("treino.server")
 
@@ -110,6 +112,30 @@ ReadAudit = Annotated[Principal, Depends(need("audit.read"))]
 VerifyAudit = Annotated[Principal, Depends(need("audit.read", unrecorded_ok=True))]  # answers on a full disk too
 RunErasure = Annotated[Principal, Depends(need("erasure.run"))]
 ReportSubject = Annotated[Principal, Depends(need("subject.report"))]
+
+
+PageLimit = Annotated[int, Query(ge=1, le=PAGE_MAX, description="At most this many, newest first.")]
+BeforeId = Annotated[int | None, Query(ge=1, le=INT_MAX, description="The `next` of the page before.")]
+
+
+def keyset_page(
+    s: Session,
+    query: Select[*tuple[Any, ...]],
+    id_column: Any,
+    limit: int,
+    before_id: int | None,
+    id_of: Callable[[Any], int] = operator.attrgetter("id"),
+) -> tuple[list[Any], int | None]:
+    """A page of `query`'s rows (its entities when it selects one), newest (highest id) first, those below
+    `before_id` only, and the next page's `before_id` (None on the last page). A keyset, not an offset: a page costs
+    the same however deep it is, and rows added meanwhile do not shift it."""
+    if before_id is not None:
+        query = query.where(id_column < before_id)
+    query = query.order_by(id_column.desc()).limit(limit + 1)
+    rows = [row[0] if len(row) == 1 else row for row in s.execute(query)]  # select(Model): the entities
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, (int(id_of(rows[-1])) if more else None)
 
 
 def job_or_404(s: Session, job_id: int) -> Job:

@@ -1,5 +1,6 @@
 """One mapping from treino's errors to HTTP answers (each error class carries its status: treino.errors), and the
-request body limit. Web pages get the same statuses as an HTML page (treino.server.web.pages.error_page).
+gate on request bodies (a valid token before a byte of one is read, then each route's ceiling). Web pages get the
+same statuses as an HTML page (treino.server.web.pages.error_page).
 
     401 404 409 410 413   {"detail": "what is wrong. To fix: ..."}                  Problem
     403                   {"detail": {"rule": "residency", "message": "..."}}       Refusal ("role" for roles)
@@ -14,10 +15,12 @@ never a 500.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -27,9 +30,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from treino.errors import DatabaseBroken, InsufficientStorage, PolicyViolation, TreinoError
+from treino.errors import DatabaseBroken, InsufficientStorage, PolicyViolation, TreinoError, Unauthenticated
+from treino.server.auth import JOB_TOKEN_PREFIX
 from treino.server.disk import space_text, storage_fault
-from treino.server.settings import REQUEST_BYTES_MAX
+from treino.server.settings import API_BODY_BYTES_MAX, FORM_BYTES_MAX, INT_MAX, METRICS_BYTES_MAX, SPEC_BYTES_MAX
+
+if TYPE_CHECKING:
+    from treino.server.context import ServerContext
 
 PageRenderer = Callable[[Request, int, str], Response]  # (request, status, message) -> an HTML page
 
@@ -70,7 +77,8 @@ def storage_error(exc: BaseException, data_dir: Path, database: str | None) -> T
 
 def field_of(loc: tuple[Any, ...]) -> str:
     """A validation error's place: 'gpus', 'plan.seq_len', 'points.0.step', or '(body)' for the whole body."""
-    return ".".join(str(p) for p in loc if p not in ("body", "query", "path", "header")) or "(body)"
+    inside = loc[1:] if loc and loc[0] in ("body", "query", "path", "header", "cookie") else loc  # not a field named so
+    return ".".join(str(p) for p in inside) or "(body)"
 
 
 def install(app: FastAPI, page: PageRenderer | None = None) -> None:
@@ -130,7 +138,7 @@ def install(app: FastAPI, page: PageRenderer | None = None) -> None:
             return response
         return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=headers)
 
-    app.add_middleware(BodyLimit, max_bytes=REQUEST_BYTES_MAX)
+    app.add_middleware(BodyGate)
 
 
 HTTP_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
@@ -183,23 +191,52 @@ def allowed_methods(request: Request) -> list[str]:
     return [m for m in HTTP_METHODS if any(r.matches({**request.scope, "method": m})[0] == Match.FULL for r in routes)]
 
 
-class BodyLimit:
-    """413 for a request body over `max_bytes`: by its Content-Length before a byte is read; a body without one
-    (chunked) is read up to the limit and refused as soon as it passes it, so no client makes the server hold
-    more than `max_bytes` of it."""
+JOB_PATH = re.compile(r"^/api/v1/jobs/(\d{1,19})/")  # where a job's own token may write
+METRICS_PATH = re.compile(r"^/api/v1/jobs/[^/]+/metrics$")
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+
+def body_limit(path: str) -> int:
+    """The most bytes of body the route at `path` takes (settings.py): a JobSpec, a batch of metric points, any other
+    API body, or a dashboard form."""
+    if path == "/api/v1/jobs":
+        return SPEC_BYTES_MAX
+    if METRICS_PATH.match(path):
+        return METRICS_BYTES_MAX
+    if path.startswith("/api/"):
+        return API_BODY_BYTES_MAX
+    return FORM_BYTES_MAX
+
+
+class BodyGate:
+    """Before a byte of a request body is read: an API request that carries one must hold a valid token (a user's,
+    or on /api/v1/jobs/{id}/... that job's own), else 401 at once; then a body over its route's ceiling
+    (`body_limit`) is 413, by its Content-Length, or as soon as a chunked one passes it. So no client without a
+    token makes the server buffer anything, and none with one makes it hold more than its route takes. The routes'
+    own dependencies (api/deps.py) check the token again, with its permissions."""
+
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length")
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
+        has_body = (declared is not None and declared != b"0") or b"transfer-encoding" in headers
+        if not has_body:
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if path.startswith("/api/"):
+            refusal = await _refusal(scope, headers.get(b"authorization", b""), path)
+            if refusal is not None:
+                await JSONResponse({"detail": refusal}, status_code=401)(scope, receive, send)
+                return
+        max_bytes = body_limit(path)
         if declared is not None:
-            if not declared.isdigit() or int(declared) > self.max_bytes:
-                await _too_large(self.max_bytes)(scope, receive, send)
+            if not declared.isdigit() or int(declared) > max_bytes:
+                await _too_large(max_bytes)(scope, receive, send)
                 return
             await self.app(scope, receive, send)  # the HTTP server reads no more than the declared length
             return
@@ -211,8 +248,8 @@ class BodyLimit:
             chunks.append(message.get("body", b""))
             seen += len(chunks[-1])
             more = message.get("more_body", False)
-            if seen > self.max_bytes:
-                await _too_large(self.max_bytes)(scope, receive, send)
+            if seen > max_bytes:
+                await _too_large(max_bytes)(scope, receive, send)
                 return
         body = b"".join(chunks)
         replayed = False
@@ -227,8 +264,29 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
+async def _refusal(scope: Scope, authorization: bytes, path: str) -> str | None:
+    """Why the request's token is refused (the 401's detail), or None when it is a valid one."""
+    scheme, _, token = authorization.decode("latin-1").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return "Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token)."
+    ctx: ServerContext = scope["app"].state.ctx
+    job = JOB_PATH.match(path)
+    if job is not None and token.startswith(JOB_TOKEN_PREFIX):
+        job_id = int(job.group(1))  # past INT_MAX no job has it, and PostgreSQL would refuse to compare it
+        if job_id <= INT_MAX and await anyio.to_thread.run_sync(ctx.auth.job_token_ok, job_id, token):
+            return None
+        return "Not this job's token. To fix: post with the job's own TREINO_JOB_TOKEN, or an admin's token."
+    try:
+        ctx.auth.principal(token)  # from the cache for AUTH_CACHE_S after a check, as api/deps.py's current_user
+    except Unauthenticated as exc:
+        return str(exc)
+    return None
+
+
 def _too_large_text(max_bytes: int) -> str:
-    return f"The request body is over {max_bytes // 1024**2} MiB. To fix: send less per request."
+    size = f"{max_bytes // 1024**2} MiB" if max_bytes >= 1024**2 else f"{max_bytes // 1024} KiB"
+    return f"The request body is over {size}. To fix: send less per request."
 
 
 def _too_large(max_bytes: int) -> Callable[[Scope, Receive, Send], Awaitable[None]]:

@@ -8,8 +8,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session, defer
 
 from treino.govern.access import Principal, allowed
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, JobDataset, Model, Role
@@ -34,16 +34,17 @@ def steps_target(spec: dict[str, Any]) -> int | None:
     return None
 
 
-def eta_seconds(job: Job) -> float | None:
-    """Remaining steps over the last measured steps/s; None when either is unknown."""
-    target = steps_target(job.spec)
+def eta_seconds(job: Job, target: int | None) -> float | None:
+    """Remaining steps to `target` over the last measured steps/s; None when either is unknown."""
     if target is None or not job.steps_per_s or job.last_step is None:
         return None
     return max(target - job.last_step, 0) / job.steps_per_s
 
 
-def job_row(job: Job) -> dict[str, Any]:
-    target = steps_target(job.spec)
+def job_row(job: Job, args: list[Any] | None = None) -> dict[str, Any]:
+    """A job as the overview and the job page show it. `args`: the spec's, when the job was read without its spec
+    (`listed`); else they are read from the spec."""
+    target = steps_target({"args": args} if args is not None else job.spec)
     return {
         "id": job.id,
         "name": job.name,
@@ -57,24 +58,30 @@ def job_row(job: Job) -> dict[str, Any]:
         "steps": target,
         "steps_per_s": job.steps_per_s,
         "last_loss": job.last_loss,
-        "eta_s": eta_seconds(job),
+        "eta_s": eta_seconds(job, target),
         "progress": (job.last_step or 0) / target if target else None,
     }
+
+
+def select_rows() -> Select[tuple[Job, Any]]:
+    """Jobs without their specs (megabytes each, at worst), with only the spec's `args` (the steps target)."""
+    return select(Job, Job.spec["args"]).options(defer(Job.spec))
+
+
+def listed(s: Session, query: Select[tuple[Job, Any]]) -> list[dict[str, Any]]:
+    return [job_row(job, args if isinstance(args, list) else []) for job, args in s.execute(query)]
 
 
 def overview(ctx: ServerContext, s: Session, telemetry: list[dict[str, Any]]) -> dict[str, Any]:
     """Devices with their jobs, the queue (first QUEUE_SHOWN, in the order the scheduler takes them), running jobs and
     the last finished ones. Indexed queries only: the page stays fast with thousands of jobs in the table."""
-    active = [job_row(j) for j in s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES))).order_by(Job.id))]
-    queued_q = select(Job).where(Job.state == JobState.QUEUED)
-    queue = [job_row(j) for j in s.scalars(queued_q.order_by(Job.priority.desc(), Job.id).limit(QUEUE_SHOWN))]
+    active = listed(s, select_rows().where(Job.state.in_(list(ACTIVE_STATES))).order_by(Job.id))
+    queued_q = select_rows().where(Job.state == JobState.QUEUED)
+    queue = listed(s, queued_q.order_by(Job.priority.desc(), Job.id).limit(QUEUE_SHOWN))
     queued = s.scalar(select(func.count()).select_from(Job).where(Job.state == JobState.QUEUED)) or 0
-    recent = [
-        job_row(j)
-        for j in s.scalars(
-            select(Job).where(Job.state.in_(list(FINAL_STATES))).order_by(Job.id.desc()).limit(RECENT_SHOWN)
-        )
-    ]
+    recent = listed(
+        s, select_rows().where(Job.state.in_(list(FINAL_STATES))).order_by(Job.id.desc()).limit(RECENT_SHOWN)
+    )
     holder = {d: j for j in active for d in j["devices"]}
     stats = {g["index"]: g for g in telemetry}
     devices = []
@@ -177,11 +184,20 @@ def log_tail(ctx: ServerContext, job: Job) -> str:
     return data.decode(errors="replace")
 
 
+def exists(path: str) -> bool:
+    """Whether a recorded path exists; False for one the filesystem cannot even look up (a name over NAME_MAX, a
+    NUL byte: rows stored before the API refused them), so that no such row can make a page fail."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def job_page(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) -> dict[str, Any]:
     """What the job page shows; its log tail only with `show_log` (the visitor may read the job's logs), else None."""
     attempts = list(s.scalars(select(Attempt).where(Attempt.job_id == job.id).order_by(Attempt.number)))
     checkpoints = [
-        {"step": c.step, "path": c.path, "bytes": c.bytes, "attempt": c.attempt, "exists": Path(c.path).exists()}
+        {"step": c.step, "path": c.path, "bytes": c.bytes, "attempt": c.attempt, "exists": exists(c.path)}
         for c in s.scalars(select(Checkpoint).where(Checkpoint.job_id == job.id).order_by(Checkpoint.step))
     ]
     reads = s.execute(

@@ -1,7 +1,7 @@
 """Datasets: registration, their metadata, and a running job's read of its pinned version.
 
 POST /api/v1/datasets                 {name, path, legal_basis, purposes, personal_data, ...}   datasets.register
-GET  /api/v1/datasets, /{name}                                                              datasets.read
+GET  /api/v1/datasets?limit=&before_id=, /{name}   newest first, `next` for the next page   datasets.read
 GET  /api/v1/jobs/{id}/datasets/{name}    the job's own token: the pinned version (the read is audited)
 """
 
@@ -14,9 +14,19 @@ from sqlalchemy import select
 
 from treino.govern.models import Dataset
 from treino.server import governance
-from treino.server.api.deps import BearerToken, Ctx, JobId, ReadDatasets, RegisterDatasets, SessionDep
+from treino.server.api.deps import (
+    BearerToken,
+    BeforeId,
+    Ctx,
+    JobId,
+    PageLimit,
+    ReadDatasets,
+    RegisterDatasets,
+    SessionDep,
+    keyset_page,
+)
 from treino.server.schemas import DatasetIn, DatasetList, DatasetOut, DatasetPin, DatasetRegistered, responses
-from treino.server.settings import NAME_PATTERN
+from treino.server.settings import NAME_PATTERN, PAGE_DEFAULT
 
 router = APIRouter(tags=["datasets"], responses=responses(401, 403, 422))
 DatasetName = Annotated[str, Path(pattern=NAME_PATTERN)]
@@ -28,8 +38,11 @@ def add_dataset(body: DatasetIn, ctx: Ctx, who: RegisterDatasets) -> DatasetRegi
 
 
 @router.get("/api/v1/datasets", response_model=DatasetList)
-def datasets(s: SessionDep, _who: ReadDatasets) -> DatasetList:
-    return DatasetList(datasets=[governance.dataset_out(s, d) for d in s.scalars(select(Dataset).order_by(Dataset.id))])
+def datasets(
+    s: SessionDep, _who: ReadDatasets, limit: PageLimit = PAGE_DEFAULT, before_id: BeforeId = None
+) -> DatasetList:
+    rows, after = keyset_page(s, select(Dataset), Dataset.id, limit, before_id)
+    return DatasetList(datasets=[governance.dataset_out(s, d) for d in rows], next=after)
 
 
 @router.get("/api/v1/datasets/{name}", response_model=DatasetOut, responses=responses(404))

@@ -1,10 +1,10 @@
 """Grants (who may use which dataset, for which purposes) and transfer mechanisms (Art. 33).
 
 POST /api/v1/grants               {user, dataset, purposes}                  grants.manage
-GET  /api/v1/grants                                                          grants.manage
+GET  /api/v1/grants?limit=&before_id=                                        grants.manage (newest first)
 POST /api/v1/grants/{id}/revoke                                              grants.manage
 POST /api/v1/transfers            {site, mechanism, reference, signed_on}    transfers.manage
-GET  /api/v1/transfers                                                       transfers.manage
+GET  /api/v1/transfers?limit=&before_id=                                     transfers.manage (likewise)
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sqlalchemy import select
 from treino.errors import NotFound, PolicyViolation, SpecError, TreinoError
 from treino.govern.access import site
 from treino.govern.models import Grant, Transfer, User
-from treino.server.api.deps import Ctx, ManageGrants, ManageTransfers, SessionDep
+from treino.server.api.deps import BeforeId, Ctx, ManageGrants, ManageTransfers, PageLimit, SessionDep, keyset_page
 from treino.server.api.routes.users import user_named
 from treino.server.governance import dataset_named
 from treino.server.schemas import (
@@ -31,7 +31,7 @@ from treino.server.schemas import (
     TransferOut,
     responses,
 )
-from treino.server.settings import INT_MAX
+from treino.server.settings import INT_MAX, PAGE_DEFAULT
 
 router = APIRouter(prefix="/api/v1", tags=["grants"], responses=responses(401, 403, 422))
 GrantId = Annotated[int, Path(ge=1, le=INT_MAX)]
@@ -70,9 +70,10 @@ def add_grant(body: GrantIn, ctx: Ctx, who: ManageGrants) -> GrantOut:
 
 
 @router.get("/grants", response_model=GrantList)
-def grants(s: SessionDep, _who: ManageGrants) -> GrantList:
-    rows = s.execute(select(Grant, User.name).join(User, Grant.user_id == User.id).order_by(Grant.id))
-    return GrantList(grants=[_grant_out(g, name) for g, name in rows.tuples()])
+def grants(s: SessionDep, _who: ManageGrants, limit: PageLimit = PAGE_DEFAULT, before_id: BeforeId = None) -> GrantList:
+    query = select(Grant, User.name).join(User, Grant.user_id == User.id)
+    rows, after = keyset_page(s, query, Grant.id, limit, before_id, id_of=lambda row: int(row[0].id))
+    return GrantList(grants=[_grant_out(g, name) for g, name in rows], next=after)
 
 
 @router.post("/grants/{grant_id}/revoke", response_model=Revoked, responses=responses(404))
@@ -112,5 +113,8 @@ def add_transfer(body: TransferIn, ctx: Ctx, who: ManageTransfers) -> TransferOu
 
 
 @router.get("/transfers", response_model=TransferList)
-def transfers(s: SessionDep, _who: ManageTransfers) -> TransferList:
-    return TransferList(transfers=[_transfer_out(t) for t in s.scalars(select(Transfer).order_by(Transfer.id))])
+def transfers(
+    s: SessionDep, _who: ManageTransfers, limit: PageLimit = PAGE_DEFAULT, before_id: BeforeId = None
+) -> TransferList:
+    rows, after = keyset_page(s, select(Transfer), Transfer.id, limit, before_id)
+    return TransferList(transfers=[_transfer_out(t) for t in rows], next=after)

@@ -1,8 +1,10 @@
 """Jobs: submit, list, show, cancel, logs, metrics and checkpoints.
 
 POST /api/v1/jobs                          a JobSpec -> 201 JobPublic; 422 field errors, too many GPUs, or a plan
-                                           that does not fit (with the planner's advice); 403 a dataset refused
-GET  /api/v1/jobs?state=&limit=&offset=    newest first
+                                           that does not fit (with the planner's advice); 403 a dataset refused;
+                                           with an Idempotency-Key: 200 and the first job on a repeat, 409 if the
+                                           key came with another spec
+GET  /api/v1/jobs?state=&limit=&before_id=  summaries (no spec), newest first; `next` is the next page's before_id
 GET  /api/v1/jobs/{id}                     one job, its attempts and checkpoints
 POST /api/v1/jobs/{id}/cancel
 GET  /api/v1/jobs/{id}/logs?attempt=&offset=   a chunk of the attempt's output, and the next offset (--logs-visible-to)
@@ -14,9 +16,9 @@ POST /api/v1/jobs/{id}/checkpoints         likewise
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Header, Query, Response
 from sqlalchemy import select
 
 from treino.errors import Forbidden, SpecError
@@ -32,6 +34,7 @@ from treino.server.api.deps import (
     SessionDep,
     SubmitJobs,
     job_or_404,
+    keyset_page,
 )
 from treino.server.db import Attempt, Checkpoint, Job, JobState, MetricPoint
 from treino.server.lineage import record_checkpoint
@@ -43,6 +46,7 @@ from treino.server.schemas import (
     JobDetail,
     JobList,
     JobPublic,
+    JobSummary,
     LogChunk,
     MetricOut,
     MetricsIn,
@@ -50,7 +54,14 @@ from treino.server.schemas import (
     may_see_env,
     responses,
 )
-from treino.server.settings import INT_MAX, JOBS_CACHE_S, JOBS_PAGE_MAX, LOG_CHUNK_BYTES_MAX, METRIC_POINTS_MAX
+from treino.server.settings import (
+    IDEMPOTENCY_KEY_PATTERN,
+    INT_MAX,
+    JOBS_CACHE_S,
+    JOBS_PAGE_MAX,
+    LOG_CHUNK_BYTES_MAX,
+    METRIC_POINTS_MAX,
+)
 from treino.server.spec import JobSpec
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=responses(401, 422))
@@ -58,10 +69,28 @@ Step = Annotated[int, Query(ge=-1, le=INT_MAX)]
 FINISHED = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
 
 
-@router.post("", status_code=201, response_model=JobPublic, responses=responses(403, 413))
-def submit(spec: JobSpec, ctx: Ctx, who: SubmitJobs) -> JobPublic:
-    job = ctx.submissions.submit(spec, who)
-    ctx.job_lists.clear()  # a submitter's next listing shows the job
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        pattern=IDEMPOTENCY_KEY_PATTERN,
+        description="Any 1-200 printable ASCII characters, new for each job: the same key with the same spec within "
+        "24 h returns the first job (200) instead of a second one; with another spec it is a 409.",
+    ),
+]
+REPLAYED: dict[int | str, dict[str, Any]] = {
+    200: {"model": JobPublic, "description": "The job first submitted with this Idempotency-Key."}
+}
+
+
+@router.post("", status_code=201, response_model=JobPublic, responses={**responses(403, 409, 413), **REPLAYED})
+def submit(
+    spec: JobSpec, ctx: Ctx, who: SubmitJobs, response: Response, idempotency_key: IdempotencyKey = None
+) -> JobPublic:
+    job, created = ctx.submissions.submit_once(spec, who, idempotency_key)
+    if created:
+        ctx.job_lists.clear()  # a submitter's next listing shows the job
+    else:
+        response.status_code = 200
     return JobPublic.of(job, show_env=True)
 
 
@@ -71,18 +100,20 @@ async def jobs(
     _who: ReadJobs,
     state: JobState | None = None,
     limit: Annotated[int, Query(ge=1, le=JOBS_PAGE_MAX)] = 100,
-    offset: Annotated[int, Query(ge=0, le=INT_MAX)] = 0,
+    before_id: Annotated[int | None, Query(ge=1, le=INT_MAX)] = None,
 ) -> Response:
     # Served from a cache at most JOBS_CACHE_S old, as bytes: a list of 1,000 jobs polled by 50 clients must not
     # be read and validated 50 times a second (benchmarks/server_bench.py).
-    key = (state.value if state else None, limit, offset)
+    key = (state.value if state else None, limit, before_id)
     body = ctx.job_lists.get(key, JOBS_CACHE_S)
     if body is None:
-        query = select(Job).order_by(Job.id.desc()).limit(limit).offset(offset)
+        query = select(*(getattr(Job, f) for f in JobSummary.model_fields))  # the summary's columns, not the spec
         if state:
-            query = query.where(Job.state == state)
+            query = query.where(Job.state == state)  # ix_jobs_state_id
         with ctx.sessions() as s:
-            body = JobList(jobs=[JobPublic.of(j) for j in s.scalars(query)]).model_dump_json().encode()
+            rows, after = keyset_page(s, query, Job.id, limit, before_id)
+            page = JobList(jobs=[JobSummary.model_validate(r, from_attributes=True) for r in rows], next=after)
+        body = page.model_dump_json().encode()
         ctx.job_lists.put(key, body)
     return Response(body, media_type="application/json")
 

@@ -1,6 +1,6 @@
 """Lineage: models and the dataset versions they were trained on (lineage.read).
 
-GET /api/v1/models
+GET /api/v1/models?limit=&before_id=   newest first, `next` for the next page
 GET /api/v1/lineage/models/{id}
 GET /api/v1/lineage/datasets/{name}     each version, the jobs that read it, the models they produced
 """
@@ -15,17 +15,18 @@ from sqlalchemy import select
 from treino.errors import NotFound
 from treino.govern.models import Model
 from treino.server import governance
-from treino.server.api.deps import ReadLineage, SessionDep
+from treino.server.api.deps import BeforeId, PageLimit, ReadLineage, SessionDep, keyset_page
 from treino.server.schemas import DatasetLineage, ModelList, ModelOut, responses
-from treino.server.settings import INT_MAX, NAME_PATTERN
+from treino.server.settings import INT_MAX, NAME_PATTERN, PAGE_DEFAULT
 
 router = APIRouter(prefix="/api/v1", tags=["lineage"], responses=responses(401, 403, 422))
 ModelId = Annotated[int, Path(ge=1, le=INT_MAX)]
 
 
 @router.get("/models", response_model=ModelList)
-def models(s: SessionDep, _who: ReadLineage) -> ModelList:
-    return ModelList(models=[governance.model_out(s, m) for m in s.scalars(select(Model).order_by(Model.id))])
+def models(s: SessionDep, _who: ReadLineage, limit: PageLimit = PAGE_DEFAULT, before_id: BeforeId = None) -> ModelList:
+    rows, after = keyset_page(s, select(Model), Model.id, limit, before_id)
+    return ModelList(models=[governance.model_out(s, m) for m in rows], next=after)
 
 
 @router.get("/lineage/models/{model_id}", response_model=ModelOut, responses=responses(404))

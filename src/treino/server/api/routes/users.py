@@ -1,9 +1,9 @@
 """People and their tokens (admins only).
 
 POST /api/v1/users                {name, role}                    users.manage
-GET  /api/v1/users                                                users.manage
+GET  /api/v1/users?limit=&before_id=                             users.manage    (newest first, `next` page)
 POST /api/v1/tokens               {user, name?, expires_days?}    tokens.manage   (the token is shown once)
-GET  /api/v1/tokens                                               tokens.manage   (never the secret; dashboard
+GET  /api/v1/tokens?limit=&before_id=                            tokens.manage   (never the secret; dashboard
                                                                                   sessions are "session:<token id>")
 POST /api/v1/tokens/{id}/revoke                                   tokens.manage
 """
@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session
 
 from treino.errors import Conflict, NotFound, SpecError
 from treino.govern.models import Role, User
-from treino.server.api.deps import Ctx, ManageTokens, ManageUsers, SessionDep
+from treino.server.api.deps import BeforeId, Ctx, ManageTokens, ManageUsers, PageLimit, SessionDep, keyset_page
 from treino.server.auth import SESSION_PREFIX, new_user_token, token_hash
 from treino.server.db import Token
 from treino.server.schemas import NewToken, Revoked, TokenIn, TokenList, TokenOut, UserIn, UserList, UserOut, responses
-from treino.server.settings import INT_MAX
+from treino.server.settings import INT_MAX, PAGE_DEFAULT
 
 router = APIRouter(prefix="/api/v1", tags=["users"], responses=responses(401, 403, 422))
 TokenId = Annotated[int, Path(ge=1, le=INT_MAX)]
@@ -49,10 +49,11 @@ def add_user(body: UserIn, ctx: Ctx, who: ManageUsers) -> UserOut:
 
 
 @router.get("/users", response_model=UserList)
-def users(s: SessionDep, _who: ManageUsers) -> UserList:
-    rows = s.scalars(select(User).order_by(User.id))
+def users(s: SessionDep, _who: ManageUsers, limit: PageLimit = PAGE_DEFAULT, before_id: BeforeId = None) -> UserList:
+    rows, after = keyset_page(s, select(User), User.id, limit, before_id)
     return UserList(
-        users=[UserOut(id=u.id, name=u.name, role=Role(u.role), disabled=bool(u.disabled_at)) for u in rows]
+        users=[UserOut(id=u.id, name=u.name, role=Role(u.role), disabled=bool(u.disabled_at)) for u in rows],
+        next=after,
     )
 
 
@@ -75,8 +76,9 @@ def add_token(body: TokenIn, ctx: Ctx, who: ManageTokens) -> NewToken:
 
 
 @router.get("/tokens", response_model=TokenList)
-def tokens(s: SessionDep, _who: ManageTokens) -> TokenList:
-    rows = s.execute(select(Token, User).join(User, Token.user_id == User.id, isouter=True).order_by(Token.id))
+def tokens(s: SessionDep, _who: ManageTokens, limit: PageLimit = PAGE_DEFAULT, before_id: BeforeId = None) -> TokenList:
+    query = select(Token, User).join(User, Token.user_id == User.id, isouter=True)
+    rows, after = keyset_page(s, query, Token.id, limit, before_id, id_of=lambda row: int(row[0].id))
     return TokenList(
         tokens=[
             TokenOut(
@@ -88,8 +90,9 @@ def tokens(s: SessionDep, _who: ManageTokens) -> TokenList:
                 expires_at=t.expires_at,
                 revoked_at=t.revoked_at,
             )
-            for t, u in rows.tuples()
-        ]
+            for t, u in rows
+        ],
+        next=after,
     )
 
 
