@@ -14,13 +14,18 @@ Rules (the issue's, and Slurm's EASY backfill, which small GPU clusters use):
    so behind a head whose reservation is unknown nothing backfills: backfill never delays the head.
 4. Preemption: a head that outranks running jobs takes their devices: the lowest priority first, then the most
    recently started (the least progress to lose), only as many as it needs, and only when that is enough.
+
+Cost: one pass reads each queued job at most once, with one fit test per job *shape* (GPUs, nodes, node groups),
+not per job, and stops at the head when no device is free (nothing behind it could start). The engine keeps its
+queue in `order` already (`ordered=True`), so a pass over 10,000 queued jobs sorts nothing.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from treino.server.inventory import Device
@@ -71,8 +76,45 @@ class Decision:
     reservation_at: float | None  # when the head is expected to start (None: unknown)
 
 
+def order_key(q: Queued) -> tuple[int, float, int]:
+    """Rule 2: higher priority first, then submission order (the id breaks ties)."""
+    return (-q.priority, q.submitted_at, q.id)
+
+
 def order(queue: Sequence[Queued]) -> list[Queued]:
-    return sorted(queue, key=lambda q: (-q.priority, q.submitted_at, q.id))
+    return sorted(queue, key=order_key)
+
+
+class Queue:
+    """The queued jobs in `order`, kept sorted as they come and go (a binary search and a list insert or delete
+    each), so a scheduling pass sorts nothing. Its owner (the engine) changes it under its own lock."""
+
+    def __init__(self, jobs: Iterable[Queued] = ()) -> None:
+        self._by_id = {job.id: job for job in jobs}
+        self._ordered = order(list(self._by_id.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._by_id
+
+    def add(self, job: Queued) -> None:
+        self.discard(job.id)
+        bisect.insort(self._ordered, job, key=order_key)
+        self._by_id[job.id] = job
+
+    def discard(self, job_id: int) -> None:
+        job = self._by_id.pop(job_id, None)
+        if job is None:
+            return
+        i = bisect.bisect_left(self._ordered, order_key(job), key=order_key)
+        assert self._ordered[i] is job, f"queue out of order at job {job_id}"
+        del self._ordered[i]
+
+    def ordered(self) -> Sequence[Queued]:
+        """Every queued job, in `order` (the queue's own list: read it, do not keep it)."""
+        return self._ordered
 
 
 def choose_devices(
@@ -115,7 +157,15 @@ def could_ever_fit(devices: Sequence[Device], job: Queued) -> bool:
     return choose_devices(devices, job.gpus, job.nodes, job.node_groups) is not None
 
 
-def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequence[Running], now: float) -> Decision:
+def schedule(
+    devices: Sequence[Device],
+    queue: Sequence[Queued],
+    running: Sequence[Running],
+    now: float,
+    *,
+    ordered: bool = False,
+) -> Decision:
+    """The jobs to start now and the running ones to preempt. `ordered`: `queue` is already in `order`'s order."""
     held = {i for r in running for i in r.devices}
     free = [d for d in devices if d.index not in held]
     starts: list[tuple[int, tuple[int, ...]]] = []
@@ -123,14 +173,28 @@ def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequen
     head: Queued | None = None
     reservation = math.inf
     spare_at_reservation = 0  # devices beyond the head's need when it starts
-    for job in order(queue):
-        if not could_ever_fit(devices, job):
+    # Per job shape (gpus, nodes, node groups): whether the empty inventory seats it, and where it fits in `free`
+    # (cleared whenever a start takes devices). Thousands of queued jobs come in a handful of shapes.
+    ever_fits: dict[tuple[int, int, tuple[frozenset[str], ...] | None], bool] = {}
+    fits_now: dict[tuple[int, int, tuple[frozenset[str], ...] | None], tuple[int, ...] | None] = {}
+    for job in queue if ordered else order(queue):
+        shape = (job.gpus, job.nodes, job.node_groups)
+        ever = ever_fits.get(shape)
+        if ever is None:
+            ever = ever_fits[shape] = could_ever_fit(devices, job)
+        if not ever:
             continue  # refused at submit (or its machines are down); never blocks the queue
+        if head is not None and not free:
+            break  # behind the head, a job starts only on free devices: none are left
+        if shape in fits_now:
+            chosen = fits_now[shape]
+        else:
+            chosen = fits_now[shape] = choose_devices(free, job.gpus, job.nodes, job.node_groups)
         if head is None:
-            chosen = choose_devices(free, job.gpus, job.nodes, job.node_groups)
             if chosen is not None:
                 starts.append((job.id, chosen))
                 free = [d for d in free if d.index not in chosen]
+                fits_now.clear()
                 continue
             head = job
             # Counted on the machines it may use only (its data's residency): free GPUs elsewhere do not seat it.
@@ -145,13 +209,13 @@ def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequen
                 preempt.extend(victims)
                 reservation, spare_at_reservation = now, 0
             continue
-        chosen = choose_devices(free, job.gpus, job.nodes, job.node_groups)
         if chosen is None:
             continue
         ends_in_time = job.timeout_s is not None and not math.isinf(reservation) and now + job.timeout_s <= reservation
         if ends_in_time or job.devices_needed <= spare_at_reservation:
             starts.append((job.id, chosen))
             free = [d for d in free if d.index not in chosen]
+            fits_now.clear()
             if not ends_in_time:
                 spare_at_reservation -= job.devices_needed
     return Decision(

@@ -36,6 +36,7 @@ TASK_STOP_S = 10.0  # how long shutdown waits for a task's current run
 BACKEND_RETRY_S = 5.0  # after the backend was unreachable at a launch, how long before the next start
 LOST_ATTEMPTS_MAX = 3  # attempts in a row whose supervisor vanished before the job is failed, not requeued
 KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor gets before the server SIGKILLs itself
+QUEUE_READ_IDS_MAX = 500  # job ids per query when a tick reads back the jobs submitted since the last one
 
 # --- the HTTP API (treino.server.api) ----------------------------------------------------------------------------
 AUTH_CACHE_S = 2.0  # how long a checked token is trusted without a query (a revocation clears the cache)

@@ -51,7 +51,7 @@ class Submissions:
         if self.plan_check is not None and spec.plan is not None:
             self.plan_check(spec)
         try:
-            with self.engine.lock, self.sessions.begin() as s:
+            with self.sessions.begin() as s:  # not under the engine's lock: a submit never waits for a tick
                 pins, partitions = self._admit_datasets(s, spec, who)
                 self.engine.check_partitions(spec, partitions)
                 job = self.engine.enqueue(s, spec, who.name, partitions)
