@@ -232,6 +232,6 @@ def test_the_kept_queue_decides_as_a_fresh_sort_of_every_job_would() -> None:
             kept.discard(job.id)
         left = [j for j in jobs if j not in gone]
         assert list(kept.ordered()) == order(left)
-        decided = schedule(devices, kept.ordered(), running, NOW, ordered=True)
+        decided = schedule(devices, kept.ordered(), running, NOW, ordered=True, shapes=kept.shapes())
         assert decided == reference_schedule(devices, left, running, NOW)
         assert schedule(devices, left, running, NOW) == decided

@@ -309,7 +309,9 @@ class Service:
         for q in joining:
             queue.add(q)
         try:
-            decision = scheduler.schedule(inventory.devices, queue.ordered(), running, now, ordered=True)
+            decision = scheduler.schedule(
+                inventory.devices, queue.ordered(), running, now, ordered=True, shapes=queue.shapes()
+            )
         finally:
             for q in joining:
                 queue.discard(q.id)
