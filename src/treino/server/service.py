@@ -227,11 +227,15 @@ class Service:
     def tick(self) -> None:
         with self.lock:
             to_start: list[tuple[int, LaunchRequest]] = []
-            self._follow_inventory()
-            if self._queue is None:
-                self._load()
-            self._read_submitted()
-            self._tick(to_start)
+            try:
+                self._follow_inventory()
+                if self._queue is None:
+                    self._load()
+                self._read_submitted()
+                self._tick(to_start)
+            except BaseException:
+                self._dirty = True  # whatever failed (a locked database, say), the next tick's pass runs
+                raise
             # The attempts are committed before their processes start: a server that dies in between leaves an
             # attempt with no process (requeued), never a process the database does not know of.
             for attempt_id, request in to_start:
@@ -356,12 +360,16 @@ class Service:
         if not ids:
             return
         inventory = self.inventory
-        with self.sessions() as s:
-            for i in range(0, len(ids), QUEUE_READ_IDS_MAX):
-                chunk = ids[i : i + QUEUE_READ_IDS_MAX]
-                rows = s.execute(select(*_QUEUED_COLUMNS).where(Job.id.in_(chunk), Job.state == JobState.QUEUED))
-                for row in rows:
-                    self._queue.add(_queued_row(row, inventory))
+        try:
+            with self.sessions() as s:
+                for i in range(0, len(ids), QUEUE_READ_IDS_MAX):
+                    chunk = ids[i : i + QUEUE_READ_IDS_MAX]
+                    query = select(*_QUEUED_COLUMNS).where(Job.id.in_(chunk), Job.state == JobState.QUEUED)
+                    for row in s.execute(query):
+                        self._queue.add(_queued_row(row, inventory))
+        except BaseException:
+            self._queue = None  # those ids are gone from the hand-over: the next tick reads the whole queue
+            raise
         self._dirty = True
 
     def _queued(self, job: Job) -> scheduler.Queued:
