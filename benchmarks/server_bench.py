@@ -315,6 +315,10 @@ class Rows:
         verdict = "[green]PASS[/]" if ok else "[bold red]FAIL[/]"
         self.table.add_row(benchmark, measured, target_text, f"{ratio:.2f}", verdict)
 
+    def error(self, benchmark: str, exc: Exception) -> None:
+        """A measurement that failed: reported as its row, and the bench goes on to the next."""
+        self.table.add_row(benchmark, f"{type(exc).__name__}: {exc}"[:200], "-", "-", "[bold red]ERROR[/]")
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -338,14 +342,18 @@ def main() -> int:
                 f"submit -> running p50 ({submits} jobs)", f"{p50 * 1000:.0f} ms", p50, TARGET_SUBMIT_S, "<= 1,000 ms"
             )
             if not quick:
-                direct, managed = throughput(server)
-                rows.add(
-                    f"ddp_train.py {THROUGHPUT_STEPS} steps, 2 ranks: direct / under treino",
-                    f"{direct:.1f} s / {managed:.1f} s = {direct / managed:.3f}x",
-                    direct / managed,
-                    TARGET_DDP_RATIO,
-                    f">= {TARGET_DDP_RATIO}x",
-                )
+                what = f"ddp_train.py {THROUGHPUT_STEPS} steps, 2 ranks: direct / under treino"
+                try:
+                    direct, managed = throughput(server)
+                    rows.add(
+                        what,
+                        f"{direct:.1f} s / {managed:.1f} s = {direct / managed:.3f}x",
+                        direct / managed,
+                        TARGET_DDP_RATIO,
+                        f">= {TARGET_DDP_RATIO}x",
+                    )
+                except (subprocess.CalledProcessError, RuntimeError) as exc:  # e.g. torchrun's rendezvous port taken
+                    rows.error(what, exc)
         finally:
             server.stop()
         # 3, and 4 at 10,000: the queue.
