@@ -88,14 +88,19 @@ class Server:
         cmd = [sys.executable, "-c", "from treino.cli.app import main; main()", "server"]
         cmd += ["--data-dir", str(data_dir), "--devices", "cpu:2", "--port", str(self.port)]
         self.data_dir = data_dir
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.log = data_dir.parent / f"{data_dir.name}-server.log"
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             with contextlib.suppress(httpx.TransportError):
                 if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
                     break
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"treino server on {data_dir} did not start (exit status {self.proc.poll()})")
+                tail = self.log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(
+                    f"treino server on {data_dir} did not start (exit status {self.proc.poll()}):\n{tail}"
+                )
             time.sleep(0.2)
         token = (data_dir / "admin-token").read_text().strip()
         self.client = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT_S)
