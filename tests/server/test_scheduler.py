@@ -1,7 +1,23 @@
-"""The scheduler's rules on hand-made queues: whole devices, priority + FIFO, EASY backfill, preemption, NVLink."""
+"""The scheduler's rules on hand-made queues: whole devices, priority + FIFO, EASY backfill, preemption, NVLink; and
+the queue the engine keeps, against a fresh sort of every job."""
+
+import math
+import random
 
 from treino.server.inventory import Device
-from treino.server.scheduler import Queued, Running, choose_devices, schedule
+from treino.server.scheduler import (
+    Decision,
+    Queue,
+    Queued,
+    Running,
+    _on,
+    _reservation,
+    _victims,
+    choose_devices,
+    could_ever_fit,
+    order,
+    schedule,
+)
 
 NOW = 1000.0
 
@@ -134,3 +150,88 @@ def test_preemption_counts_only_the_machines_the_head_may_use() -> None:
     head = Queued(1, 10, 2, 1.0, None, node_groups=(frozenset({"sp1"}),))
     d = schedule(devices, [head], [low], NOW)
     assert d.preempt == (9,) and d.start == ()  # mia's free GPUs do not seat a job kept to sp1
+
+
+def reference_schedule(devices: list[Device], queue: list[Queued], running: list[Running], now: float) -> Decision:
+    """The scheduler as written before its per-shape memo, its stop at the head and its pre-ordered queue: every
+    job looked at, every fit computed afresh. The real one must decide exactly as this does."""
+    held = {i for r in running for i in r.devices}
+    free = [d for d in devices if d.index not in held]
+    starts: list[tuple[int, tuple[int, ...]]] = []
+    preempt: list[int] = []
+    head: Queued | None = None
+    reservation, spare = math.inf, 0
+    for job in order(queue):
+        if not could_ever_fit(devices, job):
+            continue
+        chosen = choose_devices(free, job.gpus, job.nodes, job.node_groups)
+        if head is None:
+            if chosen is not None:
+                starts.append((job.id, chosen))
+                free = [d for d in free if d.index not in chosen]
+                continue
+            head = job
+            eligible = {d.index for d in job.eligible(devices)}
+            free_for_head = sum(1 for d in free if d.index in eligible)
+            mine = [_on(r, eligible) for r in running]
+            reservation, spare = _reservation(free_for_head, mine, job.devices_needed)
+            victims = _victims(job, free_for_head, mine)
+            if victims:
+                preempt.extend(victims)
+                reservation, spare = now, 0
+            continue
+        if chosen is None:
+            continue
+        ends_in_time = job.timeout_s is not None and not math.isinf(reservation) and now + job.timeout_s <= reservation
+        if ends_in_time or job.devices_needed <= spare:
+            starts.append((job.id, chosen))
+            free = [d for d in free if d.index not in chosen]
+            if not ends_in_time:
+                spare -= job.devices_needed
+    at = None if head is None or math.isinf(reservation) else reservation
+    return Decision(tuple(starts), tuple(preempt), head.id if head else None, at)
+
+
+def test_the_kept_queue_decides_as_a_fresh_sort_of_every_job_would() -> None:
+    """Random clusters, running jobs and queues (many jobs of few shapes, as real queues are), the queue kept by
+    `Queue` through adds and removals: the same decision as the reference, every time."""
+    rng = random.Random(13)
+    nodes = {"n1": 4, "n2": 4, "n3": 2}
+    devices = cluster(nodes)
+    groups = [None, (frozenset({"n1"}),), (frozenset({"n2", "n3"}),), (frozenset({"n1"}), frozenset({"n2"}))]
+    for _ in range(300):
+        shuffled = rng.sample(devices, len(devices))
+        running, taken = [], 0
+        for rid in range(rng.randint(0, 5)):
+            n = rng.randint(1, 3)
+            held = tuple(d.index for d in shuffled[taken : taken + n])
+            taken += n
+            if held:
+                stopping = NOW + rng.choice([10, 60]) if rng.random() < 0.2 else None
+                timeout = rng.choice([None, 300.0, 3600.0])
+                running.append(
+                    Running(100 + rid, rng.randint(0, 3), held, NOW - rng.randint(0, 600), timeout, stopping)
+                )
+        jobs = [
+            Queued(
+                i,
+                rng.randint(0, 4),
+                rng.choice([1, 1, 2, 4, 5]),
+                float(rng.randint(0, 50)),
+                rng.choice([None, 60.0, 600.0, 7200.0]),
+                rng.choice([1, 1, 2]),
+                rng.choice(groups),
+            )
+            for i in range(rng.randint(0, 60))
+        ]
+        kept = Queue(jobs[: len(jobs) // 2])
+        for job in jobs[len(jobs) // 2 :]:
+            kept.add(job)
+        gone = rng.sample(jobs, len(jobs) // 5)
+        for job in gone:
+            kept.discard(job.id)
+        left = [j for j in jobs if j not in gone]
+        assert list(kept.ordered()) == order(left)
+        decided = schedule(devices, kept.ordered(), running, NOW, ordered=True, shapes=kept.shapes())
+        assert decided == reference_schedule(devices, left, running, NOW)
+        assert schedule(devices, left, running, NOW) == decided

@@ -14,13 +14,20 @@ Rules (the issue's, and Slurm's EASY backfill, which small GPU clusters use):
    so behind a head whose reservation is unknown nothing backfills: backfill never delays the head.
 4. Preemption: a head that outranks running jobs takes their devices: the lowest priority first, then the most
    recently started (the least progress to lose), only as many as it needs, and only when that is enough.
+
+Cost: one pass reads each queued job at most once, with one fit test per job *shape* (GPUs, nodes, node groups),
+not per job, and stops behind the head as soon as no shape in the queue fits in the free devices (nothing behind
+it could start). The engine keeps its queue in `order` (a `Queue`, which also counts its shapes), so a pass over
+10,000 queued jobs sorts nothing, and when nothing can start it looks at the jobs up to the head only.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from treino.server.inventory import Device
@@ -48,6 +55,13 @@ class Queued:
         return self.gpus * self.nodes
 
 
+Shape = tuple[int, int, tuple[frozenset[str], ...] | None]  # what a fit depends on: gpus, nodes, node groups
+
+
+def shape_of(job: Queued) -> Shape:
+    return (job.gpus, job.nodes, job.node_groups)
+
+
 @dataclass(frozen=True)
 class Running:
     id: int
@@ -71,8 +85,55 @@ class Decision:
     reservation_at: float | None  # when the head is expected to start (None: unknown)
 
 
+def order_key(q: Queued) -> tuple[int, float, int]:
+    """Rule 2: higher priority first, then submission order (the id breaks ties)."""
+    return (-q.priority, q.submitted_at, q.id)
+
+
 def order(queue: Sequence[Queued]) -> list[Queued]:
-    return sorted(queue, key=lambda q: (-q.priority, q.submitted_at, q.id))
+    return sorted(queue, key=order_key)
+
+
+class Queue:
+    """The queued jobs in `order`, kept sorted as they come and go (a binary search and a list insert or delete
+    each), so a scheduling pass sorts nothing. Its owner (the engine) changes it under its own lock."""
+
+    def __init__(self, jobs: Iterable[Queued] = ()) -> None:
+        self._by_id = {job.id: job for job in jobs}
+        self._ordered = order(list(self._by_id.values()))
+        self._shapes = Counter(shape_of(job) for job in self._ordered)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._by_id
+
+    def add(self, job: Queued) -> None:
+        self.discard(job.id)
+        bisect.insort(self._ordered, job, key=order_key)
+        self._by_id[job.id] = job
+        self._shapes[shape_of(job)] += 1
+
+    def discard(self, job_id: int) -> None:
+        job = self._by_id.pop(job_id, None)
+        if job is None:
+            return
+        i = bisect.bisect_left(self._ordered, order_key(job), key=order_key)
+        assert self._ordered[i] is job, f"queue out of order at job {job_id}"
+        del self._ordered[i]
+        shape = shape_of(job)
+        self._shapes[shape] -= 1
+        if not self._shapes[shape]:
+            del self._shapes[shape]
+
+    def shapes(self) -> Collection[Shape]:
+        """The distinct shapes of the queued jobs (a handful, however long the queue)."""
+        return self._shapes.keys()
+
+    def ordered(self) -> Sequence[Queued]:
+        """Every queued job, in `order` (the queue's own list: read it, do not keep it)."""
+        return self._ordered
 
 
 def choose_devices(
@@ -115,7 +176,18 @@ def could_ever_fit(devices: Sequence[Device], job: Queued) -> bool:
     return choose_devices(devices, job.gpus, job.nodes, job.node_groups) is not None
 
 
-def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequence[Running], now: float) -> Decision:
+def schedule(
+    devices: Sequence[Device],
+    queue: Sequence[Queued],
+    running: Sequence[Running],
+    now: float,
+    *,
+    ordered: bool = False,
+    shapes: Collection[Shape] | None = None,
+) -> Decision:
+    """The jobs to start now and the running ones to preempt. `ordered`: `queue` is already in `order`'s order.
+    `shapes`: every shape in `queue`, when the caller knows them: behind the head, the pass stops as soon as none
+    fits in the free devices."""
     held = {i for r in running for i in r.devices}
     free = [d for d in devices if d.index not in held]
     starts: list[tuple[int, tuple[int, ...]]] = []
@@ -123,14 +195,33 @@ def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequen
     head: Queued | None = None
     reservation = math.inf
     spare_at_reservation = 0  # devices beyond the head's need when it starts
-    for job in order(queue):
-        if not could_ever_fit(devices, job):
+    # Per job shape (gpus, nodes, node groups): whether the empty inventory seats it, and where it fits in `free`
+    # (cleared whenever a start takes devices). Thousands of queued jobs come in a handful of shapes.
+    ever_fits: dict[Shape, bool] = {}
+    fits_now: dict[Shape, tuple[int, ...] | None] = {}
+
+    def fit(shape: Shape) -> tuple[int, ...] | None:
+        if shape not in fits_now:
+            fits_now[shape] = choose_devices(free, *shape)
+        return fits_now[shape]
+
+    def none_fits() -> bool:
+        """Behind the head a job starts only on free devices: none left, or none that seats any queued shape."""
+        return not free or (shapes is not None and all(fit(shape) is None for shape in shapes))
+
+    for job in queue if ordered else order(queue):
+        shape = shape_of(job)
+        ever = ever_fits.get(shape)
+        if ever is None:
+            ever = ever_fits[shape] = could_ever_fit(devices, job)
+        if not ever:
             continue  # refused at submit (or its machines are down); never blocks the queue
+        chosen = fit(shape)
         if head is None:
-            chosen = choose_devices(free, job.gpus, job.nodes, job.node_groups)
             if chosen is not None:
                 starts.append((job.id, chosen))
                 free = [d for d in free if d.index not in chosen]
+                fits_now.clear()
                 continue
             head = job
             # Counted on the machines it may use only (its data's residency): free GPUs elsewhere do not seat it.
@@ -144,16 +235,20 @@ def schedule(devices: Sequence[Device], queue: Sequence[Queued], running: Sequen
                 # expected end is its timeout, not the grace period it is about to get).
                 preempt.extend(victims)
                 reservation, spare_at_reservation = now, 0
+            if none_fits():
+                break
             continue
-        chosen = choose_devices(free, job.gpus, job.nodes, job.node_groups)
         if chosen is None:
             continue
         ends_in_time = job.timeout_s is not None and not math.isinf(reservation) and now + job.timeout_s <= reservation
         if ends_in_time or job.devices_needed <= spare_at_reservation:
             starts.append((job.id, chosen))
             free = [d for d in free if d.index not in chosen]
+            fits_now.clear()
             if not ends_in_time:
                 spare_at_reservation -= job.devices_needed
+            if none_fits():
+                break
     return Decision(
         tuple(starts),
         tuple(preempt),

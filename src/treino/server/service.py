@@ -6,21 +6,35 @@ All job state lives in the database; this object holds nothing that a restart co
 settings.TICK_S, and at once after a submit or cancel) collects finished attempts, enforces timeouts and grace
 periods, then asks the pure scheduler (treino.server.scheduler) what to start and what to preempt. What governance
 must hear of (an attempt placed, checkpoints found on disk, a job that succeeded) goes to `events` (JobEvents).
+
+The tick's cost does not grow with the queue. The engine keeps a copy of what the scheduler reads of each queued
+job (a `scheduler.Queue`) and the ids of the running and stopping jobs, read from the database once, at the first
+tick, with a select of those columns only. After that the engine's own commits keep the copy: every change of a
+job's state goes through `_transition`, which notes it in the session (`session.info`), and the note is applied
+when that transaction commits (dropped when it rolls back), so the copy never holds what the database does not.
+Submits commit without the engine's lock (a submit never waits for a tick); their commit hands the job's id to the
+next tick, which reads that row back (a job cancelled in between is not added). A tick then
+  - with no running or stopping job, does not query the database at all;
+  - runs a scheduling pass only when something the decision reads has changed since the last one (the queue, the
+    active jobs, a stop, a placement, the inventory). Time alone never lets a job start that could not before
+    (backfill only tightens as `now` grows), so a pass over unchanged inputs would decide nothing new.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import re
 import secrets
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import event, select
+from sqlalchemy.orm import Session, object_session, sessionmaker
 
 from treino.errors import Conflict, NotFound, SpecError
 from treino.server import scheduler
@@ -37,9 +51,16 @@ from treino.server.db import (
     StopRequest,
 )
 from treino.server.disk import DISK_FULL_PATTERNS, folders_in, spaces_text
-from treino.server.inventory import Inventory
+from treino.server.inventory import Device, Inventory
 from treino.server.isolation import prepare_job_folder
-from treino.server.settings import BACKEND_RETRY_S, EXIT_RESERVE_BYTES, KILL_MARGIN_S, LOST_ATTEMPTS_MAX, Settings
+from treino.server.settings import (
+    BACKEND_RETRY_S,
+    EXIT_RESERVE_BYTES,
+    KILL_MARGIN_S,
+    LOST_ATTEMPTS_MAX,
+    QUEUE_READ_IDS_MAX,
+    Settings,
+)
 from treino.server.spec import DEFAULT_GRACE_S, JobSpec
 from treino.server.supervisor import free_bytes
 
@@ -113,9 +134,20 @@ class Service:
         self.sessions = sessions
         self.backend = backend
         self.events: JobEvents = events or NoEvents()
-        self.lock = threading.RLock()  # one writer of job state at a time: the loop, submit and cancel
+        # One changer of job state at a time: the loop, cancel, reconcile (and the sweep, which must see no attempt
+        # start). Submits do not take it: they only add rows, which the next tick reads back.
+        self.lock = threading.RLock()
         self.wakeup = threading.Event()  # set by submit and cancel: the scheduling task runs at once
         self.backend_unavailable_until = 0.0  # no starts before this (monotonic), after a BackendUnavailable
+        # What the scheduler reads, kept from the engine's commits (module docstring). Changed under `lock` only.
+        self._queue: scheduler.Queue | None = None  # None: (re)read from the database at the next tick
+        self._active: set[int] = set()  # ids of the running and stopping jobs
+        self._dirty = True  # something a scheduling decision reads changed since the last pass
+        self._devices_seen: tuple[Device, ...] | None = None
+        self._groups_seen: tuple[tuple[str, tuple[str, ...]], ...] | None = None  # nodes and their partitions
+        self._submitted: collections.deque[int] = collections.deque()  # committed by submits, not yet read back
+        event.listen(sessions, "after_commit", self._committed)
+        event.listen(sessions, "after_soft_rollback", self._rolled_back)
 
     @property
     def inventory(self) -> Inventory:
@@ -170,8 +202,9 @@ class Service:
             )
 
     def enqueue(self, s: Session, spec: JobSpec, owner: str, partitions: list[str] | None) -> Job:
-        """A queued job in `s` (the caller holds `lock` and commits, then calls `wake`). Its token is minted when an
-        attempt starts; until then no process holds one."""
+        """A queued job in `s`; the caller commits (without `lock`: a submit never waits for a tick), then calls
+        `wake`. The commit hands its id to the next tick. Its token is minted when an attempt starts; until then no
+        process holds one."""
         job = Job(
             name=spec.name,
             spec=spec.model_dump(mode="json"),
@@ -185,6 +218,7 @@ class Service:
         )
         s.add(job)
         s.flush()
+        s.info.setdefault(self, []).append(_Change(job.id, None, JobState.QUEUED, None))
         return job
 
     def cancel(self, job_id: int) -> Job:
@@ -217,7 +251,15 @@ class Service:
     def tick(self) -> None:
         with self.lock:
             to_start: list[tuple[int, LaunchRequest]] = []
-            self._tick(to_start)
+            try:
+                self._follow_inventory()
+                if self._queue is None:
+                    self._load()
+                self._read_submitted()
+                self._tick(to_start)
+            except BaseException:
+                self._dirty = True  # whatever failed (a locked database, say), the next tick's pass runs
+                raise
             # The attempts are committed before their processes start: a server that dies in between leaves an
             # attempt with no process (requeued), never a process the database does not know of.
             for attempt_id, request in to_start:
@@ -226,9 +268,12 @@ class Service:
     def _tick(self, to_start: list[tuple[int, LaunchRequest]]) -> None:
         with self.sessions.begin() as s:
             now = time.time()
-            for job in s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES)))):
-                attempt = self._latest_attempt(s, job)
-                info = self.backend.poll(attempt.handle)
+            active = list(s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES))))) if self._active else []
+            # Every attempt polled before the first write: the transaction holds SQLite's write lock (which submits
+            # wait for) only from there to its commit, not across the backend's calls.
+            attempts = [(job, self._latest_attempt(s, job)) for job in active]
+            polled = [(job, attempt, self.backend.poll(attempt.handle)) for job, attempt in attempts]
+            for job, attempt, info in polled:
                 if info is not None:
                     self._finish(s, job, attempt, info)
                     continue
@@ -260,16 +305,18 @@ class Service:
         if not was_running:
             # Time pending in the backend's queue (Slurm's) is not the job's: its timeout counts from its start.
             attempt.started_at = time.time()
+            self._dirty = True  # so did the reservations that count on its end
         self.events.attempt_started(s, job, attempt, placement)
 
     def _schedule(self, s: Session, now: float, to_start: list[tuple[int, LaunchRequest]]) -> None:
         if time.monotonic() < self.backend_unavailable_until:
-            return
-        queued = list(s.scalars(select(Job).where(Job.state == JobState.QUEUED)))
-        if not queued:
-            return
+            return  # `_dirty` stays set: the pass runs once the backend may be tried again
+        if not self._dirty or not self._queue:
+            return  # nothing the decision reads has changed since the last pass (module docstring)
+        self._dirty = False
+        queue = self._queue
         inventory = self.inventory
-        active = list(s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES)))))
+        active = list(s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES))))) if self._active else []
         running = []
         for job in active:
             attempt = self._latest_attempt(s, job)
@@ -284,32 +331,119 @@ class Service:
                     stopping_until,
                 )
             )
-        waiting = [
-            scheduler.Queued(
-                j.id,
-                j.priority,
-                j.gpus,
-                j.submitted_at,
-                _timeout_s(j),
-                int(j.spec.get("nodes", 1)),
-                node_groups(inventory, j.partitions),
+        # Jobs requeued by this tick (a crash with restarts left, a preemption) are in line now, though the copy
+        # takes them at commit: in for this decision, out again, so a rollback leaves the copy as it was.
+        joining = [c.queued for c in s.info.get(self, ()) if c.queued is not None]
+        for q in joining:
+            queue.add(q)
+        try:
+            decision = scheduler.schedule(
+                inventory.devices, queue.ordered(), running, now, ordered=True, shapes=queue.shapes()
             )
-            for j in queued
-        ]
-        decision = scheduler.schedule(inventory.devices, waiting, running, now)
-        by_id = {j.id: j for j in [*queued, *active]}
+        finally:
+            for q in joining:
+                queue.discard(q.id)
+        by_id = {j.id: j for j in active}
         for job_id in decision.preempt:
             self._request_stop(s, by_id[job_id], StopRequest.PREEMPT)
         for job_id, devices in decision.start:
-            to_start.append(self._prepare(s, by_id[job_id], devices, inventory))
+            chosen = s.get(Job, job_id)
+            if chosen is None or chosen.state != JobState.QUEUED:  # never, unless the copy went wrong: read it again
+                state = chosen.state if chosen else "gone"
+                log.error("job %s was in the engine's queue but is %s; the queue is read again", job_id, state)
+                self._queue = None
+                return
+            to_start.append(self._prepare(s, chosen, devices, inventory))
+
+    # --- the engine's copy of the queue (module docstring) ----------------------------------------------------
+    def _follow_inventory(self) -> None:
+        """A changed inventory (a Slurm node drained or back) is a reason for a pass; changed partitions change
+        the node groups of queued jobs: the queue is read again."""
+        inventory = self.inventory
+        if inventory.devices != self._devices_seen:
+            self._devices_seen, self._dirty = inventory.devices, True
+        groups = tuple((n.name, n.partitions) for n in inventory.nodes)
+        if groups != self._groups_seen:
+            self._groups_seen, self._queue = groups, None
+
+    def _load(self) -> None:
+        """The queued and active jobs from the database: at the first tick (and after the inventory's partitions
+        change). Only the columns the scheduler reads: no job's spec is loaded whole."""
+        inventory = self.inventory
+        with self.sessions() as s:
+            rows = s.execute(select(*_QUEUED_COLUMNS).where(Job.state == JobState.QUEUED)).all()
+            active = s.scalars(select(Job.id).where(Job.state.in_(list(ACTIVE_STATES)))).all()
+        self._queue = scheduler.Queue(_queued_row(row, inventory) for row in rows)
+        self._active = set(active)
+        self._dirty = True
+
+    def _read_submitted(self) -> None:
+        """The jobs submits committed since the last tick, read back by id: those still queued join the queue."""
+        assert self._queue is not None
+        ids = [self._submitted.popleft() for _ in range(len(self._submitted))]
+        if not ids:
+            return
+        inventory = self.inventory
+        try:
+            with self.sessions() as s:
+                for i in range(0, len(ids), QUEUE_READ_IDS_MAX):
+                    chunk = ids[i : i + QUEUE_READ_IDS_MAX]
+                    query = select(*_QUEUED_COLUMNS).where(Job.id.in_(chunk), Job.state == JobState.QUEUED)
+                    for row in s.execute(query):
+                        self._queue.add(_queued_row(row, inventory))
+        except BaseException:
+            self._queue = None  # those ids are gone from the hand-over: the next tick reads the whole queue
+            raise
+        self._dirty = True
+
+    def _queued(self, job: Job) -> scheduler.Queued:
+        return scheduler.Queued(
+            job.id,
+            job.priority,
+            job.gpus,
+            job.submitted_at,
+            _timeout_s(job),
+            int(job.spec.get("nodes", 1)),
+            node_groups(self.inventory, job.partitions),
+        )
+
+    def _note(self, job: Job, old: JobState, new: JobState) -> None:
+        """A state change of `job`, applied to the copy when its transaction commits."""
+        s = object_session(job)
+        assert s is not None, f"job {job.id} changes state outside a session"
+        queued = self._queued(job) if new == JobState.QUEUED else None
+        s.info.setdefault(self, []).append(_Change(job.id, old, new, queued))
+        self._dirty = True  # for this tick's own pass too
+
+    def _committed(self, s: Session) -> None:
+        """SQLAlchemy's after_commit, for every session of `sessions`: apply this engine's notes, if any. Notes of
+        state changes come from holders of `lock`; a submit's (old None) only hands the job's id to the tick."""
+        changes: list[_Change] | None = s.info.pop(self, None)
+        for change in changes or ():
+            if change.old is None:
+                self._submitted.append(change.job_id)
+                continue
+            self._dirty = True
+            if change.old in ACTIVE_STATES:
+                self._active.discard(change.job_id)
+            if change.new in ACTIVE_STATES:
+                self._active.add(change.job_id)
+            if self._queue is not None:
+                if change.old == JobState.QUEUED:
+                    self._queue.discard(change.job_id)
+                if change.queued is not None:
+                    self._queue.add(change.queued)
+
+    def _rolled_back(self, s: Session, _transaction: Any) -> None:
+        s.info.pop(self, None)
 
     # --- transitions -----------------------------------------------------------------------------------------
-    @staticmethod
-    def _transition(job: Job, new: JobState) -> None:
+    def _transition(self, job: Job, new: JobState) -> None:
         old = JobState(job.state)
         if new not in TRANSITIONS[old]:
             raise AssertionError(f"job {job.id}: {old} -> {new} is not a transition")
         job.state = new
+        self._note(job, old, new)
 
     def _latest_attempt(self, s: Session, job: Job) -> Attempt:
         """The attempt of a job that has one (running or stopping jobs always do)."""
@@ -400,6 +534,7 @@ class Service:
             job.devices = None
             if job.attempts == 0:
                 job.started_at = None
+            self._note(job, JobState(job.state), JobState.QUEUED)
             job.state = JobState.QUEUED  # back where it was: not a transition of the job's life
             job.job_token_hash = dead_token_hash()
         self.backend_unavailable_until = time.monotonic() + BACKEND_RETRY_S
@@ -409,6 +544,7 @@ class Service:
             self._transition(job, JobState.STOPPING)
         job.stop_request = why
         job.stop_requested_at = time.time()
+        self._dirty = True  # its devices come back at the end of this grace period
         self.backend.stop(self._latest_attempt(s, job).handle, _grace_s(job))
         log.info("job %s: %s requested", job.id, why)
 
@@ -515,6 +651,35 @@ class Service:
                 self._finish(s, job, attempt, info)
                 counts["requeued" if job.state == JobState.QUEUED else "finished"] += 1
         return counts
+
+
+class _Change(NamedTuple):
+    """A job's state change (old None: a submit), noted in its session and applied to the copy at commit."""
+
+    job_id: int
+    old: JobState | None
+    new: JobState
+    queued: scheduler.Queued | None  # what the scheduler reads of it, when it (re)joins the queue
+
+
+# What the scheduler reads of a queued job, without loading its spec whole (a spec may be megabytes).
+_QUEUED_COLUMNS = (
+    Job.id,
+    Job.priority,
+    Job.gpus,
+    Job.submitted_at,
+    Job.spec["timeout_minutes"].as_float(),
+    Job.spec["nodes"].as_integer(),
+    Job.partitions,
+)
+
+
+def _queued_row(row: Sequence[Any], inventory: Inventory) -> scheduler.Queued:
+    job_id, priority, gpus, submitted_at, timeout_minutes, nodes, partitions = row
+    timeout_s = float(timeout_minutes) * 60 if timeout_minutes else None  # as _timeout_s reads the spec
+    return scheduler.Queued(
+        job_id, priority, gpus, submitted_at, timeout_s, int(nodes or 1), node_groups(inventory, partitions)
+    )
 
 
 def _timeout_s(job: Job) -> float | None:

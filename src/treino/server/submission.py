@@ -68,7 +68,7 @@ class Submissions:
         if self.plan_check is not None and spec.plan is not None:
             self.plan_check(spec)
         try:
-            with self.engine.lock, self.sessions.begin() as s:
+            with self.sessions.begin() as s:  # not under the engine's lock: a submit never waits for a tick
                 if key is not None:  # again, in the transaction: a concurrent request may have stored it meanwhile
                     earlier = self._earlier(s, who, key, digest)
                     if earlier is not None:
