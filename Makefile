@@ -53,7 +53,6 @@ bench: venv
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/plan_accuracy.py
 	$(BIN)/python benchmarks/server_bench.py
-	$(BIN)/python benchmarks/body_gate_bench.py
 	$(BIN)/python benchmarks/audit_bench.py
 	$(BIN)/python benchmarks/erasure_bench.py
 	$(BIN)/python benchmarks/web_bench.py

@@ -20,7 +20,6 @@ from treino.server.db import Checkpoint, make_engine, make_sessionmaker
 from treino.server.settings import (
     API_BODY_BYTES_MAX,
     ARG_STRING_BYTES_MAX,
-    COOKIE,
     ENV_VARS_MAX,
     FORM_BYTES_MAX,
     INT_MAX,
@@ -210,7 +209,7 @@ def test_what_the_kernel_or_the_database_cannot_take_is_422_at_the_boundary(serv
     with server.client() as c:
         detail = c.get(f"/api/v1/jobs/{job['id']}").json()
         assert detail["checkpoints"][0]["step"] == 7 and detail["checkpoints"][0]["exists"] is False
-        c.cookies.set(COOKIE, server.token)
+        assert c.post("/login", data={"token": server.token}).status_code == 303  # the session cookie
         r = c.get(f"/jobs/{job['id']}")
         assert r.status_code == 200 and "c" * 300 in r.text
     assert "Traceback" not in server.log(), server.log()[-3_000:]

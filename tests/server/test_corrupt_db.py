@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import ServerProcess, Servers, clean_env, free_port
+from tests.server.conftest import THIS_USER, ServerProcess, Servers, clean_env, free_port
 
 USERS = 60  # each one an audit record of ~300 bytes: the audit table spans several pages under an interior one
 CLI_TIMEOUT_S = 60.0
@@ -74,7 +74,18 @@ def test_a_corrupt_database_refuses_to_start_with_one_line(sqlite_servers: Serve
     db = server.data_dir / "treino.db"
     corrupt_audit_table(db)
 
-    argv = [sys.executable, "-m", "treino", "server", "--data-dir", str(server.data_dir), "--devices", "cpu:1"]
+    argv = [
+        sys.executable,
+        "-m",
+        "treino",
+        "server",
+        "--data-dir",
+        str(server.data_dir),
+        "--devices",
+        "cpu:1",
+        "--job-user",
+        THIS_USER,
+    ]
     out = subprocess.run(
         [*argv, "--port", str(free_port())], capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=clean_env()
     )
@@ -117,7 +128,18 @@ def test_verify_on_a_database_corrupted_while_running_is_a_verdict(sqlite_server
 def test_an_unreachable_postgresql_refuses_to_start_with_one_line(tmp_path: Path) -> None:
     pytest.importorskip("psycopg", reason="the PostgreSQL driver is not installed")
     url = f"postgresql+psycopg://treino:s3cret@127.0.0.1:{free_port()}/treino"  # nothing listens there
-    argv = [sys.executable, "-m", "treino", "server", "--data-dir", str(tmp_path / "data"), "--devices", "cpu:1"]
+    argv = [
+        sys.executable,
+        "-m",
+        "treino",
+        "server",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--devices",
+        "cpu:1",
+        "--job-user",
+        THIS_USER,
+    ]
     out = subprocess.run(
         [*argv, "--port", str(free_port()), "--db", url],
         capture_output=True,

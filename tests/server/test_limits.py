@@ -21,7 +21,7 @@ from tests.server.conftest import ServerProcess, Servers
 from tests.server.test_cli_client import treino, write_spec
 from treino.errors import JobError
 from treino.server.schemas import JobSummary
-from treino.server.settings import COOKIE, SPEC_FILE_BYTES_MAX, SPEC_FILE_DEPTH_MAX, SPEC_FILE_NODES_MAX
+from treino.server.settings import SPEC_FILE_BYTES_MAX, SPEC_FILE_DEPTH_MAX, SPEC_FILE_NODES_MAX
 from treino.server.spec import load_spec_file
 
 BILLION_LAUGHS = """\
@@ -91,7 +91,7 @@ def test_the_overview_reads_jobs_without_their_specs_but_with_their_steps(shared
     spec = {"name": "stepper", "script": "train.py", "args": ["--steps", "200"], "workdir": "/", "gpus": 2}
     with shared.client() as c:
         job = c.post("/api/v1/jobs", json=spec).json()["id"]
-        c.cookies.set(COOKIE, shared.token)
+        assert c.post("/login", data={"token": shared.token}).status_code == 303  # the session cookie
         o = c.get("/overview.json").json()
         c.post(f"/api/v1/jobs/{job}/cancel")
     [row] = [r for r in o["running"] + o["queue"] + o["recent"] if r["id"] == job]
