@@ -25,7 +25,8 @@ SP1 = ["--backend", "slurm", "--partition", "gpu-sp1=eveo-sp1"]
 
 
 def slurm_server(servers: Servers, *extra: str, **kw: Any) -> ServerProcess:
-    return servers.start(extra_args=[*(extra or SP1)], **kw)
+    # --job-user is the local backend's: Slurm runs jobs as the submitting user
+    return servers.start(extra_args=[*(extra or SP1)], job_user=None, **kw)
 
 
 def sleeper(name: str, marker: str, seconds: int = 120) -> dict[str, Any]:

@@ -22,6 +22,7 @@ def cluster_server(cluster: Cluster, servers: Servers) -> ServerProcess:
     return servers.start(
         extra_args=["--backend", "slurm", "--host", "0.0.0.0", "--public-url", url],
         port=port,
+        job_user=None,  # --job-user is the local backend's: Slurm runs jobs as the submitting user
     )
 
 

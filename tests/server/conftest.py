@@ -185,3 +185,13 @@ def start_server(tmp_path_factory: pytest.TempPathFactory, database: Database) -
 def server(start_server: StartServer) -> ServerProcess:
     """A running server with 2 CPU slots."""
     return start_server()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory, database: Database) -> Iterator[ServerProcess]:
+    """One server for a module's tests (a start costs seconds); each test names its jobs and reads their ids."""
+    servers = Servers(tmp_path_factory, database)
+    try:
+        yield servers.start()
+    finally:
+        servers.close()

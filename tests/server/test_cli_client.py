@@ -7,27 +7,15 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import Database
-from tests.server.conftest import ServerProcess, Servers, clean_env, free_port
+from tests.server.conftest import ServerProcess, clean_env, free_port
 from treino.cli.client import sparkline
 
 CLI_TIMEOUT_S = 30
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory, database: Database) -> Iterator[ServerProcess]:
-    """One server for this module's tests (a start costs seconds); each test names its jobs and reads their ids."""
-    servers = Servers(tmp_path_factory, database)
-    try:
-        yield servers.start()
-    finally:
-        servers.close()
 
 
 def treino(*args: str, cwd: Path, server: ServerProcess | None = None, **env: str) -> subprocess.CompletedProcess[str]:

@@ -67,6 +67,13 @@ def corrupt_audit_table(db: Path) -> list[int]:
     return targets
 
 
+def start_refused(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`treino server` on `data_dir`, run to its end: a refusal at start exits at once."""
+    argv = [sys.executable, "-m", "treino", "server", "--data-dir", str(data_dir), "--devices", "cpu:1"]
+    argv += ["--job-user", THIS_USER, "--port", str(free_port()), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=clean_env())
+
+
 def test_a_corrupt_database_refuses_to_start_with_one_line(sqlite_servers: Servers) -> None:
     server = sqlite_servers.start()
     add_users(server)
@@ -74,21 +81,7 @@ def test_a_corrupt_database_refuses_to_start_with_one_line(sqlite_servers: Serve
     db = server.data_dir / "treino.db"
     corrupt_audit_table(db)
 
-    argv = [
-        sys.executable,
-        "-m",
-        "treino",
-        "server",
-        "--data-dir",
-        str(server.data_dir),
-        "--devices",
-        "cpu:1",
-        "--job-user",
-        THIS_USER,
-    ]
-    out = subprocess.run(
-        [*argv, "--port", str(free_port())], capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=clean_env()
-    )
+    out = start_refused(server.data_dir)
     assert out.returncode == 2, out.stdout + out.stderr
     line = " ".join(out.stderr.split())
     assert line.startswith(f"error: The database {db} is corrupt (PRAGMA quick_check: "), out.stderr
@@ -128,25 +121,7 @@ def test_verify_on_a_database_corrupted_while_running_is_a_verdict(sqlite_server
 def test_an_unreachable_postgresql_refuses_to_start_with_one_line(tmp_path: Path) -> None:
     pytest.importorskip("psycopg", reason="the PostgreSQL driver is not installed")
     url = f"postgresql+psycopg://treino:s3cret@127.0.0.1:{free_port()}/treino"  # nothing listens there
-    argv = [
-        sys.executable,
-        "-m",
-        "treino",
-        "server",
-        "--data-dir",
-        str(tmp_path / "data"),
-        "--devices",
-        "cpu:1",
-        "--job-user",
-        THIS_USER,
-    ]
-    out = subprocess.run(
-        [*argv, "--port", str(free_port()), "--db", url],
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        env=clean_env(),
-    )
+    out = start_refused(tmp_path / "data", "--db", url)
     assert out.returncode == 2, out.stdout + out.stderr
     line = " ".join(out.stderr.split())
     assert line.startswith("error: Cannot use the database postgresql+psycopg://treino:***@127.0.0.1:"), out.stderr

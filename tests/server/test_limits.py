@@ -9,15 +9,13 @@ import json
 import re
 import socket
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import Database
-from tests.server.conftest import ServerProcess, Servers
+from tests.server.conftest import ServerProcess
 from tests.server.test_cli_client import treino, write_spec
 from treino.errors import JobError
 from treino.server.schemas import JobSummary
@@ -37,15 +35,6 @@ i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
 name: laughs
 command: *i
 """
-
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory, database: Database) -> Iterator[ServerProcess]:
-    servers = Servers(tmp_path_factory, database)
-    try:
-        yield servers.start()
-    finally:
-        servers.close()
 
 
 def names(server: ServerProcess, name: str) -> list[int]:

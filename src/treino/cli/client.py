@@ -73,7 +73,8 @@ def resolve_server(url: str | None, token: str | None) -> tuple[str, str]:
     if not token:
         raise TreinoError(
             f"No API token for {url}. The server writes its admin token to 'admin-token' in its data dir "
-            "(default ~/.local/share/treino/admin-token) and prints it at its first start. To fix: pass it with "
+            "(default ~/.local/share/treino/admin-token; /var/lib/treino/admin-token for a root server) and prints "
+            "it at its first start. To fix: pass it with "
             f"--token, set TREINO_TOKEN, or add 'token: ...' to {config_path()}."
         )
     return url.rstrip("/"), token

@@ -86,47 +86,6 @@ class InventoryOut(BaseModel):
 
 
 # --- jobs -----------------------------------------------------------------------------------------------------------
-class JobPublic(BaseModel):
-    id: int
-    name: str
-    owner: str
-    state: str
-    priority: int
-    gpus: int
-    devices: list[int] | None
-    submitted_at: float
-    started_at: float | None
-    ended_at: float | None
-    attempts: int
-    restarts: int
-    preemptions: int
-    stop_request: str | None
-    exit_code: int | None
-    failure_reason: str | None
-    failure_detail: str | None
-    checkpoint_step: int | None
-    last_step: int | None
-    last_loss: float | None
-    steps_per_s: float | None
-    spec: dict[str, Any]  # as submitted (JobSpec), env values hidden from all but the owner and admins
-
-    @classmethod
-    def of(cls, job: Job, show_env: bool = False) -> JobPublic:
-        fields = {name: getattr(job, name) for name in cls.model_fields if name != "spec"}
-        return cls(**fields, spec=visible_spec(job.spec, show_env))
-
-
-def visible_spec(spec: dict[str, Any], show_env: bool) -> dict[str, Any]:
-    """The spec as a reader may see it: env values (often secrets: HF_TOKEN, ...) only for its owner and admins."""
-    if show_env or not spec.get("env"):
-        return spec
-    return {**spec, "env": {k: "(hidden)" for k in spec["env"]}}
-
-
-def may_see_env(who: Principal, job: Job) -> bool:
-    return who.role == Role.ADMIN or who.name == job.owner
-
-
 class JobSummary(BaseModel):
     """A job as a list shows it: never its spec (which may hold megabytes), read from its columns alone."""
 
@@ -150,6 +109,29 @@ class JobSummary(BaseModel):
     last_step: int | None
     last_loss: float | None
     steps_per_s: float | None
+
+
+class JobPublic(JobSummary):
+    """A job whole: its summary, the failure's detail, and its spec."""
+
+    failure_detail: str | None
+    spec: dict[str, Any]  # as submitted (JobSpec), env values hidden from all but the owner and admins
+
+    @classmethod
+    def of(cls, job: Job, show_env: bool = False) -> JobPublic:
+        fields = {name: getattr(job, name) for name in cls.model_fields if name != "spec"}
+        return cls(**fields, spec=visible_spec(job.spec, show_env))
+
+
+def visible_spec(spec: dict[str, Any], show_env: bool) -> dict[str, Any]:
+    """The spec as a reader may see it: env values (often secrets: HF_TOKEN, ...) only for its owner and admins."""
+    if show_env or not spec.get("env"):
+        return spec
+    return {**spec, "env": {k: "(hidden)" for k in spec["env"]}}
+
+
+def may_see_env(who: Principal, job: Job) -> bool:
+    return who.role == Role.ADMIN or who.name == job.owner
 
 
 class JobList(BaseModel):
