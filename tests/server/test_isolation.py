@@ -10,6 +10,7 @@ saying why, and under CI=true (CI runs as root) they fail instead.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import csv
 import functools
 import json
@@ -17,6 +18,7 @@ import os
 import pwd
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -31,7 +33,7 @@ from tests.server.conftest import SERVER_START_S, StartServer, clean_env, free_p
 from tests.server.people import churn_job, people_and_clientes
 from tests.server.test_jobs import Server, final
 from treino.server import cgroups
-from treino.server.isolation import JobUser, blocked_at
+from treino.server.isolation import JobUser, blocked_at, give_dataset, resolve_job_user
 from treino.server.settings import DEFAULT_JOB_USER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -335,3 +337,41 @@ def test_v1_device_rules_allow_every_device_but_the_gpus_not_given() -> None:
         "c 195:254 rwm",
         "c 195:255 rwm",
     ]
+
+
+def test_the_job_user_cannot_plant_a_link_where_the_server_copies_datasets_and_ranks_get_whole_copies(
+    open_dir: Path,
+) -> None:
+    """The copies' folder is the server's: a job that could put a symlink at the name the server (root) writes would
+    have any file of the machine overwritten and handed to it. Eight ranks asking at once each get the whole file."""
+    user = resolve_job_user(None)
+    assert user is not None
+    stored = open_dir / "store-file.parquet"
+    stored.write_bytes(os.urandom(4 * 1024**2))
+    job_dir = open_dir / "jobs" / "1"
+    job_dir.mkdir(parents=True)
+    job_dir.chmod(0o711)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        copies = list(pool.map(lambda _: give_dataset(stored, job_dir, user), range(8)))
+    assert len(set(copies)) == 1 and copies[0].read_bytes() == stored.read_bytes()
+    info = copies[0].stat()
+    assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (user.uid, 0o400)
+    assert [p.name for p in copies[0].parent.iterdir()] == [stored.name]  # no temporary file left behind
+    victim = open_dir / "victim"
+    victim.write_text("the server's")
+    planted = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={user.uid}",
+            f"--regid={user.gid}",
+            "--clear-groups",
+            "ln",
+            "-s",
+            str(victim),
+            str(copies[0].parent / f".{stored.name}.tmp"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert planted.returncode != 0 and "Permission denied" in planted.stderr, planted
+    assert victim.read_text() == "the server's"

@@ -202,3 +202,30 @@ def test_a_later_attempt_replays_the_journal_an_earlier_one_left(make_server: Ca
     steps = [c["step"] for c in done["checkpoints"]]
     assert set(checkpoints) <= set(steps) and len(steps) == len(set(steps))
     assert journal.read_text() == ""
+
+
+HOSTILE_FOLDER = """
+import os, pathlib
+folder = pathlib.Path(os.environ["TREINO_CHECKPOINT_DIR"])
+(folder / ("step-" + "9" * 25 + ".pt")).write_bytes(b"x")  # a step no 64-bit column holds
+(folder / "step-000000007.pt").write_bytes(b"y")
+many = folder / "step-000000008"  # a sharded checkpoint whose folder the server cannot list
+(many / "sub").mkdir(parents=True)
+(many / ".metadata").write_bytes(b"z")
+(many / "sub").chmod(0)
+"""
+
+
+def test_whatever_a_job_leaves_in_its_checkpoint_folder_never_stops_the_engine(
+    make_server: Callable[..., Server],
+) -> None:
+    """The folder is the job's, and the server scans it inside the pass that records every job's exit: a step past
+    64 bits or an unreadable folder must be skipped, not fail that pass (then nothing would start or end again)."""
+    server = make_server()
+    hostile = server.submit({"name": "hostile", "command": [sys.executable, "-c", HOSTILE_FOLDER]})
+    assert server.wait(hostile, final)["state"] == "succeeded", server.logs(hostile)
+    steps = [c["step"] for c in server.job(hostile)["checkpoints"]]
+    assert 7 in steps and all(step < 2**63 for step in steps), steps
+    after = server.submit({"name": "after", "command": [sys.executable, "-c", "pass"]})
+    assert server.wait(after, final, timeout_s=30)["state"] == "succeeded"
+    assert "OverflowError" not in server.process.log() and "Traceback" not in server.process.log()

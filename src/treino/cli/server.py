@@ -228,6 +228,9 @@ def serve_until_stopped(
     """Serve until SIGTERM or SIGINT, then shut down cleanly: the periodic tasks stopped, the audit head signed,
     running jobs left to their detached supervisors for the next start to adopt."""
     import uvicorn
+    from sqlalchemy.exc import DBAPIError
+
+    from treino.errors import TreinoError
 
     # Uvicorn ends its loop on SIGTERM and SIGINT, then re-raises the signal to the handler it found: with Python's
     # default for SIGTERM that killed the process before the shutdown below ran (no signed audit checkpoint).
@@ -250,7 +253,14 @@ def serve_until_stopped(
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the checkpoint short
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C still forces the exit
-        done = ctx.shutdown()
+        try:
+            done = ctx.shutdown()
+        except (OSError, DBAPIError) as exc:  # a full disk or a broken database: said in one line
+            raise TreinoError(
+                f"Stopped {how}, but the shutdown's audit checkpoint could not be signed: {getattr(exc, 'orig', exc)}. "
+                "Running jobs were left to their supervisors. To fix: free the disk or repair the database, then "
+                "start the server again (it signs the head every 5 minutes)."
+            ) from exc
     out.print(
         f"Stopped {how}: audit checkpoint signed at record {done.audit_seq_signed}; "
         f"{done.jobs_left_running} running job(s) left to their supervisors, adopted at the next start."

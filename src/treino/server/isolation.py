@@ -11,7 +11,7 @@ A server that runs as root starts every job as the job user (`--job-user`, defau
         attempt-N/            0700 server   launch.json (the job's token), output.log, exit.json: the supervisor's
         checkpoints/          0700 job      TREINO_CHECKPOINT_DIR
         work/                 0700 job      HOME, and the working directory of a spec without `workdir`
-        datasets/             0700 job      copies of the job's pinned dataset versions, 0400
+        datasets/             0711 server   copies of the job's pinned dataset versions, each 0400 job
 
 A server that is not root cannot switch users: its jobs run as itself and can read everything above (it says so at
 start). Jobs of different treino users share the one job user, so they can read each other's folders.
@@ -24,6 +24,7 @@ import pwd
 import shutil
 import stat
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,18 +198,30 @@ def prepare_job_folder(job_dir: Path, user: JobUser | None) -> tuple[Path, Path]
 def give_dataset(stored: Path, job_dir: Path, user: JobUser | None) -> Path:
     """The path a job reads a pinned dataset version at: the store's own file when the job runs as the server's
     user; otherwise a copy in the job's folder, owned by the job user, mode 0400 (the store stays closed to it).
-    Erasure deletes the copies with the version (`drop_dataset_copies`)."""
+    Erasure deletes the copies with the version (`drop_dataset_copies`).
+
+    The copies' folder is the server's (0711), not the job user's: a job that could write there could put a
+    symlink where the server (root) writes, and have any file of the machine overwritten and handed to it. Each
+    copy is written under a fresh name (O_EXCL), owned and moded through its descriptor, then renamed into place, so
+    ranks asking at the same time never see a partial file."""
     if user is None:
         return stored
-    copies = _owned_dir(job_dir / DATASET_COPIES_DIR, user)
+    copies = job_dir / DATASET_COPIES_DIR
+    copies.mkdir(exist_ok=True)
+    copies.chmod(PASS_THROUGH_MODE)
     copy = copies / stored.name
     if copy.exists() and copy.stat().st_size == stored.stat().st_size:
         return copy
-    tmp = copies / f".{stored.name}.tmp"
-    shutil.copyfile(stored, tmp)
-    os.chown(tmp, user.uid, user.gid)
-    tmp.chmod(0o400)
-    os.replace(tmp, copy)
+    fd, tmp = tempfile.mkstemp(dir=copies, prefix=f".{stored.name}.")
+    try:
+        with os.fdopen(fd, "wb") as out, stored.open("rb") as source:
+            shutil.copyfileobj(source, out)
+            os.fchown(out.fileno(), user.uid, user.gid)
+            os.fchmod(out.fileno(), 0o400)
+        os.replace(tmp, copy)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return copy
 
 

@@ -21,13 +21,15 @@ from treino.govern.audit import Action, AuditLog
 from treino.govern.models import Dataset, DatasetVersion, JobDataset, Model
 from treino.server.backend import Placement
 from treino.server.db import Attempt, Checkpoint, Job
+from treino.server.settings import CHECKPOINTS_FOUND_MAX, INT_MAX
 
 log = logging.getLogger("treino.server")
 
 # What treino.job.Run.save writes (`step-000000100.pt`), and the folder a sharded checkpoint
 # (torch.distributed.checkpoint) would be saved as; that one counts once its `.metadata`, written last, exists.
-CHECKPOINT_FILE_RE = re.compile(r"^step-(\d{9,})\.pt$")
-SHARDED_CHECKPOINT_RE = re.compile(r"^step-(\d{9,})$")
+# At most 19 digits: a step is a 64-bit integer (INT_MAX has 19), and a longer name is no checkpoint of the SDK's.
+CHECKPOINT_FILE_RE = re.compile(r"^step-(\d{9,19})\.pt$")
+SHARDED_CHECKPOINT_RE = re.compile(r"^step-(\d{9,19})$")
 SHARDED_COMPLETE_MARKER = ".metadata"
 
 
@@ -96,16 +98,23 @@ def checkpoints_on_disk(folder: Path) -> list[tuple[int, Path, int]]:
         return []
     found = []
     for entry in entries:
+        # The folder is the job's: whatever it holds (a step past 64 bits, an unreadable folder) must never fail the
+        # engine's pass, which records every job's exit in one transaction.
         try:
-            if m := CHECKPOINT_FILE_RE.match(entry.name):
+            if (m := CHECKPOINT_FILE_RE.match(entry.name)) and int(m.group(1)) <= INT_MAX:
                 if entry.is_file():
                     found.append((int(m.group(1)), entry, entry.stat().st_size))
-            elif (m := SHARDED_CHECKPOINT_RE.match(entry.name)) and (entry / SHARDED_COMPLETE_MARKER).is_file():
+            elif (
+                (m := SHARDED_CHECKPOINT_RE.match(entry.name))
+                and int(m.group(1)) <= INT_MAX
+                and (entry / SHARDED_COMPLETE_MARKER).is_file()
+            ):
                 size = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
                 found.append((int(m.group(1)), entry, size))
-        except FileNotFoundError:  # pruned by the job meanwhile
+        except OSError:  # pruned by the job meanwhile, or closed to the server
             continue
-    return sorted(found)
+    # The newest only: a job that makes a million files must not make one pass record a million models.
+    return sorted(found)[-CHECKPOINTS_FOUND_MAX:]
 
 
 def register_model(s: Session, audit: AuditLog, job: Job, kind: str, path: str, step: int | None) -> Model:

@@ -56,6 +56,7 @@ KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor get
 # exit (exit.json): room for that record, and for the server's database to record the end when it shares the disk.
 # An attempt that fails with less than this free on its folder's filesystem failed because the disk is full.
 EXIT_RESERVE_BYTES = 1024**2
+CHECKPOINTS_FOUND_MAX = 1000  # checkpoints a job's folder may add to the record in one pass (the newest)
 QUEUE_READ_IDS_MAX = 500  # job ids per query when a tick reads back the jobs submitted since the last one
 
 # --- the HTTP API (treino.server.api) ----------------------------------------------------------------------------

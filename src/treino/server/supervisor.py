@@ -192,6 +192,22 @@ def _make_cgroup(spec: dict[str, Any] | None, log: Any) -> Cgroup | None:
         return None
 
 
+def _join(cgroup: Cgroup | None, log: Any) -> Cgroup | None:
+    """The supervisor in the attempt's cgroup, so that the command is born there (it leaves once the command runs);
+    None, said in the log, when the kernel refuses: the attempt runs without its limits rather than fail."""
+    if cgroup is None:
+        return None
+    try:
+        cgroups.join(cgroup)
+    except OSError as exc:
+        log.write(f"treino: could not enter this attempt's cgroup ({exc}); its limits do not apply\n".encode())
+        log.flush()
+        with contextlib.suppress(OSError):
+            cgroups.remove(cgroup)
+        return None
+    return cgroup
+
+
 def main(attempt_dir: Path) -> int:
     launch = json.loads((attempt_dir / "launch.json").read_text())
     key, grace_s = launch["key"], float(launch["grace_s"])
@@ -213,10 +229,8 @@ def main(attempt_dir: Path) -> int:
         record_exit(attempt_dir, LAUNCH_FAILED_EXIT, 0, disk_full=no_room)
         return 0
     with (attempt_dir / "output.log").open("ab") as log:
-        cgroup = _make_cgroup(launch.get("cgroup"), log)
+        cgroup = _join(_make_cgroup(launch.get("cgroup"), log), log)
         try:
-            if cgroup is not None:
-                cgroups.join(cgroup)  # the command is born in the attempt's cgroup, then the supervisor leaves
             child = subprocess.Popen(
                 launch["argv"],
                 cwd=launch["cwd"],

@@ -281,6 +281,8 @@ async def _refusal(scope: Scope, authorization: bytes, path: str) -> str | None:
         ctx.auth.principal(token)  # from the cache for AUTH_CACHE_S after a check, as api/deps.py's current_user
     except Unauthenticated as exc:
         return str(exc)
+    except (OSError, DBAPIError):  # a full or corrupt database: the route's own check answers it (503, 507)
+        return None
     return None
 
 
