@@ -189,11 +189,12 @@ def test_a_jobs_logs_are_its_owners_admins_and_dpos_not_a_viewers_or_another_eng
     tokens = people_and_clientes(server.url, server.token)
     assert call(server.url, server.token, "POST", "/api/v1/users", json={"name": "eng2", "role": "engineer"}).is_success
     tokens["eng2"] = call(server.url, server.token, "POST", "/api/v1/tokens", json={"user": "eng2"}).json()["token"]
-    body = {"name": "talker", "command": ["sh", "-c", "echo line-$((40 + 2))-for-its-readers"]}  # not in the spec
-    r = call(server.url, tokens["eng1"], "POST", "/api/v1/jobs", json=body)
+    # not in the spec; failing, so that its last line is also the failure's detail
+    body = {"name": "talker", "command": ["sh", "-c", "echo line-$((40 + 2))-for-its-readers; exit 3"]}
+    r = call(server.url, tokens["eng1"], "POST", "/api/v1/jobs", json={**body, "max_restarts": 0})
     assert r.status_code == 201, r.text
     job_id = r.json()["id"]
-    assert wait_final(server, job_id)["state"] == "succeeded"
+    assert wait_final(server, job_id)["state"] == "failed"
     for who in ("eng1", "admin", "dpo1"):
         r = call(server.url, tokens[who], "GET", f"/api/v1/jobs/{job_id}/logs")
         assert r.status_code == 200 and "line-42-for-its-readers" in r.json()["text"], (who, r.text)
@@ -206,7 +207,10 @@ def test_a_jobs_logs_are_its_owners_admins_and_dpos_not_a_viewers_or_another_eng
             f"{who} ({role}). To fix: ask eng1 or an admin for them, or have the server started with "
             "--logs-visible-to all.",
         }
-        assert call(server.url, tokens[who], "GET", f"/api/v1/jobs/{job_id}").status_code == 200  # the job itself
+        r = call(server.url, tokens[who], "GET", f"/api/v1/jobs/{job_id}")  # the job itself, not its output
+        assert r.status_code == 200 and "line-42" not in r.text and r.json()["failure_reason"] == "user_error"
+    r = call(server.url, tokens["dpo1"], "GET", f"/api/v1/jobs/{job_id}")
+    assert r.json()["failure_detail"] == "line-42-for-its-readers"
     # The dashboard's job page: the log for its readers, a note instead for the others, and none in the live poll.
     for who, may in (("eng1", True), ("dpo1", True), ("view1", False), ("eng2", False)):
         client, _ = login(server, tokens[who])

@@ -22,7 +22,7 @@ from fastapi import APIRouter, Header, Query, Response
 from sqlalchemy import select
 
 from treino.errors import Forbidden, SpecError
-from treino.govern.access import require_log_reader
+from treino.govern.access import may_read_logs, require_log_reader
 from treino.govern.models import Role
 from treino.server.api.deps import (
     CancelJobs,
@@ -81,6 +81,8 @@ REPLAYED: dict[int | str, dict[str, Any]] = {
     200: {"model": JobPublic, "description": "The job first submitted with this Idempotency-Key."}
 }
 
+HIDDEN_DETAIL = "(hidden: it quotes the job's log, which your role may not read)"
+
 
 @router.post("", status_code=201, response_model=JobPublic, responses={**responses(403, 409, 413), **REPLAYED})
 def submit(
@@ -119,13 +121,16 @@ async def jobs(
 
 
 @router.get("/{job_id}", response_model=JobDetail, responses=responses(403, 404))
-def job(job_id: JobId, s: SessionDep, who: ReadJobs) -> JobDetail:
+def job(job_id: JobId, ctx: Ctx, s: SessionDep, who: ReadJobs) -> JobDetail:
     j = job_or_404(s, job_id)
+    public = JobPublic.of(j, may_see_env(who, j))
+    if public.failure_detail and not may_read_logs(who, j.owner, ctx.settings.logs_visible_to):
+        public.failure_detail = HIDDEN_DETAIL  # it quotes the job's output, which this reader may not see
     attempts = s.scalars(select(Attempt).where(Attempt.job_id == job_id).order_by(Attempt.number))
     checkpoints = s.scalars(select(Checkpoint).where(Checkpoint.job_id == job_id).order_by(Checkpoint.step))
     where = ("placement", "slurm_job_id", "partition", "slurm_restarts")
     return JobDetail(
-        **JobPublic.of(j, may_see_env(who, j)).model_dump(),
+        **public.model_dump(),
         history=[
             AttemptOut(
                 number=a.number,
