@@ -353,7 +353,11 @@ class Service:
                 log.error("job %s was in the engine's queue but is %s; the queue is read again", job_id, state)
                 self._queue = None
                 return
-            to_start.append(self._prepare(s, chosen, devices, inventory))
+            try:
+                to_start.append(self._prepare(s, chosen, devices, inventory))
+            except OSError as exc:  # its folder could not be made (a full disk, a broken mount): the rest go on
+                log.error("job %s: cannot prepare its folder (%s); it stays queued", job_id, exc)
+                self._dirty = True  # and is tried again at the next tick
 
     # --- the engine's copy of the queue (module docstring) ----------------------------------------------------
     def _follow_inventory(self) -> None:
@@ -455,11 +459,12 @@ class Service:
         self, s: Session, job: Job, devices: tuple[int, ...], inventory: Inventory
     ) -> tuple[int, LaunchRequest]:
         """The attempt's row, its devices and the job's running state, in `s`; the processes start after commit."""
+        # First, before any change to the job: an OSError here leaves it queued as it was (_schedule)
+        checkpoint_dir, work_dir = prepare_job_folder(self.job_dir(job.id), self.settings.job_user)
         spec = JobSpec.model_validate(job.spec)
         number = job.attempts + 1
         job_token = new_job_token()  # a fresh token per attempt; the old one stops working
         job.job_token_hash = token_hash(job_token)
-        checkpoint_dir, work_dir = prepare_job_folder(self.job_dir(job.id), self.settings.job_user)
         env = {
             **_base_env(),
             **spec.env,
