@@ -8,6 +8,7 @@ reaches the database or the filesystem in a form they reject with a 500.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -128,6 +129,15 @@ def visible_spec(spec: dict[str, Any], show_env: bool) -> dict[str, Any]:
     if show_env or not spec.get("env"):
         return spec
     return {**spec, "env": {k: "(hidden)" for k in spec["env"]}}
+
+
+def path_exists(path: str) -> bool:
+    """Whether a recorded path exists; False for one the filesystem cannot even look up (a name over NAME_MAX, a
+    NUL byte: rows stored before the API refused them), so that no such row can make a page fail."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
 
 
 def may_see_env(who: Principal, job: Job) -> bool:

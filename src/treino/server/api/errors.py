@@ -282,7 +282,7 @@ async def _refusal(scope: Scope, authorization: bytes, path: str) -> str | None:
     except Unauthenticated as exc:
         return str(exc)
     except (OSError, DBAPIError):  # a full or corrupt database: the route's own check answers it (503, 507)
-        return None
+        pass
     return None
 
 

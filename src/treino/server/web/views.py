@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Select, func, select
@@ -15,6 +14,7 @@ from treino.govern.access import Principal, allowed
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, JobDataset, Model, Role
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, FINAL_STATES, Attempt, Checkpoint, Job, JobState, MetricPoint
+from treino.server.schemas import path_exists
 
 QUEUE_SHOWN = 50  # queued jobs listed on the overview (the count covers all)
 RECENT_SHOWN = 15  # finished jobs listed on the overview
@@ -184,20 +184,11 @@ def log_tail(ctx: ServerContext, job: Job) -> str:
     return data.decode(errors="replace")
 
 
-def exists(path: str) -> bool:
-    """Whether a recorded path exists; False for one the filesystem cannot even look up (a name over NAME_MAX, a
-    NUL byte: rows stored before the API refused them), so that no such row can make a page fail."""
-    try:
-        return Path(path).exists()
-    except (OSError, ValueError):
-        return False
-
-
 def job_page(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) -> dict[str, Any]:
     """What the job page shows; its log tail only with `show_log` (the visitor may read the job's logs), else None."""
     attempts = list(s.scalars(select(Attempt).where(Attempt.job_id == job.id).order_by(Attempt.number)))
     checkpoints = [
-        {"step": c.step, "path": c.path, "bytes": c.bytes, "attempt": c.attempt, "exists": exists(c.path)}
+        {"step": c.step, "path": c.path, "bytes": c.bytes, "attempt": c.attempt, "exists": path_exists(c.path)}
         for c in s.scalars(select(Checkpoint).where(Checkpoint.job_id == job.id).order_by(Checkpoint.step))
     ]
     reads = s.execute(

@@ -52,6 +52,7 @@ from treino.server.schemas import (
     MetricsIn,
     MetricsOut,
     may_see_env,
+    path_exists,
     responses,
 )
 from treino.server.settings import (
@@ -150,7 +151,7 @@ def job(job_id: JobId, ctx: Ctx, s: SessionDep, who: ReadJobs) -> JobDetail:
                 bytes=c.bytes,
                 attempt=c.attempt,
                 created_at=c.created_at,
-                exists=_exists(c.path),
+                exists=path_exists(c.path),
             )
             for c in checkpoints
         ],
@@ -244,13 +245,6 @@ def post_checkpoint(job_id: JobId, body: CheckpointIn, ctx: Ctx, _job: JobWriter
         assert j is not None
         record_checkpoint(s, ctx.audit, j, body.step, body.path, body.bytes)
     return CheckpointAck(job=job_id, step=body.step)
-
-
-def _exists(path: str) -> bool:
-    try:
-        return Path(path).exists()
-    except (OSError, ValueError):  # e.g. a name over 255 bytes
-        return False
 
 
 def read_chunk(path: Path, offset: int) -> tuple[str, int]:
