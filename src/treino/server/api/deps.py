@@ -32,7 +32,7 @@ from treino.server.settings import INT_MAX, PAGE_MAX
 log = logging.getLogger("treino.server")
 
 
-def context(request: Request) -> ServerContext:
+async def context(request: Request) -> ServerContext:
     ctx: ServerContext = request.app.state.ctx
     return ctx
 
@@ -49,11 +49,18 @@ SessionDep = Annotated[Session, Depends(session)]
 _scheme = HTTPBearer(auto_error=False, description="A user's API token, or a job attempt's TREINO_JOB_TOKEN.")
 
 
-def bearer_token(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_scheme)]) -> str:
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_scheme)]
+
+
+def token_of(credentials: HTTPAuthorizationCredentials | None) -> str:
     """The token of `Authorization: Bearer <token>` (401 without one)."""
     if credentials is None or not credentials.credentials.strip():
         raise Unauthenticated("Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token).")
     return credentials.credentials.strip()
+
+
+async def bearer_token(credentials: Credentials) -> str:
+    return token_of(credentials)
 
 
 BearerToken = Annotated[str, Depends(bearer_token)]
@@ -74,7 +81,11 @@ def need(permission: str, *, unrecorded_ok: bool = False) -> Callable[..., Corou
     or for a corrupt database, the request fails (507, 503), unless `unrecorded_ok`: then it goes on and
     `request.state.unrecorded` says why it was not recorded (audit verify: a verdict must not need a write)."""
 
-    async def check(request: Request, ctx: Ctx, who: CurrentUser) -> Principal:
+    # One dependency on the scheme, not a chain of context -> token -> user: FastAPI introspects every node of the
+    # graph on every request, and the job list's p99 under load is mostly that (benchmarks/server_bench.py).
+    async def check(request: Request, credentials: Credentials) -> Principal:
+        ctx: ServerContext = request.app.state.ctx
+        who = ctx.auth.principal(token_of(credentials))
         require(who, permission)
         if permission in SENSITIVE_PERMISSIONS:
             detail = {"permission": permission, "path": request.url.path, "token": who.token_id}
