@@ -118,15 +118,16 @@
       fig.append(cap, el);
       box.append(fig);
       if (!tables.length) { el.textContent = T.tNone; continue; }
-      charts.push(new uPlot({
+      fig.uplot = new uPlot({
         width: width, height: 220,
         legend: { show: true },
         scales: { x: { time: false }, y: state.log ? { distr: 3 } : {} },
         axes: [{ label: "step" }, { values: (u, v) => v.map((x) => (x == null ? "" : fmt.format(x))), size: 60 }],
         series: series,
-      }, tables.length === 1 ? tables[0] : uPlot.join(tables), el));
+      }, tables.length === 1 ? tables[0] : uPlot.join(tables), el);
+      charts.push(fig.uplot);
     }
-    root.dataset.drawn = String(charts.length); // for tests: how many charts the last draw made
+    root.dataset.drawn = String(charts.length); // how many charts the last draw made (each figure's .uplot is its chart)
   }
 
   function learnKeys() {
