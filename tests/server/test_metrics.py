@@ -123,6 +123,10 @@ def test_cli_show_metric_and_metrics(shared: ServerProcess, sdk_job: int, tmp_pa
     table = [line.replace("│", " ").split() for line in lines[-4:]]
     assert table == [["5", "0.25"], ["10", "0.5"], ["15", "0.75"], ["20", "1"]]
 
+    out = treino("show", str(sdk_job), "--metric", "lr", "--json", cwd=tmp_path, server=shared)
+    lr = json.loads(out.stdout)
+    assert (lr["key"], lr["points"], lr["step"], lr["last"]) == ("lr", 20, list(range(1, 21)), 0.5**20)
+
     out = treino("show", str(sdk_job), "--metric", "los", cwd=tmp_path, server=shared)
     assert out.returncode == 2 and out.stdout == ""
     message = " ".join(out.stderr.split())
