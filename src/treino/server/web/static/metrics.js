@@ -182,13 +182,17 @@
   renderPick();
   reload();
 
-  // While a job shown is not final, its series grow: fetch them again every POLL_MS.
-  let busy = false;
+  // While a job shown is not final, its series grow: fetch them again every POLL_MS, or, for a run so long that
+  // reading it takes a while, after IDLE_FACTOR times that long (one viewer keeps the server busy 1/(1+4) at most).
+  const IDLE_FACTOR = 4;
+  let busy = false, nextAt = 0;
   setInterval(async () => {
     const live = [jobId, ...state.compare].filter((id) => data.has(id) && !data.get(id).job.final);
-    if (busy || document.hidden || !live.length) return;
+    if (busy || document.hidden || !live.length || Date.now() < nextAt) return;
     busy = true;
+    const started = Date.now();
     try { await Promise.all(live.map(fetchJob)); learnKeys(); renderCompared(); draw(); } catch (e) { console.warn(e); }
+    nextAt = Date.now() + IDLE_FACTOR * (Date.now() - started);
     busy = false;
   }, +T.poll);
 })();
