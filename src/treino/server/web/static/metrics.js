@@ -22,6 +22,7 @@
   };
   let known = JSON.parse($("metric-keys-data").textContent).map((k) => k.key); // every key of every job shown
   if (!params.has("key")) state.keys = known.slice(0, +T.defaultKeys);
+  known = [...new Set([...known, ...state.keys])].sort(); // a link's key this job lacks: still a box to untick
   const data = new Map(); // job id -> its last metrics.json
   let charts = [];
 
