@@ -16,7 +16,6 @@ The API (/api/v1/jobs/{id}/metrics/keys and .../series), the job page and `trein
 from __future__ import annotations
 
 import difflib
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,10 +66,12 @@ def read(s: Session, job_id: int) -> dict[str, Series]:
         .where(MetricPoint.job_id == job_id)
         .order_by(MetricPoint.step, MetricPoint.time, MetricPoint.id)
     )
-    for step, values in rows:
-        for key, value in (values or {}).items():
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-            latest.setdefault(key, {})[step] = float(value) if ok else None  # a later time overwrites
+    for step, values in rows:  # values are finite numbers or None: POST .../metrics stored them so (MetricIn)
+        for key, value in values.items():
+            by_step = latest.get(key)
+            if by_step is None:
+                by_step = latest[key] = {}
+            by_step[step] = value  # a later time overwrites
     found: dict[str, Series] = {}
     for key in sorted(latest):
         by_step = latest[key]  # filled in ascending step order: its keys are sorted
