@@ -144,6 +144,8 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("GET", "/api/v1/jobs/1", None, "jobs.read"),
     ("GET", "/api/v1/jobs/1/logs", None, "logs"),
     ("GET", "/api/v1/jobs/1/metrics", None, "metrics.read"),
+    ("GET", "/api/v1/jobs/1/metrics/keys", None, "metrics.read"),
+    ("GET", "/api/v1/jobs/1/metrics/series?key=loss", None, "metrics.read"),
     ("GET", "/metrics", None, "metrics.read"),
     ("POST", "/api/v1/jobs", {"name": "m", "command": ["true"]}, "jobs.submit"),
     ("POST", "/api/v1/jobs/1/cancel", None, "jobs.cancel"),

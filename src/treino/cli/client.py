@@ -334,10 +334,19 @@ def jobs(
 def show(
     job_id: Annotated[int, typer.Argument(help="Job id, from 'treino jobs'.")],
     as_json: JsonOpt = False,
+    metric: Annotated[
+        str | None, typer.Option("--metric", help="Only this metric: its curve, last, min, max ('treino metrics ID').")
+    ] = None,
     url: UrlOpt = None,
     token: TokenOpt = None,
 ) -> None:
-    """One job: its fields, attempts, checkpoints, why it failed, and its loss curve."""
+    """One job: its fields, attempts, checkpoints, why it failed, and its loss curve (or one metric's, --metric)."""
+    if metric is not None:
+        from treino.cli.metrics import show_metric
+
+        with _client(url, token) as client:
+            show_metric(client, job_id, metric, as_json)
+        return
     with _client(url, token) as client:
         job = client.job(job_id)
         points = [] if as_json else client.metrics(job_id)

@@ -206,6 +206,34 @@ class MetricsOut(BaseModel):
     points: list[MetricOut]
 
 
+class MetricKey(BaseModel):
+    """One key a job logged (treino.server.metric_series): each step counted once, min and max over finite values."""
+
+    key: str
+    points: int
+    first_step: int | None
+    last_step: int | None
+    last: float | None  # null: the last value was NaN or inf
+    min: float | None
+    max: float | None
+
+
+class MetricKeys(BaseModel):
+    job: int
+    keys: list[MetricKey]
+
+
+class MetricSeries(MetricKey):
+    step: list[int]
+    value: list[float | None]
+    downsampled: bool  # `points` were more than max_points: these are the first, last, and each run's min and max
+
+
+class MetricSeriesList(BaseModel):
+    job: int
+    series: list[MetricSeries]
+
+
 class CheckpointIn(Schema):
     step: Count
     path: FsPath

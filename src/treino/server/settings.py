@@ -77,6 +77,11 @@ PAGE_MAX = 1000  # rows per page of the other lists that grow (datasets, models)
 PAGE_DEFAULT = 100
 METRIC_POINTS_MAX = 100_000  # metric points per GET
 METRIC_POINTS_PER_POST_MAX = 10_000
+# GET /api/v1/jobs/{id}/metrics/series?key=&max_points=: points per series (a longer run is downsampled to them,
+# treino.server.metric_series.downsample), and keys per request
+METRIC_SERIES_POINTS_MAX = 10_000
+METRIC_SERIES_POINTS_DEFAULT = 1000
+METRIC_SERIES_KEYS_MAX = 100
 LOG_CHUNK_BYTES_MAX = 1024**2  # of an attempt's output per GET
 REQUEST_BYTES_MAX = 16 * 1024**2  # the largest body any route takes; larger ones get 413 before they are read
 # Each route's body ceiling (treino.server.api.errors.body_limit), checked after the token and before a byte is read:

@@ -171,6 +171,22 @@ PT: dict[str, str] = {
     "job holding it": "job que a ocupa",
     "months": "meses",
     "steps": "passos",
+    "Metrics": "Métricas",
+    "keys": "chaves",
+    "key": "chave",
+    "points": "pontos",
+    "last step": "último passo",
+    "last": "último",
+    "log scale": "escala log",
+    "smoothing": "suavização",
+    "raw": "bruto",
+    "Compare with job #": "Comparar com o job #",
+    "Compare": "Comparar",
+    "Remove": "Remover",
+    "no such job, or not yours to see": "job inexistente, ou que você não pode ver",
+    "not visible to you": "não visível para você",
+    "could not be read": "não pôde ser lido",
+    "none of the jobs shown logged it": "nenhum dos jobs mostrados a registrou",
 }
 
 

@@ -4,6 +4,8 @@ GET  /login, POST /login (form: token)      opens a session: its id in the HttpO
 GET  /                                      overview: devices and their jobs, queue, running jobs with ETA
 GET  /overview.json                         what the overview's script polls every 2 s
 GET  /jobs/{id}, GET /jobs/{id}/live.json   a job: spec, attempts, log tail, loss and steps/s curves, checkpoints
+GET  /jobs/{id}/metrics.json?key=&key=      its metric keys and those keys' series: every key charted, overlaid with
+                                            other jobs' (?compare=ID in the page's URL; each fetched and checked alone)
 POST /jobs/{id}/cancel, /jobs/{id}/resubmit jobs.cancel (engineers: own jobs) / jobs.submit; CSRF token required
 GET  /plan?model=&gpu=&gpus=...             the planner: memory, verdict and advice, scaling, cost
 GET  /data?actor=&action=&dataset=          datasets, lineage, erasures, audit search: audit.read (dpo, admin)
@@ -41,7 +43,7 @@ from treino.server.auth import token_hash
 from treino.server.context import ServerContext
 from treino.server.db import FINAL_STATES
 from treino.server.schemas import may_see_env, visible_spec
-from treino.server.settings import COOKIE, FORM_BYTES_MAX, INT_MAX, POLL_MS
+from treino.server.settings import COOKIE, FORM_BYTES_MAX, INT_MAX, METRIC_SERIES_KEYS_MAX, POLL_MS
 from treino.server.spec import JobSpec
 from treino.server.web import plan_view, views
 from treino.server.web.i18n import negotiate
@@ -102,6 +104,7 @@ def allowed_to(permission: str, what: str = "") -> Any:
 
 
 Reader = Annotated[Visitor, allowed_to("jobs.read")]
+MetricsReader = Annotated[Visitor, allowed_to("metrics.read", "read job metrics")]
 Canceller = Annotated[Visitor, allowed_to("jobs.cancel")]
 Submitter = Annotated[Visitor, allowed_to("jobs.submit")]
 Auditor = Annotated[Visitor, allowed_to("audit.read", "read the audit log")]
@@ -239,6 +242,7 @@ def job_page(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Reader, msg
         d=data,
         spec_yaml=yaml.safe_dump(visible_spec(job.spec, may_see_env(who, job)), sort_keys=False, allow_unicode=True),
         curves_json=_script_json(data["curves"]),
+        metric_keys_json=_script_json(data["metric_keys"]),
         may_cancel=views.may_cancel(who, job),
         may_resubmit=allowed(who.role, "jobs.submit") and may_see_env(who, job),
         log_readers=", ".join(sorted(readers)),
@@ -252,6 +256,17 @@ def job_live(job_id: PageJobId, ctx: Ctx, visitor: Reader) -> JSONResponse:
         job = job_or_404(s, job_id)
         show_log = may_read_logs(visitor.who, job.owner, ctx.settings.logs_visible_to)
         return JSONResponse(views.live(ctx, s, job, show_log))
+
+
+@router.get("/jobs/{job_id}/metrics.json")
+def job_metrics(
+    request: Request, job_id: PageJobId, ctx: Ctx, _visitor: Reader, _metrics: MetricsReader
+) -> JSONResponse:
+    """The metric charts' data (views.metrics): one request per job shown, the page's own or a compared one, each
+    checked as the job's own page is."""
+    wanted = request.query_params.getlist("key")[:METRIC_SERIES_KEYS_MAX]
+    with ctx.sessions() as s:
+        return JSONResponse(views.metrics(s, job_or_404(s, job_id), wanted))
 
 
 @router.post("/jobs/{job_id}/cancel")

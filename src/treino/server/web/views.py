@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, defer
 
 from treino.govern.access import Principal, allowed
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, JobDataset, Model, Role
+from treino.server import metric_series
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, FINAL_STATES, Attempt, Checkpoint, Job, JobState, MetricPoint
 from treino.server.schemas import path_exists
@@ -225,6 +226,19 @@ def job_page(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) ->
         "rate_path": svg_path(data["step"], data["rate"]),
         "log": log_tail(ctx, job) if show_log else None,
         "final": job.state in FINAL_STATES,
+        "metric_keys": metric_series.keys(s, job.id),
+    }
+
+
+def metrics(s: Session, job: Job, wanted: list[str]) -> dict[str, Any]:
+    """What the job page's metric charts fetch, for this job or one compared with it: the job, its keys, and the
+    series of those of `wanted` it logged (each at most CHART_POINTS_MAX points; a key it never logged is left out)."""
+    found = metric_series.read(s, job.id)
+    picked = [metric_series.downsample(found[k], CHART_POINTS_MAX) for k in dict.fromkeys(wanted) if k in found]
+    return {
+        "job": {"id": job.id, "name": job.name, "state": job.state, "final": job.state in FINAL_STATES},
+        "keys": [x.stats() for x in found.values()],
+        "series": [{**x.stats(), "step": x.steps, "value": x.values} for x in picked],
     }
 
 
