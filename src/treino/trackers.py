@@ -88,7 +88,14 @@ def pip_hint(names: Sequence[str]) -> str:
 def missing_packages(names: Sequence[str]) -> list[str]:
     """The trackers among `names` whose package this Python cannot find (found, not imported: importing wandb and
     mlflow takes seconds)."""
-    return [n for n in names if importlib.util.find_spec(PACKAGES[n][0]) is None]
+    return [n for n in names if not _findable(PACKAGES[n][0])]
+
+
+def _findable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # sys.modules[module] is None: imports of it are blocked
+        return False
 
 
 def parse_trackers(raw: str) -> list[str]:
