@@ -42,7 +42,9 @@ def test_which_trackers_a_run_chooses(local: None, monkeypatch: pytest.MonkeyPat
         trackers.choose(None, managed=True)
 
 
-def test_a_local_run_without_trackers_writes_nothing(local: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_local_run_without_trackers_writes_nothing(
+    local: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     run = job.init(checkpoint_dir=tmp_path / "ckpt")
     run.config(lr=0.1)

@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import Database
 from tests.server.conftest import Servers
-from tests.server.test_jobs import ROOT, Server, final
+from tests.server.test_jobs import Server, final
 
 LOSSES = [1.0 / step for step in range(1, 6)]  # what the job logs at steps 1..5
 HPARAMS = {"lr": 0.001, "layers": 2, "tied": True, "optim": {"name": "adamw", "beta2": 0.95}}
@@ -176,7 +176,13 @@ def test_a_job_writes_every_tracker_and_reaches_for_no_network(
     [run] = client.search_runs([experiment.experiment_id])
     assert run.info.run_name == f"job-{job_id}" and run.info.status == "FINISHED"
     assert run.data.tags["treino.job_id"] == str(job_id)
-    assert run.data.params == {"lr": "0.001", "layers": "2", "tied": "True", "optim.name": "adamw", "optim.beta2": "0.95"}
+    assert run.data.params == {
+        "lr": "0.001",
+        "layers": "2",
+        "tied": "True",
+        "optim.name": "adamw",
+        "optim.beta2": "0.95",
+    }
     history = client.get_metric_history(run.info.run_id, "loss")
     assert [(m.step, m.value) for m in history] == list(enumerate(LOSSES, start=1))
 
@@ -264,4 +270,3 @@ def test_a_tracker_the_jobs_python_lacks_or_an_unknown_one_is_refused_at_submit(
     assert "no tracker 'wandbb' (did you mean 'wandb'?)" in r.json()["detail"][0]["message"]
     r = submit({"command": ["true"], "trackers": ["mlflow", "mlflow"]})
     assert r.status_code == 422 and "twice" in r.text
-

@@ -62,6 +62,7 @@ QUEUE_READ_IDS_MAX = 500  # job ids per query when a tick reads back the jobs su
 # A spec's `trackers` at submit (treino.server.trackers): how long the job's Python may take to say which tracker
 # packages it finds; past this the submit is refused (a Python that hangs at start would hang the job too).
 TRACKER_CHECK_TIMEOUT_S = 20.0
+TRACKER_CHECK_OUTPUT_BYTES_MAX = 64 * 1024  # of its output kept (the answer is one short line)
 
 # --- the HTTP API (treino.server.api) ----------------------------------------------------------------------------
 AUTH_CACHE_S = 2.0  # how long a checked token is trusted without a query (a revocation clears the cache)

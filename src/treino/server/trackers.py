@@ -9,26 +9,34 @@ A tracker whose package the job's Python cannot find would only be skipped with 
                                            accelerate, deepspeed), found on the job's PATH as the kernel would
     command: [anything else]               the server's Python (the best guess; the job still warns at run time)
 
-It runs `python -c` with the job's environment (the server's, then the spec's `env`: PYTHONPATH counts) in the
-job's working directory, asking importlib.util.find_spec for each package: found, not imported (importing wandb
-and mlflow takes seconds). Only an explicit `trackers` is checked: the default (TensorBoard) is skipped at run
-time with one info line when it is missing. On a Slurm cluster the nodes are assumed to run the same Python
-(a shared file system, as for `script` jobs).
+It runs `python -c` as the job would: as the job's user (never as the server, which may be root: the submitter chose
+this Python and its environment), with the job's environment (the server's, then the spec's `env`: PYTHONPATH
+counts), in the job's working directory, in its own process group killed after TRACKER_CHECK_TIMEOUT_S, asking
+importlib.util.find_spec for each package: found, not imported (importing wandb and mlflow takes seconds). Only
+an explicit `trackers` is checked: the default (TensorBoard) is skipped at run time with one info line when it is
+missing. On a Slurm cluster the nodes are assumed to run the same Python (a shared file system, as for `script`
+jobs).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import select
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 from treino import trackers as bridges
 from treino.errors import SpecError
+from treino.server.isolation import JobUser
 from treino.server.service import _base_env as job_base_env
-from treino.server.settings import TRACKER_CHECK_TIMEOUT_S, Settings
+from treino.server.settings import TRACKER_CHECK_OUTPUT_BYTES_MAX, TRACKER_CHECK_TIMEOUT_S, Settings
 from treino.server.spec import JobSpec
 
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?$")
@@ -63,6 +71,8 @@ def _which(name: str, env: dict[str, str], cwd: Path) -> Path | None:
 
 def _shebang_python(program: Path, env: dict[str, str], cwd: Path) -> Path | None:
     """The Python of a script's "#!" line (`#!/venv/bin/python3`, `#!/usr/bin/env python3`), or None."""
+    if not program.is_file():  # a FIFO would block the read
+        return None
     try:
         with program.open("rb") as f:
             head = f.read(_SHEBANG_BYTES_MAX)
@@ -84,19 +94,14 @@ def check(spec: JobSpec, settings: Settings) -> None:
     if not spec.trackers:
         return
     env = {**job_base_env(), **spec.env}  # as the engine gives the job's processes, less the TREINO_ variables
+    user = settings.job_user
+    if user is not None:  # as the job user, never as the server: the submitter chose this Python and its env
+        env.update({"HOME": str(settings.jobs_dir), "USER": user.name, "LOGNAME": user.name})
     cwd = Path(spec.workdir) if spec.workdir and Path(spec.workdir).is_dir() else settings.data_dir
     python = job_python(spec, settings, env, cwd)
     modules = {bridges.PACKAGES[name][0]: name for name in spec.trackers}
     try:
-        done = subprocess.run(
-            [python, "-c", _PROBE, *modules],
-            env=env,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=TRACKER_CHECK_TIMEOUT_S,
-            check=False,
-        )
+        returncode, output = _run_bounded([python, "-c", _PROBE, *modules], env, cwd, user)
     except subprocess.TimeoutExpired:
         raise SpecError(
             "trackers",
@@ -108,17 +113,14 @@ def check(spec: JobSpec, settings: Settings) -> None:
         raise SpecError(
             "trackers",
             f"cannot run the job's Python {python} to check the trackers' packages ({exc.strerror}). To fix: install "
-            "Python there, or drop 'trackers' from the spec.",
+            "Python there (readable by the job's user), or drop 'trackers' from the spec.",
         ) from exc
-    try:
-        missing_modules = json.loads(done.stdout.decode().strip().splitlines()[-1]) if done.returncode == 0 else None
-    except (ValueError, IndexError):
-        missing_modules = None
-    if not isinstance(missing_modules, list):
+    missing_modules = _answer(output) if returncode == 0 else None
+    if missing_modules is None:
         raise SpecError(
             "trackers",
-            f"the job's Python {python} failed to check the trackers' packages (exit {done.returncode}: "
-            f"{done.stderr.decode(errors='replace').strip()[-500:]}). To fix: check that Python, or drop 'trackers' "
+            f"the job's Python {python} failed to check the trackers' packages (exit {returncode}: "
+            f"{output.decode(errors='replace').strip()[-500:]}). To fix: check that Python, or drop 'trackers' "
             "from the spec.",
         )
     missing = [modules[m] for m in missing_modules if m in modules]
@@ -129,3 +131,51 @@ def check(spec: JobSpec, settings: Settings) -> None:
             f"the tracker(s) {', '.join(missing)} need. To fix: {bridges.pip_hint(missing)} with that Python "
             "(\"pip install 'treino[trackers]'\" brings all three), or drop them from 'trackers'.",
         )
+
+
+def _answer(output: bytes) -> list[str] | None:
+    """The probe's JSON list: its last line that is one (a sitecustomize may print before it)."""
+    for line in reversed(output.decode(errors="replace").splitlines()):
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(answer, list) and all(isinstance(m, str) for m in answer):
+            return answer
+    return None
+
+
+def _run_bounded(argv: list[str], env: dict[str, str], cwd: Path, user: JobUser | None) -> tuple[int, bytes]:
+    """(exit status, stdout and stderr) of `argv`, in its own process group, as `user` with no supplementary
+    groups; at most TRACKER_CHECK_OUTPUT_BYTES_MAX are kept (the rest is drained), and the group is killed after
+    TRACKER_CHECK_TIMEOUT_S (TimeoutExpired)."""
+    as_user: dict[str, Any] = {} if user is None else {"user": user.uid, "group": user.gid, "extra_groups": []}
+    deadline = time.monotonic() + TRACKER_CHECK_TIMEOUT_S
+    with subprocess.Popen(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        **as_user,
+    ) as proc:
+        assert proc.stdout is not None
+        output = bytearray()
+        try:
+            while True:
+                remaining_s = deadline - time.monotonic()
+                if remaining_s <= 0:
+                    raise subprocess.TimeoutExpired(argv, TRACKER_CHECK_TIMEOUT_S)
+                ready, _, _ = select.select([proc.stdout], [], [], remaining_s)
+                if not ready:
+                    continue
+                chunk = os.read(proc.stdout.fileno(), 64 * 1024)
+                if not chunk:
+                    break
+                output += chunk[: max(0, TRACKER_CHECK_OUTPUT_BYTES_MAX - len(output))]
+            return proc.wait(max(0.0, deadline - time.monotonic())), bytes(output)
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the probe's group, whatever it left behind
