@@ -9,10 +9,14 @@ The database plays no part here: these tests run on SQLite only."""
 from __future__ import annotations
 
 import json
+import os
+import pwd
+import shutil
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import textwrap
 import zlib
 from collections.abc import Iterator
@@ -24,6 +28,7 @@ import pytest
 from tests.conftest import Database
 from tests.server.conftest import Servers
 from tests.server.test_jobs import Server, final
+from treino.server.settings import DEFAULT_JOB_USER
 
 LOSSES = [1.0 / step for step in range(1, 6)]  # what the job logs at steps 1..5
 HPARAMS = {"lr": 0.001, "layers": 2, "tied": True, "optim": {"name": "adamw", "beta2": 0.95}}
@@ -270,3 +275,27 @@ def test_a_tracker_the_jobs_python_lacks_or_an_unknown_one_is_refused_at_submit(
     assert "no tracker 'wandbb' (did you mean 'wandb'?)" in r.json()["detail"][0]["message"]
     r = submit({"command": ["true"], "trackers": ["mlflow", "mlflow"]})
     assert r.status_code == 422 and "twice" in r.text
+
+
+def test_the_check_runs_as_the_job_user_never_as_the_server(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A submitter picks the Python and its environment: a root server must not run them as root."""
+    if os.geteuid() != 0:
+        pytest.skip("only a root server switches to a job user")
+    folder = Path(tempfile.mkdtemp(prefix="treino-trackers-"))  # not pytest's 0700 tmp: the job user runs from it
+    try:
+        folder.chmod(0o755)
+        fake = folder / "python"  # named like a Python: the check runs it as the job's interpreter
+        fake.write_text(f"#!/bin/sh\nid -u > {folder}/uid\necho '[\"wandb\"]'\n")
+        fake.chmod(0o755)
+        (folder / "uid").touch(mode=0o666)
+        (folder / "uid").chmod(0o666)
+        servers = Servers(tmp_path_factory, Database())
+        try:
+            server = Server(servers.start(data_dir=folder / "data", job_user=None))  # the job user: treino-job
+            r = server.api("POST", "/api/v1/jobs", json={"name": "t", "command": [str(fake)], "trackers": ["wandb"]})
+        finally:
+            servers.close()
+        assert r.status_code == 422 and "cannot import wandb" in r.text, r.text
+        assert int((folder / "uid").read_text()) == pwd.getpwnam(DEFAULT_JOB_USER).pw_uid != 0
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
