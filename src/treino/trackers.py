@@ -199,6 +199,8 @@ class MLflow:
         self.job_id = job_id
         self._client: Any = None
         self.run_id = ""
+        self._params: dict[str, str] = {}  # logged so far: MLflow keeps a parameter's first value for good
+        self._warned_params = False
 
     def open(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -213,6 +215,7 @@ class MLflow:
             )
             if earlier:
                 self.run_id = earlier[0].info.run_id
+                self._params = dict(earlier[0].data.params)
                 self._client.update_run(self.run_id, status="RUNNING")
                 return
         name = f"job-{self.job_id}" if self.job_id is not None else "local"
@@ -228,8 +231,18 @@ class MLflow:
             self._client.log_batch(self.run_id, metrics=metrics[i : i + MLFLOW_BATCH_METRICS_MAX])
 
     def config(self, hparams: dict[str, bool | int | float | str]) -> None:
-        params = [self._entities.Param(k, str(v)) for k, v in hparams.items()]
-        self._client.log_batch(self.run_id, params=params)
+        new = {k: str(v) for k, v in hparams.items() if k not in self._params}
+        changed = sorted(k for k, v in hparams.items() if k in self._params and self._params[k] != str(v))
+        if new:
+            self._client.log_batch(self.run_id, params=[self._entities.Param(k, v) for k, v in new.items()])
+            self._params.update(new)
+        if changed and not self._warned_params:
+            self._warned_params = True
+            log.warning(
+                "treino: MLflow keeps a parameter's first value; %s changed and keep it there (config.json and the "
+                "other trackers have the new values).",
+                ", ".join(changed),
+            )
 
     def close(self) -> None:
         if self._client is not None and self.run_id:

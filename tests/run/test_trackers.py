@@ -4,6 +4,7 @@ when asked for, one info line for the default; never a crash)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -66,10 +67,12 @@ def test_a_failing_tracker_is_one_warning_and_the_others_go_on(
         run.config(lr=0.1, model={"layers": 2})
         for step in range(1, 4):
             run.log(step=step, loss=1.0 / step)
+        run.config(lr=0.2, warmup=10)  # MLflow cannot change a parameter: it keeps 0.1, says so, and goes on
         run.finish()
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    assert len(warnings) == 1, warnings
+    assert len(warnings) == 2, warnings
     assert warnings[0].startswith("treino: the tensorboard tracker failed to open (FileExistsError")
+    assert warnings[1].startswith("treino: MLflow keeps a parameter's first value; lr changed")
     assert [(p.step, p.values["loss"]) for p in run.metrics] == [(1, 1.0), (2, 0.5), (3, 1.0 / 3)]
 
     from mlflow.tracking import MlflowClient
@@ -78,10 +81,10 @@ def test_a_failing_tracker_is_one_warning_and_the_others_go_on(
     experiment = client.get_experiment_by_name("treino")
     assert experiment is not None
     [mlflow_run] = client.search_runs([experiment.experiment_id])
-    assert mlflow_run.data.params == {"lr": "0.1", "model.layers": "2"}
+    assert mlflow_run.data.params == {"lr": "0.1", "model.layers": "2", "warmup": "10"}
     history = client.get_metric_history(mlflow_run.info.run_id, "loss")
     assert [(m.step, m.value) for m in history] == [(1, 1.0), (2, 0.5), (3, 1.0 / 3)]
-    assert (folder / "config.json").read_text().count('"layers": 2') == 1
+    assert json.loads((folder / "config.json").read_text()) == {"lr": 0.2, "model": {"layers": 2}, "warmup": 10}
 
 
 # A Python that finds no tracker package: the interpreter without its site-packages (-S), treino from the source.

@@ -219,6 +219,48 @@ def test_a_job_writes_every_tracker_and_reaches_for_no_network(
     assert connections(trap) == 0
 
 
+def test_a_restarted_job_goes_on_in_the_same_mlflow_run_and_wandb_id(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os, sys
+            from treino import job
+            run = job.init()
+            run.config(lr=0.1)
+            attempt = int(os.environ["TREINO_ATTEMPT"])
+            for step in (1, 2) if attempt == 1 else (3, 4):
+                run.log(step=step, loss=float(step))
+            run.finish()
+            sys.exit(1 if attempt == 1 else 0)  # the first attempt crashes after its steps
+            """
+        )
+    )
+    job_id = server.submit(
+        {"name": "again", "command": [sys.executable, str(script)], "max_restarts": 1, "trackers": ["mlflow", "wandb"]}
+    )
+    job = server.wait(job_id, final)
+    assert job["state"] == "succeeded" and job["attempts"] == 2, server.logs(job_id)
+    folder = server.data_dir / "jobs" / str(job_id) / "trackers"
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=(folder / "mlflow").as_uri())
+    [run] = client.search_runs([client.get_experiment_by_name("treino").experiment_id])
+    assert [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "loss")] == [
+        (1, 1.0),
+        (2, 2.0),
+        (3, 3.0),
+        (4, 4.0),
+    ]
+    assert run.data.params == {"lr": "0.1"} and run.info.status == "FINISHED"
+    run_files = sorted((folder / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(run_files) == 2  # one per attempt, under the one id `wandb sync` merges
+    assert {f.name for f in run_files} == {f"run-treino-job-{job_id}.wandb"}
+
+
 def test_the_default_is_tensorboard_and_an_empty_list_turns_it_off(server: Server, tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text(
