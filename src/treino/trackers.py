@@ -8,7 +8,8 @@
 Which trackers a run writes to, first match wins:
 1. TREINO_TRACKERS (comma-separated; empty for none): the server sets it from the spec's `trackers` field;
 2. `job.init(trackers=[...])`;
-3. a managed run (under `treino server`): DEFAULT_TRACKERS, TensorBoard; a local run: none.
+3. a managed run (under `treino server`, which sets TREINO_TRACKERS_DIR): DEFAULT_TRACKERS, TensorBoard; a local
+   run: none.
 A tracker asked for (1 or 2) whose package is missing is one warning and the run goes on without it (the server
 refuses such a spec at submit already); the default's missing package is one info line.
 
@@ -452,8 +453,9 @@ def start(
     asked: Sequence[str] | None, managed: bool, job_id: int | None, folder: str | os.PathLike[str] | None
 ) -> Bridge | None:
     """The bridge of rank 0 of a run (see the module docstring), or None when it has nothing to do."""
-    names, explicit = choose(asked, managed)
     env_folder = os.environ.get(ENV_TRACKERS_DIR, "")
+    # The default is the server's to give: a managed run without the folder it names writes nothing by default
+    names, explicit = choose(asked, managed and bool(env_folder))
     trackers_dir = Path(env_folder or folder or DEFAULT_LOCAL_TRACKERS_DIR).absolute()
     missing = missing_packages(names)
     if missing:

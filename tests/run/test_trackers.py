@@ -43,6 +43,14 @@ def test_which_trackers_a_run_chooses(local: None, monkeypatch: pytest.MonkeyPat
         trackers.choose(None, managed=True)
 
 
+def test_no_default_tracker_without_the_folder_the_server_names(local: None, tmp_path: Path) -> None:
+    # a managed run's environment made by hand (no TREINO_TRACKERS_DIR): nothing written to the working directory
+    assert trackers.start(None, managed=True, job_id=7, folder=None) is None
+    bridge = trackers.start(["tensorboard"], managed=True, job_id=7, folder=tmp_path)  # asked for: it is written
+    assert bridge is not None and bridge.names == ["tensorboard"]
+    bridge.close()
+
+
 def test_a_local_run_without_trackers_writes_nothing(
     local: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,8 +101,9 @@ MISSING = textwrap.dedent(
     import logging, os, sys
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stdout)
     from treino import job, trackers
-    if sys.argv[1] == "default":  # a managed run's default, TensorBoard
-        bridge = trackers.start(None, managed=True, job_id=7, folder=sys.argv[2])
+    if sys.argv[1] == "default":  # a managed run's default, TensorBoard, in the folder the server names
+        os.environ["TREINO_TRACKERS_DIR"] = sys.argv[2]
+        bridge = trackers.start(None, managed=True, job_id=7, folder=None)
         print("bridge", bridge is not None and bridge.names)
     else:
         os.environ["TREINO_TRACKERS"] = "tensorboard,wandb"
