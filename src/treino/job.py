@@ -3,6 +3,7 @@
     from treino import job
 
     run = job.init()                        # reads the job's environment; outside the server a local run
+    run.config(lr=3e-4, batch=32)           # hyperparameters: config.json and every tracker (treino.trackers)
     state = run.restore()                   # the newest checkpoint that loads, or None
     for step in range((run.checkpoint_step or 0) + 1, steps + 1):
         if run.should_stop:                 # SIGTERM: preemption or cancel. Check it once per step.
@@ -10,6 +11,7 @@
             break
         ...
         run.log(step=step, loss=loss)       # batched, sent by a background thread; never blocks the loop
+                                            #   (and written to TensorBoard, MLflow, W&B: treino.trackers)
         if step % 100 == 0:
             run.save(state, step=step)      # atomic; rank 0 writes, every rank waits at a barrier
     run.finish()                            # sends what is unsent (also runs at interpreter exit)
@@ -21,6 +23,8 @@ Environment the server sets for every process of a job:
     TREINO_JOB_TOKEN        bearer token accepted for this job's metrics and checkpoints
     TREINO_CHECKPOINT_DIR   the job's checkpoint folder; it persists across attempts of the job
     TREINO_ATTEMPT          1 for the first start, 2 after the first restart, ...
+    TREINO_TRACKERS_DIR     the job's trackers folder (TensorBoard, MLflow, W&B, config.json; treino.trackers)
+    TREINO_TRACKERS         the spec's `trackers`, comma-separated; only when the spec has the field
     RANK, LOCAL_RANK, WORLD_SIZE   set by torchrun; a plain `python script.py` is rank 0 of 1
 
 Outside the server (no TREINO_JOB_ID) the run is *local*: checkpoints go to TREINO_CHECKPOINT_DIR if set,
@@ -93,11 +97,13 @@ import urllib.error
 import urllib.request
 import zipfile
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from treino import trackers as _trackers
 from treino.errors import JobError
 
 log = logging.getLogger("treino.job")
@@ -616,7 +622,11 @@ class Run:
     """One process's view of a job attempt. Create it with `job.init()`."""
 
     def __init__(
-        self, checkpoint_dir: str | os.PathLike[str] | None = None, keep: int = DEFAULT_KEEP_CHECKPOINTS
+        self,
+        checkpoint_dir: str | os.PathLike[str] | None = None,
+        keep: int = DEFAULT_KEEP_CHECKPOINTS,
+        trackers: Sequence[str] | None = None,
+        trackers_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if keep < 1:
             raise JobError(f"keep={keep}: at least one checkpoint must be kept. To fix: pass keep >= 1.")
@@ -650,6 +660,10 @@ class Run:
         if self._client is not None and self._env_rank == 0:
             # A previous attempt's unsent reports are in the journal: the reporter sends them first.
             self._reporter = _Reporter(self._client, _Journal(self.checkpoint_dir / JOURNAL_NAME, self.attempt))
+        self.hparams: dict[str, Any] = {}  # what run.config() recorded
+        self._trackers: _trackers.Bridge | None = None  # rank 0's TensorBoard, MLflow, W&B (treino.trackers)
+        if self._env_rank == 0:
+            self._trackers = _trackers.start(trackers, self.job_id is not None, self.job_id, trackers_dir)
         if threading.current_thread() is threading.main_thread():
             self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
             self._handler_installed = True
@@ -808,6 +822,16 @@ class Run:
             self._reporter.add(point)
         else:
             self._local_points.append(point)
+        if self._trackers is not None:
+            self._trackers.add(point.step, point.time, point.values)
+
+    def config(self, **hparams: Any) -> None:
+        """Record hyperparameters (numbers, strings, bools; nested dicts are flattened with '.' for TensorBoard and
+        MLflow): merged into `run.hparams`, written by rank 0 to the trackers folder's config.json and to every
+        tracker. Call it once at the start; later calls add or change keys."""
+        self.hparams.update(hparams)
+        if self._trackers is not None and self.rank == 0:
+            self._trackers.config(hparams)
 
     @property
     def metrics(self) -> list[MetricPoint]:
@@ -822,6 +846,8 @@ class Run:
         self._finished = True
         if self._reporter is not None:
             self._reporter.close()
+        if self._trackers is not None:
+            self._trackers.close()
         if self._handler_installed and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._previous_handler)
             self._handler_installed = False
@@ -831,14 +857,21 @@ class Run:
 _current: Run | None = None
 
 
-def init(checkpoint_dir: str | os.PathLike[str] | None = None, keep: int = DEFAULT_KEEP_CHECKPOINTS) -> Run:
+def init(
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    keep: int = DEFAULT_KEEP_CHECKPOINTS,
+    trackers: Sequence[str] | None = None,
+    trackers_dir: str | os.PathLike[str] | None = None,
+) -> Run:
     """Start this process's run from the job's environment (see the module docstring); finishes a previous one.
 
     checkpoint_dir is used by local runs only (TREINO_CHECKPOINT_DIR wins when set); keep is how many
-    checkpoints `save` keeps, newest first.
+    checkpoints `save` keeps, newest first. trackers ("tensorboard", "mlflow", "wandb") and trackers_dir are what
+    `log` and `config` also write to when the spec (TREINO_TRACKERS, TREINO_TRACKERS_DIR) does not say: by default
+    TensorBoard for a managed run, none for a local one (treino.trackers).
     """
     global _current
     if _current is not None:
         _current.finish()
-    _current = Run(checkpoint_dir=checkpoint_dir, keep=keep)
+    _current = Run(checkpoint_dir=checkpoint_dir, keep=keep, trackers=trackers, trackers_dir=trackers_dir)
     return _current

@@ -34,6 +34,7 @@ from treino.server.settings import (
     DATASET_COPIES_DIR,
     DEFAULT_JOB_USER,
     JOB_CHECKPOINTS_DIR,
+    JOB_TRACKERS_DIR,
     JOB_WORK_DIR,
     KEY_FILE,
     SQLITE_FILE,
@@ -193,6 +194,16 @@ def prepare_job_folder(job_dir: Path, user: JobUser | None) -> tuple[Path, Path]
     job_dir.mkdir(parents=True, exist_ok=True)
     job_dir.chmod(PASS_THROUGH_MODE)
     return _owned_dir(checkpoints, user), _owned_dir(work, user)
+
+
+def prepare_trackers_dir(job_dir: Path, user: JobUser | None) -> Path:
+    """The job's trackers folder (TREINO_TRACKERS_DIR: TensorBoard, MLflow, W&B), made before each attempt: the job
+    user's own, 0700, when there is one."""
+    trackers = job_dir / JOB_TRACKERS_DIR
+    if user is None:
+        trackers.mkdir(parents=True, exist_ok=True)
+        return trackers
+    return _owned_dir(trackers, user)
 
 
 def give_dataset(stored: Path, job_dir: Path, user: JobUser | None) -> Path:

@@ -52,7 +52,7 @@ from treino.server.db import (
 )
 from treino.server.disk import DISK_FULL_PATTERNS, folders_in, spaces_text
 from treino.server.inventory import Device, Inventory
-from treino.server.isolation import prepare_job_folder
+from treino.server.isolation import prepare_job_folder, prepare_trackers_dir
 from treino.server.settings import (
     BACKEND_RETRY_S,
     EXIT_RESERVE_BYTES,
@@ -461,6 +461,7 @@ class Service:
         """The attempt's row, its devices and the job's running state, in `s`; the processes start after commit."""
         # First, before any change to the job: an OSError here leaves it queued as it was (_schedule)
         checkpoint_dir, work_dir = prepare_job_folder(self.job_dir(job.id), self.settings.job_user)
+        trackers_dir = prepare_trackers_dir(self.job_dir(job.id), self.settings.job_user)
         spec = JobSpec.model_validate(job.spec)
         number = job.attempts + 1
         job_token = new_job_token()  # a fresh token per attempt; the old one stops working
@@ -473,6 +474,8 @@ class Service:
             "TREINO_JOB_TOKEN": job_token,
             "TREINO_CHECKPOINT_DIR": str(checkpoint_dir),
             "TREINO_ATTEMPT": str(number),
+            "TREINO_TRACKERS_DIR": str(trackers_dir),
+            **({} if spec.trackers is None else {"TREINO_TRACKERS": ",".join(spec.trackers)}),
         }
         node_of = {d.index: d.node for d in inventory.devices}
         nodes = tuple(dict.fromkeys(node_of[i] for i in devices))  # in order, once each

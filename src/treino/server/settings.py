@@ -38,6 +38,7 @@ USERADD_TIMEOUT_S = 30.0
 JOB_CHECKPOINTS_DIR = "checkpoints"  # in a job's folder: TREINO_CHECKPOINT_DIR, the job user's
 JOB_WORK_DIR = "work"  # in a job's folder: HOME and the default working directory of an isolated job
 DATASET_COPIES_DIR = "datasets"  # in a job's folder: its pinned dataset versions, copied out of the store
+JOB_TRACKERS_DIR = "trackers"  # in a job's folder: TREINO_TRACKERS_DIR (TensorBoard, MLflow, W&B), the job user's
 CGROUP_PARENT = "treino"  # attempts' cgroups are treino/job-ID-attempt-N-KEY8
 CGROUP_FREEZE_WAIT_S = 5.0  # a stop freezes the attempt's cgroup first: how long to wait for FROZEN
 CGROUP_EMPTY_WAIT_S = 5.0  # after SIGKILL: how long to wait for the cgroup to empty before removing it
@@ -58,6 +59,10 @@ KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor get
 EXIT_RESERVE_BYTES = 1024**2
 CHECKPOINTS_FOUND_MAX = 1000  # checkpoints a job's folder may add to the record in one pass (the newest)
 QUEUE_READ_IDS_MAX = 500  # job ids per query when a tick reads back the jobs submitted since the last one
+# A spec's `trackers` at submit (treino.server.trackers): how long the job's Python may take to say which tracker
+# packages it finds; past this the submit is refused (a Python that hangs at start would hang the job too).
+TRACKER_CHECK_TIMEOUT_S = 20.0
+TRACKER_CHECK_OUTPUT_BYTES_MAX = 64 * 1024  # of its output kept (the answer is one short line)
 
 # --- the HTTP API (treino.server.api) ----------------------------------------------------------------------------
 AUTH_CACHE_S = 2.0  # how long a checked token is trusted without a query (a revocation clears the cache)

@@ -16,6 +16,9 @@ memory_gb: 64                  # optional memory limit of one attempt, all its p
 env: {HF_HOME: /data/hf}
 plan: {model: llama-3.1-8b, micro_batch: 1, seq_len: 4096, precision: bf16-mixed, checkpointing: full}
 datasets: [clientes-2026]      # enforced by the governance issue
+trackers: [tensorboard, mlflow, wandb]   # what run.log/run.config also write to, in the job's folder (treino.trackers);
+                               #   absent: TensorBoard when the job's Python has it; []: none. Each one's package must
+                               #   be importable by the job's Python, checked at submit (treino.server.trackers)
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from treino import trackers as tracker_bridges
 from treino.errors import JobError
 from treino.server.settings import (
     ARG_STRING_BYTES_MAX,
@@ -129,6 +133,22 @@ class JobSpec(BaseModel):
     plan: PlanSpec | None = None
     datasets: list[ShortText] = Field(default_factory=list, max_length=DATASETS_PER_JOB_MAX)
     purpose: Text | None = Field(None, max_length=100)  # why the job reads its datasets (LGPD Art. 6 I)
+    trackers: list[ShortText] | None = Field(None, max_length=len(tracker_bridges.TRACKERS))
+
+    @field_validator("trackers")
+    @classmethod
+    def _known_trackers(cls, trackers: list[str] | None) -> list[str] | None:
+        if trackers is None:
+            return None
+        unknown = tracker_bridges.unknown_trackers(trackers)
+        if unknown:
+            raise ValueError(
+                f"no tracker {', '.join(unknown)}; treino writes to {', '.join(tracker_bridges.TRACKERS)}. To fix: "
+                "name some of those, or [] for none"
+            )
+        if len(set(trackers)) != len(trackers):
+            raise ValueError("names a tracker twice. To fix: name each once")
+        return trackers
 
     @field_validator("env")
     @classmethod

@@ -23,6 +23,7 @@ from treino.errors import Conflict, PolicyViolation
 from treino.govern.access import Principal, Site, check_grant, check_residency
 from treino.govern.audit import AuditLog
 from treino.govern.models import Dataset, DatasetVersion, JobDataset, User
+from treino.server import trackers
 from treino.server.db import Job, SubmitKey
 from treino.server.service import Service
 from treino.server.settings import IDEMPOTENCY_S, Settings
@@ -67,6 +68,7 @@ class Submissions:
             raise refusal
         if self.plan_check is not None and spec.plan is not None:
             self.plan_check(spec)
+        trackers.check(spec, self.settings)  # their packages in the job's Python: 422 now, not a warning mid-run
         try:
             with self.sessions.begin() as s:  # not under the engine's lock: a submit never waits for a tick
                 if key is not None:  # again, in the transaction: a concurrent request may have stored it meanwhile
