@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import Database
 from tests.server.conftest import SERVER_START_S, StartServer, clean_env, free_port
 from tests.server.people import churn_job, people_and_clientes
 from tests.server.test_jobs import Server, final
@@ -48,6 +49,13 @@ def require(ok: bool, reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"the isolation tests must run under CI=true, but: {reason}")
     pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def database() -> Database:
+    """SQLite only: the job user, its folders and its cgroups are the kernel's business, not the database's (the
+    [postgresql] variants of the other server tests cover the records these tests read)."""
+    return Database()
 
 
 @pytest.fixture
