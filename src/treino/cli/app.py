@@ -25,6 +25,7 @@ from treino.cli.govern import (
     transfer_app,
     users_app,
 )
+from treino.cli.resubmit import resubmit
 from treino.cli.server import server
 from treino.errors import TreinoError
 
@@ -44,6 +45,7 @@ app.command("jobs")(jobs)
 app.command("show")(show)
 app.command("logs")(logs)
 app.command("cancel")(cancel)
+app.command("resubmit")(resubmit)
 app.add_typer(users_app, name="users")
 app.add_typer(tokens_app, name="tokens")
 app.command("grant")(grant)

@@ -15,6 +15,7 @@ from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, 
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, FINAL_STATES, Attempt, Checkpoint, Job, JobState, MetricPoint
 from treino.server.schemas import path_exists
+from treino.server.seed import newest_checkpoint
 
 QUEUE_SHOWN = 50  # queued jobs listed on the overview (the count covers all)
 RECENT_SHOWN = 15  # finished jobs listed on the overview
@@ -225,7 +226,14 @@ def job_page(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) ->
         "rate_path": svg_path(data["step"], data["rate"]),
         "log": log_tail(ctx, job) if show_log else None,
         "final": job.state in FINAL_STATES,
+        # the step a resubmit would continue from (None: not finished, or no checkpoint left on disk)
+        "continue_step": _newest_step(ctx, job) if job.state in FINAL_STATES else None,
     }
+
+
+def _newest_step(ctx: ServerContext, job: Job) -> int | None:
+    newest = newest_checkpoint(ctx.engine.checkpoint_dir(job.id))
+    return newest[0] if newest else None
 
 
 def live(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) -> dict[str, Any]:
