@@ -1,8 +1,8 @@
 """Continue, don't restart: a real server, real torchrun (gloo, 2 ranks) jobs that checkpoint, cancelled and
 resubmitted with `treino resubmit` (a real CLI process) and the API.
 
-The job tests run on SQLite only (the database does not change what they show); the lineage test, which reads the
-migration's new columns through every lineage query, runs on both databases.
+They run on SQLite only, on one server: the database does not change what they show (tests/server/test_postgres.py
+checks that the migration makes PostgreSQL's schema match the models).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session
 
-from tests.server.conftest import ServerProcess, Servers, StartServer
+from tests.server.conftest import ServerProcess, Servers
 from tests.server.people import call, churn_job, people_and_clientes
 from tests.server.test_cli_client import treino
 from tests.server.test_jobs import ddp_job
@@ -34,10 +34,18 @@ KEEP = 3  # the SDK's DEFAULT_KEEP_CHECKPOINTS
 
 
 @pytest.fixture(scope="module")
-def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def imports(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder datasets may be imported from (--import-root), besides examples/data."""
+    return tmp_path_factory.mktemp("imports")
+
+
+@pytest.fixture(scope="module")
+def sqlite_server(tmp_path_factory: pytest.TempPathFactory, imports: Path) -> Iterator[ServerProcess]:
     servers = Servers(tmp_path_factory)  # SQLite: the database does not matter to these tests
     try:
-        yield servers.start()
+        yield servers.start(
+            extra_args=["--site", "eveo-sp1", "--import-root", str(DATA), "--import-root", str(imports)]
+        )
     finally:
         servers.close()
 
@@ -160,11 +168,9 @@ def test_from_scratch_and_who_may_resubmit_what(sqlite_server: ServerProcess) ->
 
 
 def test_a_continued_job_inherits_the_old_jobs_data_versions_and_erasure_reaches_them(
-    start_server: StartServer, tmp_path: Path
+    sqlite_server: ServerProcess, imports: Path
 ) -> None:
-    imports = tmp_path / "imports"
-    imports.mkdir()
-    server = start_server(extra_args=["--site", "eveo-sp1", "--import-root", str(DATA), "--import-root", str(imports)])
+    server = sqlite_server
     tokens = people_and_clientes(server.url, server.token)
     eng = tokens["eng1"]
     old = int(api(server, "POST", "/api/v1/jobs", eng, json=churn_job("churn-old", steps=20)).json()["id"])

@@ -84,13 +84,17 @@ def seed_checkpoint(source_dir: Path, step: int, job_dir: Path, user: JobUser | 
             _link_tree(source[0], target, owner)
         else:
             _link_file(source[0], target, owner)
+        if find_checkpoint(staging, step) is None:  # what made it one (the file, the folder's marker) was skipped
+            raise CheckpointGone(
+                f"the checkpoint of step {step} in {source_dir} is not the job's own files (see the server's log). "
+                "To fix: resubmit the old job with --from-scratch."
+            )
         os.rename(staging, dest_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     seeded = find_checkpoint(dest_dir, step)
-    if seeded is None:  # what made it a checkpoint (a regular file, the folder's marker) was not the job user's
-        raise CheckpointGone(f"the checkpoint of step {step} in {source_dir} holds files the job did not write.")
+    assert seeded is not None  # checked in the staging folder, which no job can reach
     return seeded
 
 
