@@ -219,5 +219,6 @@ def test_a_continued_job_inherits_the_old_jobs_data_versions_and_erasure_reaches
     assert api(server, "POST", f"/api/v1/jobs/{old}/resubmit", eng, json={"from_scratch": True}).status_code == 201
 
     exported = api(server, "GET", "/api/v1/audit/export", tokens["dpo1"]).text
-    (continued,) = [json.loads(x) for x in exported.splitlines() if '"job.continue"' in x]
-    assert continued["job_id"] == new and continued["detail"]["from_job"] == old and continued["detail"]["step"] == 20
+    records = [json.loads(x) for x in exported.splitlines() if '"job.continue"' in x]
+    (continued,) = [r for r in records if r["job_id"] == new]
+    assert continued["detail"]["from_job"] == old and continued["detail"]["step"] == 20
