@@ -157,14 +157,18 @@ def test_from_scratch_and_who_may_resubmit_what(sqlite_server: ServerProcess) ->
     r = api(server, "POST", f"/api/v1/jobs/{bare}/resubmit", json={})  # nothing to continue from
     assert r.status_code == 409 and f"treino resubmit {bare} --from-scratch" in r.json()["detail"]
 
-    # The engineer's own job, still running: continuing it would race its own saves.
-    mine = {"name": "mine", "command": [sys.executable, "-c", "import time; time.sleep(60)"]}
+    # The engineer's own job, in its second attempt after a crash: it cannot be continued while it runs; cancelled,
+    # it ends cancelled with no failure reason (the first attempt's crash is not why it ended).
+    crashes_once = "import os, sys, time; sys.exit(3) if os.environ['TREINO_ATTEMPT'] == '1' else time.sleep(60)"
+    mine = {"name": "mine", "command": [sys.executable, "-c", crashes_once], "max_restarts": 1, "grace_seconds": 5}
     running = int(api(server, "POST", "/api/v1/jobs", tokens["eng-r"], json=mine).json()["id"])
-    wait(server, running, lambda j: j["state"] == "running")
+    job = wait(server, running, lambda j: j["attempts"] == 2 and j["state"] == "running")
+    assert job["failure_reason"] == "user_error"
     r = api(server, "POST", f"/api/v1/jobs/{running}/resubmit", tokens["eng-r"], json={})
     assert r.status_code == 409 and "running" in r.json()["detail"]
     assert api(server, "POST", f"/api/v1/jobs/{running}/cancel", tokens["eng-r"]).status_code == 200
-    wait(server, running, final)
+    job = wait(server, running, final)
+    assert (job["state"], job["failure_reason"], job["failure_detail"]) == ("cancelled", None, None)
 
 
 def test_a_continued_job_inherits_the_old_jobs_data_versions_and_erasure_reaches_them(

@@ -595,7 +595,7 @@ class Service:
         stop = job.stop_request
         job.stop_request, job.stop_requested_at = None, None
         attempt.outcome = stop or outcome
-        if stop == StopRequest.CANCEL:  # asked for by the server: whatever the exit status says (torchrun's is 1)
+        if stop == StopRequest.CANCEL:  # the server asked for the stop: whatever the exit status says
             self._end(job, JobState.CANCELLED)
         elif stop == StopRequest.PREEMPT:
             job.preemptions += 1
