@@ -113,6 +113,8 @@ def test_cancel_then_resubmit_continues_from_the_last_checkpoint(sqlite_server: 
     assert f"resumed from step={last}" in logs(server, new)
     job = api(server, "GET", f"/api/v1/jobs/{new}").json()
     assert (job["continues_from"], job["continues_from_step"]) == (old, last)
+    shown = treino("show", str(new), cwd=tmp_path, server=server).stdout
+    assert f"Continues job {old} from its checkpoint of step {last}." in shown
     seeded = job["checkpoints"][0]
     assert (seeded["step"], seeded["attempt"]) == (last, 0)  # its first checkpoint, placed before attempt 1
     assert seeded["path"] == str(server.data_dir / "jobs" / str(new) / "checkpoints" / f"step-{last:09d}.pt")

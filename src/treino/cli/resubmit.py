@@ -33,5 +33,5 @@ def resubmit(
     if job.get("continues_from") is not None:
         how = f"continues job {job['continues_from']} from its checkpoint of step {job['continues_from_step']}"
     else:
-        how = f"starts job {job_id}'s spec again from step 0"
+        how = f"runs job {job_id}'s spec again from step 0"
     typer.echo(f"Submitted job {job['id']} ({job['name']}): it {how}. Watch it with 'treino show {job['id']}'.")
