@@ -172,6 +172,21 @@ def test_from_scratch_and_who_may_resubmit_what(sqlite_server: ServerProcess) ->
     job = wait(server, running, final)
     assert (job["state"], job["failure_reason"], job["failure_detail"]) == ("cancelled", None, None)
 
+    # A continuation whose checkpoint is gone before its first attempt fails as no_checkpoint: never from step 1.
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    blocker = int(
+        api(server, "POST", "/api/v1/jobs", json={"name": "blocker", "command": sleeper, "gpus": 2}).json()["id"]
+    )
+    wait(server, blocker, lambda j: j["state"] == "running")
+    r = api(server, "POST", f"/api/v1/jobs/{done}/resubmit", json={})
+    assert r.status_code == 201 and r.json()["state"] == "queued", r.text
+    for checkpoint in (server.data_dir / "jobs" / str(done) / "checkpoints").glob("step-*.pt"):
+        checkpoint.unlink()
+    cancel(server, blocker)
+    job = wait(server, r.json()["id"], final)
+    assert (job["state"], job["failure_reason"], job["attempts"]) == ("failed", "no_checkpoint", 0)
+    assert f"Cannot continue job {done}: " in job["failure_detail"] and "--from-scratch" in job["failure_detail"]
+
 
 def test_a_continued_job_inherits_the_old_jobs_data_versions_and_erasure_reaches_them(
     sqlite_server: ServerProcess, imports: Path
