@@ -201,6 +201,16 @@ def test_a_job_cannot_read_the_servers_secrets_and_a_normal_job_still_checkpoint
     saved = Path(job["checkpoints"][-1]["path"])
     assert saved.stat().st_uid == user.pw_uid  # written by the job user, into its own checkpoint folder
     assert (saved.parent.stat().st_uid, saved.parent.stat().st_mode & 0o777) == (user.pw_uid, 0o700)
+    # Continued (treino.server.resubmission): as the job user, the new job restores the old job's checkpoint (linked
+    # into its own folder by the server, then handed to the job user) and saves its own beside it.
+    saved.unlink()  # the newest left is step 5
+    r = server.api("POST", f"/api/v1/jobs/{normal}/resubmit", json={})
+    assert r.status_code == 201, r.text
+    again = server.wait(r.json()["id"], final)
+    assert again["state"] == "succeeded" and "resumed from step=5" in server.logs(again["id"]), server.logs(again["id"])
+    seeded, own = (Path(c["path"]) for c in again["checkpoints"])
+    assert seeded.stat().st_ino == (saved.parent / "step-000000005.pt").stat().st_ino
+    assert (own.name, own.stat().st_uid, own.parent.stat().st_uid) == ("step-000000010.pt", user.pw_uid, user.pw_uid)
     # What the job could not read is the server's alone; the data dir itself may only be passed through.
     assert server.data_dir.stat().st_mode & 0o777 == 0o711
     for name in ("admin-token", "server-key", *(["treino.db"] if server.process.db_url is None else [])):

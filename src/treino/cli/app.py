@@ -26,6 +26,7 @@ from treino.cli.govern import (
     users_app,
 )
 from treino.cli.metrics import metrics
+from treino.cli.resubmit import resubmit
 from treino.cli.server import server
 from treino.errors import TreinoError
 
@@ -46,6 +47,7 @@ app.command("show")(show)
 app.command("logs")(logs)
 app.command("cancel")(cancel)
 app.command("metrics")(metrics)
+app.command("resubmit")(resubmit)
 app.add_typer(users_app, name="users")
 app.add_typer(tokens_app, name="tokens")
 app.command("grant")(grant)

@@ -384,6 +384,8 @@ def show(
         fields.add_row(label, value)
     out.print(Text(f"Job {job['id']} ({job['name']})", style="bold"))
     out.print(fields)
+    if job.get("continues_from") is not None:  # a resubmit (treino resubmit)
+        out.print(f"Continues job {job['continues_from']} from its checkpoint of step {job['continues_from_step']}.")
     if job.get("failure_reason"):
         out.print(Text(f"Failure: {job['failure_reason']}: {job.get('failure_detail') or ''}", style="red"))
     if job.get("history"):

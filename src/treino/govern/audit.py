@@ -106,6 +106,7 @@ class Action(enum.StrEnum):
     JOB_DENY = "job.deny"  # detail: {"rule": ..., "reason": ...}
     JOB_START = "job.start"  # detail: {"attempt", "backend", "nodes", and on Slurm "slurm_job_id", "partition"}
     CHECKPOINT_FOUND = "checkpoint.found"  # a checkpoint the job saved but never reported, found on disk
+    JOB_CONTINUE = "job.continue"  # a resubmit's starting checkpoint, from the job it continues (detail: from_job)
     ERASURE_REQUEST = "erasure.request"
     ERASURE_COMPLETE = "erasure.complete"
     SUBJECT_REPORT = "subject.report"

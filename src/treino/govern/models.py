@@ -5,7 +5,8 @@ migrates both.
     users ─< grants            per-dataset access, for the purposes listed
     datasets ─< dataset_versions        content-addressed, immutable; erasure makes a new version, purges old bytes
     transfers                  recorded transfer mechanisms (Art. 33) that let a foreign site hold BR data
-    jobs ─< job_datasets       the dataset versions pinned at submit, and when the job read them
+    jobs ─< job_datasets       the dataset versions pinned at submit, and when the job read them; and those its
+                               starting checkpoint was trained on (inherited_from: the job it continues)
     jobs ─< models             checkpoints and final models, with the classification and residency they inherit
     erasures                   Art. 18 VI requests, their deadline (Art. 19: 15 days) and report
     audit_records, audit_checkpoints    the hash chain and its HMAC-signed checkpoints
@@ -109,6 +110,9 @@ class JobDataset(Base):
     purpose: Mapped[str] = mapped_column(String(100))
     pinned_at: Mapped[float] = mapped_column(Float, default=time.time)
     first_read_at: Mapped[float | None] = mapped_column(Float, default=None)
+    # Not pinned for reading: the version a job's starting checkpoint was trained on, inherited from the job it
+    # continues (a resubmit): its models derive from that version too, so lineage and erasure follow this edge.
+    inherited_from: Mapped[int | None] = mapped_column(BigInt, default=None)
 
 
 class Model(Base):

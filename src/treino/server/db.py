@@ -10,6 +10,7 @@ Job states and their transitions (`TRANSITIONS`):
       └──preempted──── stopping <──cancel / preempt / timeout── running
                         └──cancel / timeout──> cancelled / failed
     queued ──cancel──> cancelled
+    queued ──the checkpoint it continues from is gone──> failed (no_checkpoint)
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class JobState(enum.StrEnum):
 
 
 TRANSITIONS: dict[JobState, frozenset[JobState]] = {
-    JobState.QUEUED: frozenset({JobState.RUNNING, JobState.CANCELLED}),
+    JobState.QUEUED: frozenset({JobState.RUNNING, JobState.CANCELLED, JobState.FAILED}),
     JobState.RUNNING: frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.QUEUED, JobState.STOPPING}),
     JobState.STOPPING: frozenset({JobState.QUEUED, JobState.CANCELLED, JobState.FAILED, JobState.SUCCEEDED}),
     JobState.SUCCEEDED: frozenset(),
@@ -64,6 +65,7 @@ class FailureReason(enum.StrEnum):
     NODE_FAULT = "node_fault"
     TIMEOUT = "timeout"
     DISK_FULL = "disk_full"  # ENOSPC: the job filled a disk (counted against max_restarts, as a user error)
+    NO_CHECKPOINT = "no_checkpoint"  # a continuation whose old job's checkpoint was gone before it could start
 
 
 class Token(Base):
@@ -114,6 +116,9 @@ class Job(Base):
     last_loss: Mapped[float | None] = mapped_column(Float, default=None)
     steps_per_s: Mapped[float | None] = mapped_column(Float, default=None)
     last_metric_at: Mapped[float | None] = mapped_column(Float, default=None)
+    # A resubmit that continues (treino.server.resubmission): the job whose checkpoint at this step it starts from
+    continues_from: Mapped[int | None] = mapped_column(BigInt, default=None)
+    continues_from_step: Mapped[int | None] = mapped_column(BigInt, default=None)
 
 
 class SubmitKey(Base):

@@ -183,7 +183,7 @@ def read_pinned_dataset(ctx: ServerContext, job_id: int, name: str, token: str) 
             select(JobDataset, DatasetVersion, Dataset)
             .join(DatasetVersion, JobDataset.version_id == DatasetVersion.id)
             .join(Dataset, DatasetVersion.dataset_id == Dataset.id)
-            .where(JobDataset.job_id == job_id, Dataset.name == name)
+            .where(JobDataset.job_id == job_id, Dataset.name == name, JobDataset.inherited_from.is_(None))
         ).first()
         if row is None:
             raise PolicyViolation(

@@ -185,6 +185,28 @@ class GovernanceEvents:
         if last is not None:
             register_model(s, self.audit, job, "final", last.path, last.step)
 
+    def checkpoint_seeded(self, s: Session, job: Job, step: int, path: Path, size_bytes: int) -> None:
+        """A continued job's starting checkpoint (treino.server.seed) as a checkpoint and model of that job, derived
+        from the job it continues (whose dataset versions it inherited at resubmit), with a job.continue record."""
+        if not record_checkpoint(s, self.audit, job, step, str(path), size_bytes):
+            return  # recorded by an earlier tick
+        model = s.scalar(
+            select(Model.id).where(Model.job_id == job.id, Model.path == str(path), Model.step == step).limit(1)
+        )
+        self.audit.append(
+            s,
+            actor=job.owner,
+            action=Action.JOB_CONTINUE,
+            job_id=job.id,
+            detail={
+                "from_job": job.continues_from,
+                "step": step,
+                "path": str(path),
+                "bytes": size_bytes,
+                "model": model,
+            },
+        )
+
     def reconcile_checkpoints(self, s: Session, job: Job, checkpoint_dir: Path) -> None:
         """Record every checkpoint in `checkpoint_dir` the database does not know (saved while the server was down,
         by a job that could not report it), each with a checkpoint.found audit record."""

@@ -110,6 +110,14 @@ class JobSummary(BaseModel):
     last_step: int | None
     last_loss: float | None
     steps_per_s: float | None
+    continues_from: int | None  # a resubmit: the job whose checkpoint this one started from, ...
+    continues_from_step: int | None  # ... and that checkpoint's step (None: not a continuation)
+
+
+class ResubmitIn(Schema):
+    """POST /api/v1/jobs/{id}/resubmit: continue from the job's last checkpoint, or start again from step 0."""
+
+    from_scratch: bool = False
 
 
 class JobPublic(JobSummary):

@@ -53,6 +53,7 @@ from treino.server.db import (
 from treino.server.disk import DISK_FULL_PATTERNS, folders_in, spaces_text
 from treino.server.inventory import Device, Inventory
 from treino.server.isolation import prepare_job_folder, prepare_trackers_dir
+from treino.server.seed import CheckpointGone, seed_checkpoint
 from treino.server.settings import (
     BACKEND_RETRY_S,
     EXIT_RESERVE_BYTES,
@@ -83,6 +84,10 @@ class JobEvents(Protocol):
         """Checkpoints in `checkpoint_dir` the job saved but could not report (the server was down): at adoption
         and when an attempt ends, before its token dies."""
 
+    def checkpoint_seeded(self, s: Session, job: Job, step: int, path: Path, size_bytes: int) -> None:
+        """A continued job's starting checkpoint, placed in its folder before its first attempt (treino.server.seed)
+        from the job it continues (`job.continues_from`)."""
+
 
 class NoEvents:
     def attempt_started(self, s: Session, job: Job, attempt: Attempt, placement: Placement) -> None:
@@ -92,6 +97,9 @@ class NoEvents:
         pass
 
     def reconcile_checkpoints(self, s: Session, job: Job, checkpoint_dir: Path) -> None:
+        pass
+
+    def checkpoint_seeded(self, s: Session, job: Job, step: int, path: Path, size_bytes: int) -> None:
         pass
 
 
@@ -229,8 +237,7 @@ class Service:
             if job.state in FINAL_STATES:
                 raise Conflict(f"Job {job_id} is already {job.state}; nothing to cancel.")
             if job.state == JobState.QUEUED:
-                self._transition(job, JobState.CANCELLED)
-                job.ended_at = time.time()
+                self._end(job, JobState.CANCELLED)
             elif job.stop_request != StopRequest.CANCEL:
                 self._request_stop(s, job, StopRequest.CANCEL)
         self.wake()
@@ -355,6 +362,14 @@ class Service:
                 return
             try:
                 to_start.append(self._prepare(s, chosen, devices, inventory))
+            except CheckpointGone as exc:  # a continuation that cannot continue: said, not started from scratch
+                log.error("job %s: cannot start: %s", job_id, exc)
+                self._end(
+                    chosen,
+                    JobState.FAILED,
+                    FailureReason.NO_CHECKPOINT,
+                    f"Cannot continue job {chosen.continues_from}: {exc}",
+                )
             except OSError as exc:  # its folder could not be made (a full disk, a broken mount): the rest go on
                 log.error("job %s: cannot prepare its folder (%s); it stays queued", job_id, exc)
                 self._dirty = True  # and is tried again at the next tick
@@ -460,6 +475,15 @@ class Service:
     ) -> tuple[int, LaunchRequest]:
         """The attempt's row, its devices and the job's running state, in `s`; the processes start after commit."""
         # First, before any change to the job: an OSError here leaves it queued as it was (_schedule)
+        if job.attempts == 0 and job.continues_from is not None and job.continues_from_step is not None:
+            # A continued job starts from its old job's checkpoint, in its own folder before its processes exist.
+            seeded, size = seed_checkpoint(
+                self.checkpoint_dir(job.continues_from),
+                job.continues_from_step,
+                self.job_dir(job.id),
+                self.settings.job_user,
+            )
+            self.events.checkpoint_seeded(s, job, job.continues_from_step, seeded, size)
         checkpoint_dir, work_dir = prepare_job_folder(self.job_dir(job.id), self.settings.job_user)
         trackers_dir = prepare_trackers_dir(self.job_dir(job.id), self.settings.job_user)
         spec = JobSpec.model_validate(job.spec)
@@ -574,7 +598,7 @@ class Service:
         stop = job.stop_request
         job.stop_request, job.stop_requested_at = None, None
         attempt.outcome = stop or outcome
-        if stop == StopRequest.CANCEL:
+        if stop == StopRequest.CANCEL:  # the server asked for the stop: whatever the exit status says
             self._end(job, JobState.CANCELLED)
         elif stop == StopRequest.PREEMPT:
             job.preemptions += 1
@@ -639,6 +663,8 @@ class Service:
         job.ended_at = time.time()
         if reason:
             job.failure_reason, job.failure_detail = reason, detail
+        elif state == JobState.CANCELLED:  # an earlier attempt's failure (a crash, then restarts) is not why it ended
+            job.failure_reason = job.failure_detail = None
 
     # --- restart ---------------------------------------------------------------------------------------------
     def reconcile(self) -> dict[str, int]:

@@ -101,7 +101,7 @@ def node(attempt_dir: Path, head_addr: str, port: int) -> None:
         argv = [
             launch["python"],
             "-m",
-            "torch.distributed.run",
+            "treino.server.torchrun",  # torchrun, minus its traceback when stopped
             f"--nnodes={nnodes}",
             f"--nproc-per-node={gpus}",
             "--rdzv-backend=c10d",

@@ -182,7 +182,8 @@ class JobSpec(BaseModel):
         assert self.script is not None
         if processes == 1:
             return [python, self.script, *self.args]
-        torchrun = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"]
+        # torchrun, minus its traceback when the server stops it (treino.server.torchrun)
+        torchrun = [python, "-m", "treino.server.torchrun", "--standalone", f"--nproc-per-node={processes}"]
         if self.grace_seconds > TORCHRUN_SHUTDOWN_TIMEOUT_S:
             # torchrun SIGKILLs its workers this long after passing SIGTERM on; a longer grace needs the flag
             # (torch >= 2.13 has it; older torchrun refuses it, so it is only added when it matters).

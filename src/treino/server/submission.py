@@ -30,6 +30,9 @@ from treino.server.settings import IDEMPOTENCY_S, Settings
 from treino.server.spec import JobSpec
 
 PlanCheck = Callable[[JobSpec], str]  # the planner's verdict on a spec's `plan`; raises SpecError when it won't fit
+# More of a new job, in its own transaction once its datasets are pinned: a resubmit's continuation
+# (treino.server.resubmission). A PolicyViolation it raises refuses the job like any other (job.deny).
+JobHook = Callable[[Session, Job], None]
 Pin = tuple[Dataset, DatasetVersion, str]  # a dataset, the version pinned, and why its residency allows this site
 
 
@@ -48,12 +51,14 @@ class Submissions:
         self.audit = audit
         self.plan_check = plan_check
 
-    def submit(self, spec: JobSpec, who: Principal) -> Job:
+    def submit(self, spec: JobSpec, who: Principal, hook: JobHook | None = None) -> Job:
         """A queued job, or a TreinoError: SpecError (422) for capacity or plan, PolicyViolation (403) for data."""
-        job, _ = self.submit_once(spec, who, None)
+        job, _ = self.submit_once(spec, who, None, hook)
         return job
 
-    def submit_once(self, spec: JobSpec, who: Principal, key: str | None) -> tuple[Job, bool]:
+    def submit_once(
+        self, spec: JobSpec, who: Principal, key: str | None, hook: JobHook | None = None
+    ) -> tuple[Job, bool]:
         """`submit` with an Idempotency-Key: (the job, True) the first time; (that same job, False) when `who` sent
         `key` with this spec within IDEMPOTENCY_S; Conflict (409) when they sent it with another spec. The key is
         stored in the job's own transaction, unique per user: concurrent requests with one key make one job."""
@@ -93,6 +98,8 @@ class Submissions:
                     self.audit.append(
                         s, actor=who.name, action="job.admit", dataset=dataset.name, job_id=job.id, detail=detail
                     )
+                if hook is not None:
+                    hook(s, job)
         except PolicyViolation as exc:
             with self.sessions.begin() as s:
                 detail = {"job": spec.name, "rule": exc.rule, "reason": str(exc), "datasets": spec.datasets}

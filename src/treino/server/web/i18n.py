@@ -84,6 +84,13 @@ PT: dict[str, str] = {
     "kind": "tipo",
     "Cancel": "Cancelar",
     "Resubmit": "Reenviar",
+    "Resubmit (continue)": "Reenviar (continuar)",
+    "Resubmit from scratch": "Reenviar do zero",
+    "This job was cancelled. Resubmit it as a new job that continues from its checkpoint of step": (
+        "Este job foi cancelado. Reenviá-lo como um novo job que continua do seu checkpoint do passo"
+    ),
+    "continues": "continua",
+    "from step": "do passo",
     "No metrics yet.": "Ainda sem métricas.",
     "No checkpoints.": "Nenhum checkpoint.",
     "This job reads no governed dataset.": "Este job não lê nenhum dataset governado.",

@@ -6,7 +6,8 @@ GET  /overview.json                         what the overview's script polls eve
 GET  /jobs/{id}, GET /jobs/{id}/live.json   a job: spec, attempts, log tail, loss and steps/s curves, checkpoints
 GET  /jobs/{id}/metrics.json?key=&key=      its metric keys and those keys' series: every key charted, overlaid with
                                             other jobs' (?compare=ID in the page's URL; each fetched and checked alone)
-POST /jobs/{id}/cancel, /jobs/{id}/resubmit jobs.cancel (engineers: own jobs) / jobs.submit; CSRF token required
+POST /jobs/{id}/cancel, /jobs/{id}/resubmit jobs.cancel (engineers: own jobs) / jobs.submit (own jobs; a new job
+                                            continuing from the last checkpoint, from_scratch=1: from step 0); CSRF
 GET  /plan?model=&gpu=&gpus=...             the planner: memory, verdict and advice, scaling, cost
 GET  /data?actor=&action=&dataset=          datasets, lineage, erasures, audit search: audit.read (dpo, admin)
 GET  /static/...                            CSS, the page script and uPlot (vendored: no CDN)
@@ -42,9 +43,10 @@ from treino.server.api.deps import Ctx, job_or_404
 from treino.server.auth import token_hash
 from treino.server.context import ServerContext
 from treino.server.db import FINAL_STATES
+from treino.server.resubmission import may_resubmit
+from treino.server.resubmission import resubmit as resubmit_job
 from treino.server.schemas import may_see_env, visible_spec
 from treino.server.settings import COOKIE, FORM_BYTES_MAX, INT_MAX, METRIC_SERIES_KEYS_MAX, POLL_MS
-from treino.server.spec import JobSpec
 from treino.server.web import plan_view, views
 from treino.server.web.i18n import negotiate
 
@@ -244,7 +246,7 @@ def job_page(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Reader, msg
         curves_json=_script_json(data["curves"]),
         metric_keys_json=_script_json(data["metric_keys"]),
         may_cancel=views.may_cancel(who, job),
-        may_resubmit=allowed(who.role, "jobs.submit") and may_see_env(who, job),
+        may_resubmit=allowed(who.role, "jobs.submit") and may_resubmit(who, job),
         log_readers=", ".join(sorted(readers)),
         msg=msg[:300],
     )
@@ -286,19 +288,20 @@ async def cancel(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Cancell
 
 @router.post("/jobs/{job_id}/resubmit")
 async def resubmit(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Submitter) -> Response:
-    await form_of(request, visitor)
+    """A new job continuing from this one's last checkpoint; with the form's from_scratch=1, from step 0."""
+    form = await form_of(request, visitor)
     with ctx.sessions() as s:
         original = job_or_404(s, job_id)
-        spec = JobSpec.model_validate(original.spec)
-    if not may_see_env(visitor.who, original):
+    if not may_resubmit(visitor.who, original):
         # the spec's env may hold its owner's secrets: only they (or an admin) may run it again
         raise Forbidden(f"Job {job_id} belongs to {original.owner}: only they or an admin may resubmit it.")
     try:
-        job = ctx.submissions.submit(spec, visitor.who)
+        job = resubmit_job(ctx.submissions, job_id, visitor.who, from_scratch=form.get("from_scratch") == "1")
     except TreinoError as exc:  # refused as the API would refuse it: the reason on the original's page
         return back_to_job(job_id, str(exc))
     ctx.job_lists.clear()
-    return back_to_job(job.id, f"resubmitted from job {job_id}")
+    how = f"continues job {job_id} from step {job.continues_from_step}" if job.continues_from else "from step 0"
+    return back_to_job(job.id, f"resubmitted from job {job_id}: {how}")
 
 
 # --- plan ----------------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from treino.server import metric_series
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, FINAL_STATES, Attempt, Checkpoint, Job, JobState, MetricPoint
 from treino.server.schemas import path_exists
+from treino.server.seed import newest_checkpoint
 
 QUEUE_SHOWN = 50  # queued jobs listed on the overview (the count covers all)
 RECENT_SHOWN = 15  # finished jobs listed on the overview
@@ -227,6 +228,8 @@ def job_page(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) ->
         "log": log_tail(ctx, job) if show_log else None,
         "final": job.state in FINAL_STATES,
         "metric_keys": metric_series.keys(s, job.id),
+        # the step a resubmit would continue from (None: not finished, or no checkpoint left on disk)
+        "continue_step": _newest_step(ctx, job) if job.state in FINAL_STATES else None,
     }
 
 
@@ -240,6 +243,11 @@ def metrics(s: Session, job: Job, wanted: list[str]) -> dict[str, Any]:
         "keys": [x.stats() for x in found.values()],
         "series": [{**x.stats(), "step": x.steps, "value": x.values} for x in picked],
     }
+
+
+def _newest_step(ctx: ServerContext, job: Job) -> int | None:
+    newest = newest_checkpoint(ctx.engine.checkpoint_dir(job.id))
+    return newest[0] if newest else None
 
 
 def live(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) -> dict[str, Any]:

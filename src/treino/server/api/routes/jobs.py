@@ -7,6 +7,9 @@ POST /api/v1/jobs                          a JobSpec -> 201 JobPublic; 422 field
 GET  /api/v1/jobs?state=&limit=&before_id=  summaries (no spec), newest first; `next` is the next page's before_id
 GET  /api/v1/jobs/{id}                     one job, its attempts and checkpoints
 POST /api/v1/jobs/{id}/cancel
+POST /api/v1/jobs/{id}/resubmit            {"from_scratch": false} -> 201 JobPublic: a new job continuing from the
+                                           job's last checkpoint (treino.server.resubmission); 409 not finished or
+                                           no checkpoint; 403 not the owner nor an admin, or erased data
 GET  /api/v1/jobs/{id}/logs?attempt=&offset=   a chunk of the attempt's output, and the next offset (--logs-visible-to)
 GET  /api/v1/jobs/{id}/metrics?since_step=
 POST /api/v1/jobs/{id}/metrics             the job's own token (TREINO_JOB_TOKEN) or an admin's
@@ -38,6 +41,7 @@ from treino.server.api.deps import (
 )
 from treino.server.db import Attempt, Checkpoint, Job, JobState, MetricPoint
 from treino.server.lineage import record_checkpoint
+from treino.server.resubmission import resubmit as resubmit_job
 from treino.server.schemas import (
     AttemptOut,
     CheckpointAck,
@@ -51,6 +55,7 @@ from treino.server.schemas import (
     MetricOut,
     MetricsIn,
     MetricsOut,
+    ResubmitIn,
     may_see_env,
     path_exists,
     responses,
@@ -166,6 +171,13 @@ def cancel(job_id: JobId, ctx: Ctx, s: SessionDep, who: CancelJobs) -> JobPublic
     done = ctx.engine.cancel(job_id)
     ctx.job_lists.clear()
     return JobPublic.of(done, may_see_env(who, done))
+
+
+@router.post("/{job_id}/resubmit", status_code=201, response_model=JobPublic, responses=responses(403, 404, 409, 413))
+def resubmit(job_id: JobId, body: ResubmitIn, ctx: Ctx, who: SubmitJobs) -> JobPublic:
+    job = resubmit_job(ctx.submissions, job_id, who, body.from_scratch)
+    ctx.job_lists.clear()
+    return JobPublic.of(job, show_env=True)
 
 
 @router.get("/{job_id}/logs", response_model=LogChunk, responses=responses(403, 404))

@@ -64,6 +64,11 @@
     }
   }
 
+  // Forms that ask first (a cancelled job's resubmit): the browser's own confirmation dialog; no script, no question.
+  document.querySelectorAll("form[data-confirm]").forEach((form) => {
+    form.addEventListener("submit", (e) => { if (!window.confirm(form.dataset.confirm)) e.preventDefault(); });
+  });
+
   // Plan page: scaling efficiency, NVLink against PCIe.
   const scaleEl = document.getElementById("scale-chart");
   if (scaleEl) {
