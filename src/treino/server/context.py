@@ -11,44 +11,72 @@ tasks         periodic work (treino.server.tasks)
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
 
 from treino.govern.audit import AuditLog
 from treino.server.auth import Authenticator, FailureBudget, create_admin_token
 from treino.server.backend import Backend
 from treino.server.lineage import GovernanceEvents
 from treino.server.service import Service
-from treino.server.settings import Settings
+from treino.server.settings import JOB_LIST_PAGES_MAX, Settings
 from treino.server.submission import PlanCheck, Submissions
 from treino.server.tasks import PeriodicTask, server_tasks
+
+PageKey = tuple[str | None, int, int | None]  # (state, limit, before_id)
 
 
 @dataclass
 class JobListCache:
-    """GET /api/v1/jobs pages, each kept JOBS_CACHE_S: 50 clients polling must not each re-read and re-serialise
-    the table (benchmarks/server_bench.py). Any submit or cancel clears it."""
+    """GET /api/v1/jobs pages, as the bytes answered, each kept JOBS_CACHE_S: 50 clients polling must not each
+    re-read and re-serialise the table (benchmarks/server_bench.py). Any submit, cancel or erasure clears it.
 
-    pages: dict[tuple[str | None, int, int | None], tuple[float, bytes]] = field(default_factory=dict)
+    A page is read in a worker thread, one read per page at a time, while the event loop goes on answering: the
+    clients that ask meanwhile get the page it replaces (stale by at most the read's own time), or, when there is
+    none, wait for that same read. A read that began before a `clear()` is answered to those who waited on it but
+    not kept, so a submitter's next listing always shows its job."""
+
+    pages: dict[PageKey, tuple[float, bytes]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    generation: int = 0  # clear() counts up: a read of an earlier generation is not kept
+    reading: dict[tuple[PageKey, int], asyncio.Future[bytes]] = field(default_factory=dict)
 
-    def get(self, key: tuple[str | None, int, int | None], max_age_s: float) -> bytes | None:
+    async def page(self, key: PageKey, max_age_s: float, read: Callable[[], bytes]) -> bytes:
+        """The page `key`, read by `read` (blocking: it runs in a worker thread) when none is fresh."""
         with self.lock:
-            hit = self.pages.get(key)
-        return hit[1] if hit is not None and time.monotonic() - hit[0] < max_age_s else None
+            hit, generation = self.pages.get(key), self.generation
+        if hit is not None and time.monotonic() - hit[0] < max_age_s:
+            return hit[1]
+        pending = self.reading.get((key, generation))  # only the event loop's thread touches `reading`
+        if pending is None:
+            pending = asyncio.ensure_future(run_in_threadpool(read))
+            self.reading[(key, generation)] = pending
+            pending.add_done_callback(lambda done: self._keep(key, generation, done))
+        elif hit is not None:
+            return hit[1]  # a read is under way: the page it replaces, rather than a wait
+        return await asyncio.shield(pending)  # a client that leaves does not cancel the others' read
 
-    def put(self, key: tuple[str | None, int, int | None], body: bytes) -> None:
+    def _keep(self, key: PageKey, generation: int, done: asyncio.Future[bytes]) -> None:
+        self.reading.pop((key, generation), None)
+        if done.cancelled() or done.exception() is not None:
+            return  # the waiting clients got the error; the next ask reads again
         with self.lock:
-            if len(self.pages) > 1000:
+            if generation != self.generation:
+                return
+            if len(self.pages) > JOB_LIST_PAGES_MAX:
                 self.pages.clear()
-            self.pages[key] = (time.monotonic(), body)
+            self.pages[key] = (time.monotonic(), done.result())
 
     def clear(self) -> None:
         with self.lock:
             self.pages.clear()
+            self.generation += 1
 
 
 @dataclass

@@ -77,6 +77,7 @@ AUTH_FAILURE_ADDRESSES_MAX = 10_000  # addresses remembered at once (the least r
 # default, so that no client names another address to escape its failure budget.
 TRUSTED_PROXIES = ""
 JOBS_CACHE_S = 0.5  # how stale GET /api/v1/jobs may be (dashboards and `treino jobs -w` poll it)
+JOB_LIST_PAGES_MAX = 1000  # cached pages of GET /api/v1/jobs (each (state, limit, before_id)); past it all are dropped
 JOBS_PAGE_MAX = 1000  # jobs per page
 PAGE_MAX = 1000  # rows per page of the other lists that grow (datasets, models)
 PAGE_DEFAULT = 100
