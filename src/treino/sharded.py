@@ -226,8 +226,8 @@ class ShardedCheckpoints:
 
         Every rank loads the folder rank 0 chose (listed once, broadcast). One that fails to load (a shard missing
         or cut: a disk that lied) is skipped with a warning for the one before it; when none loads, JobError."""
-        from torch.distributed.checkpoint.filesystem import FileSystemReader
         from torch.distributed.checkpoint.api import CheckpointException
+        from torch.distributed.checkpoint.filesystem import FileSystemReader
         from torch.distributed.checkpoint.state_dict_loader import load
 
         from treino.job import _dist_world

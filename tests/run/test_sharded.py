@@ -75,7 +75,7 @@ def test_sharded_folders_are_atomic_pruned_and_restored_newest_first(local_run: 
 
 def test_a_state_that_matches_no_checkpoint_is_an_error_not_a_fresh_start(local_run: job.Run) -> None:
     local_run.save_sharded(_state(1.0), step=1)
-    with pytest.raises(JobError, match="No sharded checkpoint .* loads"):
+    with pytest.raises(JobError, match=r"No sharded checkpoint .* loads"):
         local_run.restore_sharded({"w": torch.zeros(7)})  # saved with 64 elements
 
 
@@ -100,7 +100,7 @@ def test_a_registered_folder_carries_the_marker_the_server_reads(local_run: job.
 def test_a_failed_async_save_is_raised_at_the_next_wait(local_run: job.Run, caplog: pytest.LogCaptureFixture) -> None:
     local_run.save_sharded(_state(1.0), step=1)
     local_run.save_sharded({"w": torch.ones(2), "f": _Unpicklable()}, step=2, async_save=True)  # returns at once
-    with pytest.raises(JobError, match="asynchronous sharded save .* failed: .*cannot be pickled"):
+    with pytest.raises(JobError, match=r"asynchronous sharded save .* failed: .*cannot be pickled"):
         local_run.save_sharded(_state(3.0), step=3)
     assert [s for s, _ in local_run._sharded().list()] == [1]  # step 2 never appeared, step 3 was not saved
     local_run.save_sharded(_state(3.0), step=3)  # the error was handed over once: saving goes on
