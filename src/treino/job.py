@@ -71,7 +71,7 @@ folder `{dir}/step-{step:09d}/` with torch.distributed.checkpoint: every rank it
 world size, renamed into place once complete (`.metadata` written last); with async_save the write runs in the
 background and the next save, restore or finish() waits for it. `run.register_checkpoint(folder, step)` makes a
 framework's own checkpoint folder one of the job's (marker `.treino-checkpoint`). Folders are reported with the
-bytes of all their files, and kept newest `keep` like files.
+bytes of all their files; sharded ones are kept newest `keep` like files.
 
 Distributed (torch.distributed initialised, world size > 1): `save` writes on rank 0 and ends with a barrier;
 `restore` loads on every rank with map_location="cpu" (the ranks must see the same folder: one node, or a
