@@ -4,7 +4,7 @@ stall with an asynchronous sharded save, against the issue's target: blocked <= 
     python benchmarks/sharded_bench.py        (part of make bench)
 
 The state is 1 GiB of float32 (8 tensors of 128 MiB). Plain: one process, `run.save` (rank 0 writes one file,
-fsynced, renamed into place). Sharded: 2 ranks (gloo, CPU; forked from this process), each holding half of every
+fsynced, renamed into place). Sharded: 2 ranks (gloo, CPU; spawned by this process), each holding half of every
 tensor as a DTensor sharded on dim 0, `run.save_sharded` (each rank writes its 512 MiB, fsynced; rank 0 renames
 the folder into place). Async: `run.save_sharded(..., async_save=True)`; "blocked" is the time the call takes (the
 state copied to CPU memory, DCP's staging), "on disk" the time until the background write is complete. Each figure
@@ -98,7 +98,7 @@ def main() -> int:
         plain_s = statistics.median(plain_saves(Path(tmp) / "plain"))
         results = Path(tmp) / "results.pt"
         args = (free_port(), str(Path(tmp) / "sharded"), str(results))
-        mp.start_processes(sharded_saves, args=args, nprocs=RANKS, start_method="fork")
+        mp.start_processes(sharded_saves, args=args, nprocs=RANKS, start_method="spawn")
         figures = torch.load(results)
     sync_s = statistics.median(figures["sync"])
     blocked_s = statistics.median(figures["blocked"])
