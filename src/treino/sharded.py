@@ -93,22 +93,36 @@ def _barrier() -> None:
         dist.barrier()
 
 
+def _layout(tree: Any) -> Any:
+    """What a state dict's CPU copy depends on: its keys, and each tensor's shape and dtype."""
+    import torch
+
+    if isinstance(tree, dict):
+        return tuple((key, _layout(value)) for key, value in tree.items())
+    if isinstance(tree, (list, tuple)):
+        return tuple(_layout(value) for value in tree)
+    if isinstance(tree, torch.Tensor):
+        return (tuple(tree.shape), tree.dtype)
+    return None
+
+
 def _reused_cpu_copy() -> Any:
     """DCP's blocking stager, but its CPU copy of the state is made once (pinned only where CUDA is) and reused by
-    every later async save: copying into pages already mapped costs about half as much as into fresh ones. A state
-    whose structure changed gets a new copy. Safe to reuse because a save waits for the previous one first."""
+    the later async saves: copying into pages already mapped costs several times less than into fresh ones
+    (benchmarks/sharded_bench.py). A state with other keys, shapes or dtypes gets a new copy. Reusing it is safe:
+    a save waits for the previous one's write before it stages."""
     import torch
-    from torch.distributed._state_dict_utils import CompanionMismatch, _copy_state_dict, _create_cpu_state_dict
+    from torch.distributed._state_dict_utils import _copy_state_dict, _create_cpu_state_dict
     from torch.distributed.checkpoint.staging import BlockingAsyncStager
 
     class ReusedCpuCopy(BlockingAsyncStager):
+        layout: Any = None
+
         def stage(self, state_dict: dict[str, Any]) -> dict[str, Any]:
-            if self.state_dict_cache is not None:
-                try:
-                    return _copy_state_dict(state_dict, self.state_dict_cache)
-                except CompanionMismatch:  # other keys than last time
-                    self.state_dict_cache = None
-            self.state_dict_cache = _create_cpu_state_dict(state_dict, pin_memory=torch.cuda.is_available())
+            layout = _layout(state_dict)
+            if self.state_dict_cache is None or layout != self.layout:
+                self.state_dict_cache = _create_cpu_state_dict(state_dict, pin_memory=torch.cuda.is_available())
+                self.layout = layout
             return _copy_state_dict(state_dict, self.state_dict_cache)
 
     return ReusedCpuCopy()

@@ -79,6 +79,14 @@ def test_a_state_that_matches_no_checkpoint_is_an_error_not_a_fresh_start(local_
         local_run.restore_sharded({"w": torch.zeros(7)})  # saved with 64 elements
 
 
+def test_async_saves_stage_a_state_that_changed_shape_as_it_is_now(local_run: job.Run) -> None:
+    local_run.save_sharded({"w": torch.ones(64)}, step=1, async_save=True)
+    local_run.save_sharded({"w": torch.full((1,), 2.0)}, step=2, async_save=True)  # would broadcast into the old copy
+    local_run.finish()
+    into = {"w": torch.zeros(1)}
+    assert local_run.restore_sharded(into) == 2 and torch.equal(into["w"], torch.full((1,), 2.0))
+
+
 def test_restore_without_checkpoints_returns_none(local_run: job.Run) -> None:
     into = _state(2.0)
     assert local_run.restore_sharded(into) is None and local_run.checkpoint_step is None
