@@ -58,6 +58,7 @@ bench: venv
 	$(BIN)/python benchmarks/web_bench.py
 	$(BIN)/python benchmarks/slurm_bench.py
 	$(BIN)/python benchmarks/trackers_bench.py
+	$(BIN)/python benchmarks/sharded_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

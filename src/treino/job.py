@@ -54,8 +54,9 @@ attempt; another 4xx drops that entry with a warning (retrying cannot fix it). U
 most METRICS_BUFFER_POINTS, in memory and journal together; beyond that the oldest are dropped (a journal entry
 at a time), with one warning. Non-finite values (nan, inf) are sent as JSON null. The server takes a replay
 as often as it comes: a checkpoint is recorded once per (job, path, step), a metric point once per (step, time).
-A checkpoint the job never managed to report is still recorded: the server looks for `step-*.pt` files in the
-checkpoint folder when it adopts a running attempt after a restart and when an attempt ends.
+A checkpoint the job never managed to report is still recorded: the server looks for `step-*.pt` files (and
+complete checkpoint folders, below) in the checkpoint folder when it adopts a running attempt after a restart and
+when an attempt ends.
 
 `run.dataset(name)` (GET {TREINO_URL}/api/v1/jobs/{id}/datasets/{name}) needs the answer, so it waits: no
 answer, 408, 429 and 5xx are retried with the same backoff for up to DATASET_RETRY_TIMEOUT_S, then JobError.
@@ -67,6 +68,14 @@ complete zip archive with matching CRCs: a disk that lied, a file cut while copi
 back to the previous one; an intact file that fails to load (e.g. refused by weights_only) raises JobError
 instead, since skipping it would silently throw progress away. Temp files are never read; the next save
 removes them.
+
+Sharded checkpoints (treino.sharded; docs/sdk.md has the contract): `run.save_sharded(state_dict, step=N,
+async_save=False)` and `run.restore_sharded(state_dict) -> step | None`, called on every rank, write and load the
+folder `{dir}/step-{step:09d}/` with torch.distributed.checkpoint: every rank its own shards, restorable with any
+world size, renamed into place once complete (`.metadata` written last); with async_save the write runs in the
+background and the next save, restore or finish() waits for it. `run.register_checkpoint(folder, step)` makes a
+framework's own checkpoint folder one of the job's (marker `.treino-checkpoint`). Folders are reported with the
+bytes of all their files; sharded ones are kept newest `keep` like files.
 
 Distributed (torch.distributed initialised, world size > 1): `save` writes on rank 0 and ends with a barrier;
 `restore` loads on every rank with map_location="cpu" (the ranks must see the same folder: one node, or a
@@ -101,10 +110,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from treino import trackers as _trackers
 from treino.errors import JobError
+
+if TYPE_CHECKING:
+    from treino.sharded import ShardedCheckpoints
 
 log = logging.getLogger("treino.job")
 
@@ -657,6 +669,7 @@ class Run:
         self._finished = False
         self._local_points: deque[MetricPoint] = deque(maxlen=METRICS_BUFFER_POINTS)
         self._reporter: _Reporter | None = None
+        self._sharded_checkpoints: ShardedCheckpoints | None = None  # made by the first sharded save or restore
         if self._client is not None and self._env_rank == 0:
             # A previous attempt's unsent reports are in the journal: the reporter sends them first.
             self._reporter = _Reporter(self._client, _Journal(self.checkpoint_dir / JOURNAL_NAME, self.attempt))
@@ -803,6 +816,32 @@ class Run:
             if _TEMP_RE.match(p.name):
                 p.unlink(missing_ok=True)
 
+    # -- sharded checkpoints (treino.sharded; docs/sdk.md)
+    def save_sharded(self, state_dict: dict[str, Any], step: int, async_save: bool = False) -> Path:
+        """Every rank: write its shard of `state_dict` into the folder `step-{step:09d}/` (torch's distributed
+        checkpoint), atomically; keep the newest `keep`; report it once complete. async_save: return once the state
+        is copied to CPU memory; the next save, restore or finish() waits for the disk. Returns the folder."""
+        return self._sharded().save(state_dict, step, async_save=async_save)
+
+    def restore_sharded(self, state_dict: dict[str, Any]) -> int | None:
+        """Every rank: load the newest complete sharded checkpoint into `state_dict` in place (any world size); its
+        step (also in `checkpoint_step`), or None when there is none."""
+        return self._sharded().restore(state_dict)
+
+    def register_checkpoint(self, folder: str | os.PathLike[str], step: int) -> Path:
+        """Every rank: make a complete folder inside the checkpoint dir (a framework's own checkpoint) a checkpoint
+        of step `step`, reported like any other (see treino.sharded.register_folder)."""
+        from treino.sharded import register_folder
+
+        return register_folder(self, folder, step)
+
+    def _sharded(self) -> ShardedCheckpoints:
+        if self._sharded_checkpoints is None:
+            from treino.sharded import ShardedCheckpoints
+
+            self._sharded_checkpoints = ShardedCheckpoints(self)
+        return self._sharded_checkpoints
+
     # -- metrics
     def log(self, step: int, **values: float) -> None:
         """Record metrics for `step`; returns at once (rank 0 sends them in the background, others ignore them).
@@ -844,6 +883,8 @@ class Run:
         if self._finished:
             return
         self._finished = True
+        if self._sharded_checkpoints is not None:  # an async save in flight: written and reported before the rest
+            self._sharded_checkpoints.close()
         if self._reporter is not None:
             self._reporter.close()
         if self._trackers is not None:

@@ -135,6 +135,12 @@ shard.mkdir()
 (shard / ".metadata").write_bytes(b"m")
 (folder / "step-000000004").mkdir()  # one still being written: no .metadata yet
 (folder / ".step-000000005.pt.tmp-1").write_bytes(b"t")  # a temp file is never a checkpoint
+framework = folder / "checkpoint-6"  # any other folder the SDK registered: its marker, written last, names the step
+framework.mkdir()
+(framework / "model.safetensors").write_bytes(b"6" * 60)
+(framework / ".treino-checkpoint").write_text('{"step": 6}')
+(folder / "checkpoint-7").mkdir()  # no marker: not a checkpoint (yet)
+(folder / "checkpoint-7" / "model.safetensors").write_bytes(b"7")
 """
 
 
@@ -163,11 +169,18 @@ def test_checkpoints_never_reported_are_found_on_disk_at_adoption_and_at_the_end
         (1, 10, "step-000000001.pt"),
         (2, 20, "step-000000002.pt"),
         (3, 31, "step-000000003"),
+        (6, 71, "checkpoint-6"),
     ]
-    assert done["checkpoint_step"] == 3
-    assert models_of(again, job_id) == [("checkpoint", 1), ("checkpoint", 2), ("checkpoint", 3), ("final", 3)]
+    assert done["checkpoint_step"] == 6
+    assert models_of(again, job_id) == [
+        ("checkpoint", 1),
+        ("checkpoint", 2),
+        ("checkpoint", 3),
+        ("checkpoint", 6),
+        ("final", 6),
+    ]
     found = [r for r in audit_records(again, "checkpoint.found") if r["job_id"] == job_id]
-    assert [(r["detail"]["step"], r["detail"]["bytes"]) for r in found] == [(1, 10), (2, 20), (3, 31)]
+    assert [(r["detail"]["step"], r["detail"]["bytes"]) for r in found] == [(1, 10), (2, 20), (3, 31), (6, 71)]
     assert all("did not report" in r["detail"]["source"] and r["actor"] == "admin" for r in found)
     assert again.api("GET", "/api/v1/audit/verify").json()["ok"]
 

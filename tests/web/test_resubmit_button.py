@@ -28,7 +28,9 @@ def test_a_cancelled_job_continues_after_a_confirmation(browser: Any, demo: Demo
     assert asked == [
         f"This job was cancelled. Resubmit it as a new job that continues from its checkpoint of step {step}?"
     ]
-    assert page.url == f"{demo.server.url}/jobs/{old}"
+    assert (
+        page.url.split("?")[0] == f"{demo.server.url}/jobs/{old}"
+    )  # no navigation (the charts keep their keys in ?key=)
     assert demo.api("eng1", "GET", "/api/v1/jobs?limit=1").json()["jobs"][0]["id"] == old  # no job was made
 
     page.once("dialog", lambda d: d.accept())

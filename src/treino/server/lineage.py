@@ -10,6 +10,7 @@ reported is found on disk when an attempt is adopted or ends (`GovernanceEvents.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from pathlib import Path
@@ -25,12 +26,15 @@ from treino.server.settings import CHECKPOINTS_FOUND_MAX, INT_MAX
 
 log = logging.getLogger("treino.server")
 
-# What treino.job.Run.save writes (`step-000000100.pt`), and the folder a sharded checkpoint
-# (torch.distributed.checkpoint) would be saved as; that one counts once its `.metadata`, written last, exists.
+# What treino.job.Run.save writes (`step-000000100.pt`), and the folder of a sharded checkpoint
+# (torch.distributed.checkpoint, treino.sharded), which counts once its `.metadata`, written last, exists.
 # At most 19 digits: a step is a 64-bit integer (INT_MAX has 19), and a longer name is no checkpoint of the SDK's.
 CHECKPOINT_FILE_RE = re.compile(r"^step-(\d{9,19})\.pt$")
 SHARDED_CHECKPOINT_RE = re.compile(r"^step-(\d{9,19})$")
 SHARDED_COMPLETE_MARKER = ".metadata"
+# Any other folder the SDK registered as a checkpoint (e.g. a framework's own `checkpoint-500/`) holds this file,
+# `{"step": 500}`, written last by treino.sharded.register_folder: the folder counts once it is there.
+FOLDER_CHECKPOINT_MARKER = ".treino-checkpoint"
 
 
 def record_checkpoint(
@@ -86,9 +90,27 @@ def record_checkpoint(
     return known is None
 
 
+def tree_bytes(path: Path) -> int:
+    """The bytes of the files under `path` (a checkpoint folder), or of `path` itself when it is a file."""
+    if not path.is_dir():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def marked_step(folder: Path) -> int | None:
+    """The step a folder's FOLDER_CHECKPOINT_MARKER names, or None (no marker, or not `{"step": N}`, 0 <= N)."""
+    try:
+        record = json.loads((folder / FOLDER_CHECKPOINT_MARKER).read_bytes()[:4096])
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        return None
+    step = record.get("step") if isinstance(record, dict) else None
+    return step if type(step) is int and 0 <= step <= INT_MAX else None
+
+
 def checkpoints_on_disk(folder: Path) -> list[tuple[int, Path, int]]:
     """(step, path, bytes) of every complete checkpoint in `folder`, by step: `step-*.pt` files (renamed into place
-    whole by the SDK, so never torn) and sharded checkpoint folders with their completion marker."""
+    whole by the SDK, so never torn), sharded checkpoint folders with their completion marker, and any folder with a
+    FOLDER_CHECKPOINT_MARKER. A folder's bytes are those of every file in it."""
     try:
         entries = list(folder.iterdir())
     except FileNotFoundError:
@@ -109,8 +131,9 @@ def checkpoints_on_disk(folder: Path) -> list[tuple[int, Path, int]]:
                 and int(m.group(1)) <= INT_MAX
                 and (entry / SHARDED_COMPLETE_MARKER).is_file()
             ):
-                size = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
-                found.append((int(m.group(1)), entry, size))
+                found.append((int(m.group(1)), entry, tree_bytes(entry)))
+            elif not entry.name.startswith(".") and entry.is_dir() and (step := marked_step(entry)) is not None:
+                found.append((step, entry, tree_bytes(entry)))
         except OSError:  # pruned by the job meanwhile, or closed to the server
             continue
     # The newest only: a job that makes a million files must not make one pass record a million models.
