@@ -53,6 +53,10 @@ as often as it comes: a checkpoint is recorded once per (job, path, step), a met
 A checkpoint the job never managed to report is still recorded: the server looks for `step-*.pt` files in the
 checkpoint folder when it adopts a running attempt after a restart and when an attempt ends.
 
+A framework that writes its own checkpoints (the Hugging Face Trainer's `checkpoint-N/` folders, Lightning's
+`.ckpt` files; see treino.integrations) reports each with `run.register_checkpoint(path, step)`: journaled and
+sent like `save()`'s; a folder gets a `.treino-checkpoint` marker by which the server's disk scan finds it too.
+
 `run.dataset(name)` (GET {TREINO_URL}/api/v1/jobs/{id}/datasets/{name}) needs the answer, so it waits: no
 answer, 408, 429 and 5xx are retried with the same backoff for up to DATASET_RETRY_TIMEOUT_S, then JobError.
 
@@ -122,6 +126,9 @@ DATASET_RETRY_TIMEOUT_S = 600.0  # run.dataset() retries an unreachable or faili
 HTTP_TIMEOUT_S = 5.0  # per request: metrics, checkpoint reports, dataset reads
 JOURNAL_NAME = ".treino-reports.jsonl"  # unacknowledged reports, in the checkpoint folder (kept across attempts)
 JOURNAL_COMPACT_BYTES = 16 * 1024**2  # past this (and twice its last compacted size) the journal is rewritten
+# In a checkpoint folder that register_checkpoint() reported, `{"step": N}`, written last: the server's disk scan
+# (treino.server.lineage.FOLDER_CHECKPOINT_MARKER) counts the folder as a complete checkpoint once it is there.
+FOLDER_MARKER_NAME = ".treino-checkpoint"
 
 _CHECKPOINT_RE = re.compile(r"^step-(\d{9,})\.pt$")
 _TEMP_RE = re.compile(r"^\.step-\d{9,}\.pt\.tmp-\d+$")
@@ -603,6 +610,26 @@ def _is_intact_archive(path: Path) -> bool:
         return False
 
 
+def _size_bytes(path: Path) -> int:
+    """Bytes of a file, or of every file under a folder (links not followed); OSError if `path` does not exist."""
+    if not path.is_dir():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """`data` as `path`, through a hidden temp file renamed over it: readers see the old file or the whole new one."""
+    temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(temp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -788,6 +815,41 @@ class Run:
         for p in self.checkpoint_dir.iterdir():
             if _TEMP_RE.match(p.name):
                 p.unlink(missing_ok=True)
+
+    def register_checkpoint(self, path: str | os.PathLike[str], step: int) -> Path:
+        """Report a checkpoint that other code wrote (a framework's file or folder: the Hugging Face Trainer's
+        `checkpoint-N/`, a Lightning `.ckpt`) as step `step`: journaled and sent like `save()`'s, by rank 0.
+
+        Call it once the checkpoint is complete. It must lie under `checkpoint_dir`, the only folder the server
+        records for the job. A folder gets FOLDER_MARKER_NAME (`{"step": N}`), by which the server also finds it on
+        disk should the report never arrive; nothing else is written, pruned or waited for: the framework owns the
+        checkpoint and resumes from it itself (`restore()` reads `step-*.pt` files only). Other ranks only check the
+        path. Returns the absolute path.
+        """
+        if step < 0:
+            raise JobError(f"step={step}: checkpoint steps are >= 0. To fix: pass the step the checkpoint holds.")
+        target = Path(path).absolute()
+        if not target.resolve().is_relative_to(self.checkpoint_dir.resolve()):
+            raise JobError(
+                f"{target} is outside the job's checkpoint folder {self.checkpoint_dir}: the server records only "
+                "checkpoints there. To fix: have the framework write under run.checkpoint_dir (TREINO_CHECKPOINT_DIR)."
+            )
+        if self.rank != 0:
+            return target
+        try:
+            if target.is_dir():  # the server's disk scan counts a folder as a checkpoint once this marker is in it
+                before = target.stat()
+                _write_atomic(target / FOLDER_MARKER_NAME, json.dumps({"step": step}).encode())
+                # The folder keeps its time: frameworks rotate their checkpoints by it (the Trainer's use_mtime).
+                os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+            size = _size_bytes(target)
+        except OSError as e:
+            raise JobError(
+                f"Checkpoint {target} cannot be read ({e}). To fix: register it after the framework has written it."
+            ) from e
+        if self._reporter is not None:
+            self._reporter.checkpoint(step, target, size)
+        return target
 
     # -- metrics
     def log(self, step: int, **values: float) -> None:
