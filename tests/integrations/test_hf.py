@@ -29,7 +29,7 @@ from treino.errors import JobError
 from treino.integrations.hf import TreinoCallback, last_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS = 40
+STEPS = 30
 SAVE_EVERY = 10
 
 

@@ -18,19 +18,22 @@
   every `every_n_train_steps` and keeps the newest `run.keep` (a name the server's disk scan knows).
 - TreinoCallback:
   - at setup it wraps the strategy's CheckpointIO, so that every file Lightning writes through it (any
-    ModelCheckpoint, `trainer.save_checkpoint(path)`, its own stop checkpoint) is registered with the server as step
-    `global_step` once written (`run.register_checkpoint`, rank 0). A file outside `run.checkpoint_dir` is not:
+    ModelCheckpoint, `trainer.save_checkpoint(path)`, its own stop checkpoint) is written atomically (a hidden temp
+    file in the same folder, fsynced, renamed into place, as `run.save` does) and registered with the server as step
+    `global_step` (`run.register_checkpoint`, rank 0). A file outside `run.checkpoint_dir` is neither:
     the server records only that folder, and one warning says so. Strategies that write sharded checkpoints
     without CheckpointIO (FSDP's "sharded" state, DeepSpeed) and AsyncCheckpointIO (the file is not there yet when
     the call returns) are not covered: register those with `run.register_checkpoint` yourself;
   - after each training batch, once `run.should_stop` (SIGTERM: preemption or cancel; under DDP all ranks agree),
     it saves `step-{global_step:09d}.ckpt` in the checkpoint folder and sets `trainer.should_stop`. Lightning
-    noticed the SIGTERM too: it ends `fit()` with SIGTERMException (a SystemExit, exit status 0) at the end of the
-    epoch, so code after `fit()` does not run; `run.finish()` still runs at exit.
+    notices the SIGTERM too (its handler runs treino's): it ends the batch with SIGTERMException, a SystemExit
+    (exit status 0) that leaves `fit()`, so code after `fit()` does not run (`run.finish()` still runs at exit).
+    A SIGTERM that arrives after the callback looked reaches it that way, in `on_exception`, and is saved there.
 
 `last_checkpoint(run)` is what `trainer.fit(ckpt_path=...)` takes: the newest `.ckpt` file under the checkpoint
 folder (by modification time, as Lightning's own ckpt_path="last" picks) that is a complete archive, or None. A
-file cut by SIGKILL mid-write (Lightning's local save is not atomic across file systems) is skipped.
+file cut by SIGKILL mid-write (one not saved through TreinoCallback: Lightning's own local save is not atomic
+across file systems) is skipped.
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ import lightning.pytorch as pl
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.plugins.io import AsyncCheckpointIO, CheckpointIO
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from treino.errors import JobError
-from treino.job import Run, _is_intact_archive
+from treino.job import Run, _fsync_dir, _is_intact_archive
 
 log = logging.getLogger("treino.integrations")
 
@@ -77,7 +81,8 @@ def last_checkpoint(where: Run | str | os.PathLike[str]) -> str | None:
 
 
 class _RegisteringCheckpointIO(CheckpointIO):
-    """The strategy's CheckpointIO, and each file saved through it registered with the server once written."""
+    """The strategy's CheckpointIO; each file it saves under the job's folder is written atomically, then registered
+    with the server."""
 
     def __init__(self, inner: CheckpointIO, run: Run) -> None:
         self.inner = inner
@@ -85,9 +90,9 @@ class _RegisteringCheckpointIO(CheckpointIO):
         self._warned: set[Path] = set()
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: str | Path, storage_options: Any | None = None) -> None:
-        self.inner.save_checkpoint(checkpoint, path, storage_options=storage_options)
         target = Path(path).absolute()
         if not target.resolve().is_relative_to(self.run.checkpoint_dir.resolve()):
+            self.inner.save_checkpoint(checkpoint, path, storage_options=storage_options)
             if target.parent not in self._warned:
                 self._warned.add(target.parent)
                 log.warning(
@@ -97,6 +102,18 @@ class _RegisteringCheckpointIO(CheckpointIO):
                     self.run.checkpoint_dir,
                 )
             return
+        # Written as a hidden temp file in the same folder and renamed into place, as the SDK's own: Lightning's
+        # local save goes through a temp file in /tmp, whose move is a copy (a kill leaves a torn file) when the
+        # checkpoint folder is on another file system.
+        temp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+        try:
+            self.inner.save_checkpoint(checkpoint, temp, storage_options=storage_options)
+            with open(temp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(temp, target)
+        finally:
+            temp.unlink(missing_ok=True)
+        _fsync_dir(target.parent)
         self.run.register_checkpoint(target, int(checkpoint.get("global_step", 0)))
 
     def load_checkpoint(
@@ -130,12 +147,22 @@ class TreinoCallback(Callback):
                 "with run.register_checkpoint(path, step) once it is written."
             )
         trainer.strategy.checkpoint_io = _RegisteringCheckpointIO(io, self.run)
+        if trainer.is_global_zero and self.run.checkpoint_dir.is_dir():  # temp files of a writer that was killed
+            for temp in self.run.checkpoint_dir.glob(f".*{CHECKPOINT_SUFFIX}.tmp-*"):
+                temp.unlink(missing_ok=True)
 
     def on_train_batch_end(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
-        if self._stopping or not self.run.should_stop:
-            return
+        if not self._stopping and self.run.should_stop:
+            self._save_and_stop(trainer)
+
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        # A SIGTERM that came after on_train_batch_end looked: Lightning ends the batch with SIGTERMException.
+        if isinstance(exception, SIGTERMException) and not self._stopping:
+            self._save_and_stop(trainer)
+
+    def _save_and_stop(self, trainer: pl.Trainer) -> None:
         self._stopping = True
         path = self.run.checkpoint_dir / checkpoint_name(trainer.global_step)
         log.warning("treino: asked to stop (SIGTERM); saving %s and stopping.", path.name)
