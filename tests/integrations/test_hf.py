@@ -112,7 +112,7 @@ def test_sigterm_saves_the_trainer_s_checkpoint_stops_and_the_next_run_resumes(l
 
 def test_an_output_dir_outside_the_checkpoint_folder_is_refused(local_run: job.Run, tmp_path: Path) -> None:
     trainer = tiny_trainer(local_run, max_steps=1, callbacks=[], output_dir=tmp_path / "elsewhere")
-    with pytest.raises(JobError, match="outside the job's checkpoint folder.*To fix: pass output_dir"):
+    with pytest.raises(JobError, match=r"outside the job's checkpoint folder.*To fix: pass output_dir"):
         trainer.train()
 
 

@@ -47,11 +47,9 @@ def test_a_registered_folder_is_marked_for_the_server_s_disk_scan_and_keeps_its_
     assert sorted(p.name for p in run.checkpoint_dir.iterdir()) == ["checkpoint-20", "checkpoint-30", "last.ckpt"]
 
 
-def test_a_checkpoint_outside_the_folder_missing_or_of_a_negative_step_is_refused(
-    run: job.Run, tmp_path: Path
-) -> None:
+def test_a_checkpoint_outside_the_folder_missing_or_of_a_negative_step_is_refused(run: job.Run, tmp_path: Path) -> None:
     (tmp_path / "elsewhere").mkdir()
-    with pytest.raises(JobError, match="outside the job's checkpoint folder.*To fix: have the framework write"):
+    with pytest.raises(JobError, match=r"outside the job's checkpoint folder.*To fix: have the framework write"):
         run.register_checkpoint(tmp_path / "elsewhere", step=1)
     run.checkpoint_dir.mkdir()
     (run.checkpoint_dir / "escape").symlink_to(tmp_path / "elsewhere")
