@@ -100,9 +100,12 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from treino.errors import JobError
+
+if TYPE_CHECKING:
+    from treino.sharded import ShardedCheckpoints
 
 log = logging.getLogger("treino.job")
 
@@ -674,6 +677,7 @@ class Run:
         self._finished = False
         self._local_points: deque[MetricPoint] = deque(maxlen=METRICS_BUFFER_POINTS)
         self._reporter: _Reporter | None = None
+        self._sharded_checkpoints: ShardedCheckpoints | None = None  # made by the first sharded save or restore
         if self._client is not None and self._env_rank == 0:
             # A previous attempt's unsent reports are in the journal: the reporter sends them first.
             self._reporter = _Reporter(self._client, _Journal(self.checkpoint_dir / JOURNAL_NAME, self.attempt))
@@ -831,7 +835,7 @@ class Run:
         target = Path(path).absolute()
         if not target.resolve().is_relative_to(self.checkpoint_dir.resolve()):
             raise JobError(
-                f"{target} is outside the job's checkpoint folder {self.checkpoint_dir}: the server records only "
+                f"{target} is not inside the checkpoint dir {self.checkpoint_dir}: the server records only "
                 "checkpoints there. To fix: have the framework write under run.checkpoint_dir (TREINO_CHECKPOINT_DIR)."
             )
         if self.rank != 0:
@@ -850,6 +854,25 @@ class Run:
         if self._reporter is not None:
             self._reporter.checkpoint(step, target, size)
         return target
+
+    # -- sharded checkpoints (treino.sharded; docs/sdk.md)
+    def save_sharded(self, state_dict: dict[str, Any], step: int, async_save: bool = False) -> Path:
+        """Every rank: write its shard of `state_dict` into the folder `step-{step:09d}/` (torch's distributed
+        checkpoint), atomically; keep the newest `keep`; report it once complete. async_save: return once the state
+        is copied to CPU memory; the next save, restore or finish() waits for the disk. Returns the folder."""
+        return self._sharded().save(state_dict, step, async_save=async_save)
+
+    def restore_sharded(self, state_dict: dict[str, Any]) -> int | None:
+        """Every rank: load the newest complete sharded checkpoint into `state_dict` in place (any world size); its
+        step (also in `checkpoint_step`), or None when there is none."""
+        return self._sharded().restore(state_dict)
+
+    def _sharded(self) -> ShardedCheckpoints:
+        if self._sharded_checkpoints is None:
+            from treino.sharded import ShardedCheckpoints
+
+            self._sharded_checkpoints = ShardedCheckpoints(self)
+        return self._sharded_checkpoints
 
     # -- metrics
     def log(self, step: int, **values: float) -> None:
@@ -882,6 +905,8 @@ class Run:
         if self._finished:
             return
         self._finished = True
+        if self._sharded_checkpoints is not None:  # an async save in flight: written and reported before the rest
+            self._sharded_checkpoints.close()
         if self._reporter is not None:
             self._reporter.close()
         if self._handler_installed and threading.current_thread() is threading.main_thread():

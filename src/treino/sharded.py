@@ -1,0 +1,287 @@
+"""Sharded checkpoints for the Job SDK: torch.distributed.checkpoint (DCP) folders that every rank writes its own
+shard of, and that load back with any number of ranks (saved by 2, restored by 1 or 4). Used through `Run`:
+
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    model_sd, optim_sd = get_state_dict(model, optimizer)     # DTensors under fully_shard: this rank's shards
+    state = {"model": model_sd, "optim": optim_sd}
+    step = run.restore_sharded(state)                        # every rank; loads in place; None when none
+    if step is not None:
+        set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    ...
+    run.save_sharded(state, step=step, async_save=True)      # every rank; see docs/sdk.md
+
+A sharded checkpoint is the folder `{checkpoint_dir}/step-{step:09d}/`: DCP's files (`__{rank}_0.distcp`, one per
+rank, and `.metadata`). It is written whole or not at all:
+
+1. rank 0 makes a fresh hidden folder `.step-{step:09d}.tmp-{attempt}` (removing one a killed writer left); barrier;
+2. every rank writes its shard into it (DCP's FileSystemWriter fsyncs each file); DCP's coordinator (rank 0) writes
+   `.metadata` last, after every rank's shard is written;
+3. rank 0 fsyncs the folder, renames it to `step-{step:09d}` and fsyncs the checkpoint folder, keeps the newest
+   `keep` sharded checkpoints (older folders and hidden leftovers are removed), then reports it to the server.
+
+So a folder named `step-NNNNNNNNN` exists only once complete, and only complete ones (with `.metadata`) are ever
+restored or found by the server. With `async_save=True` step 2 and 3 run in a background thread after the state is
+copied to CPU memory (DCP's staging), on a gloo process group of their own (created once, by the first async save on
+every rank) so that they never interleave with the training loop's collectives; the next `save_sharded`,
+`restore_sharded` or `finish()` waits for it. A failed async save raises JobError at that wait (in `finish()`: logged).
+
+`register_folder` makes any other folder in the checkpoint dir a checkpoint of the job (a framework's own
+`checkpoint-500/`): it writes FOLDER_MARKER `{"step": N}` last and reports the folder, whose bytes are all its files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from treino.errors import JobError
+
+if TYPE_CHECKING:
+    from treino.job import Run
+
+log = logging.getLogger("treino.job")
+
+# --- the layout; the server reads the same names (treino.server.lineage) ---------------------------------
+COMPLETE_MARKER = ".metadata"  # DCP's metadata file, written last: a step folder without it is no checkpoint
+FOLDER_MARKER = ".treino-checkpoint"  # {"step": N}, written last into a folder registered by register_folder
+ASYNC_BACKEND = "gloo"  # the process group of async saves: DCP's async save needs a CPU backend
+
+_SHARDED_RE = re.compile(r"^step-(\d{9,})$")
+_LEFTOVER_RE = re.compile(r"^\.step-\d{9,}\.(tmp|old)-\d+$")  # a killed writer's folder, or one being replaced
+
+
+def folder_bytes(path: Path) -> int:
+    """The bytes of every file under `path`."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _last_line(error: BaseException) -> str:
+    """The last line of an error's message: DCP's CheckpointException holds each rank's whole traceback."""
+    lines = str(error).strip().splitlines()
+    return lines[-1] if lines else type(error).__name__
+
+
+def _no_dist() -> bool:
+    """True without an initialised process group: DCP then reads and writes as a single process (and says nothing)."""
+    import torch.distributed as dist
+
+    return not (dist.is_available() and dist.is_initialized())
+
+
+def _barrier() -> None:
+    from treino.job import _dist_world
+
+    if _dist_world() is not None:
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+class ShardedCheckpoints:
+    """The sharded checkpoints of one Run: listing, save (sync or async), restore. Every method is called on every
+    rank, in the same order."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self._thread: threading.Thread | None = None  # the async save in flight
+        self._error: BaseException | None = None  # what it raised
+        self._async_group: Any = None  # the gloo process group of async saves
+
+    @property
+    def folder(self) -> Path:
+        return self.run.checkpoint_dir
+
+    def list(self) -> list[tuple[int, Path]]:
+        """(step, path) of every complete sharded checkpoint (a `step-*` folder with `.metadata`), oldest first."""
+        if not self.folder.is_dir():
+            return []
+        found = [
+            (int(m.group(1)), p)
+            for p in self.folder.iterdir()
+            if (m := _SHARDED_RE.match(p.name)) and (p / COMPLETE_MARKER).is_file()
+        ]
+        return sorted(found)
+
+    # -- save
+    def save(self, state_dict: dict[str, Any], step: int, async_save: bool = False) -> Path:
+        from torch.distributed.checkpoint.filesystem import FileSystemWriter
+        from torch.distributed.checkpoint.state_dict_saver import async_save as dcp_async_save
+        from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
+
+        if step < 0:
+            raise JobError(f"step={step}: checkpoint steps are >= 0. To fix: pass the step just completed.")
+        self.wait()
+        rank = self.run.rank
+        final = self.folder / f"step-{step:09d}"
+        temp = self.folder / f".step-{step:09d}.tmp-{self.run.attempt}"
+        if rank == 0:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(temp, ignore_errors=True)  # a killed writer's, of the same step and attempt
+            temp.mkdir()
+        _barrier()  # the folder exists before any rank writes into it
+        writer = FileSystemWriter(temp, sync_files=True)
+        if not async_save:
+            dcp_save(state_dict, storage_writer=writer, no_dist=_no_dist())
+            if rank == 0:
+                self._complete(step, temp, final)
+            _barrier()  # every rank returns once the checkpoint is in place
+            return final
+        future = dcp_async_save(state_dict, storage_writer=writer, process_group=self._group(), no_dist=_no_dist())
+        assert isinstance(future, Future)  # the default stager stages synchronously: the upload future itself
+        self._error = None
+        self._thread = threading.Thread(
+            target=self._finish_async, args=(future, step, temp, final, rank), name=f"treino-save-{step}"
+        )
+        self._thread.start()
+        return final
+
+    def _group(self) -> Any:
+        """The gloo group of async saves (None without a process group). Created collectively, once."""
+        from treino.job import _dist_world
+
+        if _dist_world() is None:
+            return None
+        if self._async_group is None:
+            import torch.distributed as dist
+
+            self._async_group = dist.new_group(backend=ASYNC_BACKEND)
+        return self._async_group
+
+    def _finish_async(self, future: Future[Any], step: int, temp: Path, final: Path, rank: int) -> None:
+        try:
+            future.result()  # on rank 0: every rank's shard and .metadata are written
+            if rank == 0:
+                self._complete(step, temp, final)
+        except BaseException as e:  # handed to the thread that waits: wait() raises it
+            self._error = e
+
+    def _complete(self, step: int, temp: Path, final: Path) -> None:
+        """Rank 0, once every shard and `.metadata` are in `temp`: rename it into place, prune, report."""
+        if not (temp / COMPLETE_MARKER).is_file():
+            raise JobError(
+                f"The sharded checkpoint of step {step} in {temp} has no {COMPLETE_MARKER} after the save. To fix: "
+                "check that every rank called save_sharded with the same step and that the folder is shared."
+            )
+        _fsync_dir(temp)
+        old = final.with_name(f".{final.name}.old-{self.run.attempt}")
+        if final.exists():  # saved again (a restarted attempt): the new one replaces it
+            shutil.rmtree(old, ignore_errors=True)
+            final.rename(old)
+        temp.rename(final)
+        _fsync_dir(self.folder)
+        shutil.rmtree(old, ignore_errors=True)
+        self._prune(step)
+        reporter = self.run._reporter
+        if reporter is not None:  # journaled now, sent by the reporter's thread
+            reporter.checkpoint(step, final, folder_bytes(final))
+
+    def _prune(self, saved_step: int) -> None:
+        """Keep the newest `keep` sharded checkpoints up to the one just saved (later ones never count as kept);
+        remove older ones and folders left by killed writers."""
+        for _, old in [c for c in self.list() if c[0] <= saved_step][: -self.run.keep]:
+            shutil.rmtree(old, ignore_errors=True)
+        for p in self.folder.iterdir():
+            if _LEFTOVER_RE.match(p.name):
+                shutil.rmtree(p, ignore_errors=True)
+
+    def wait(self) -> None:
+        """Wait for the async save in flight, if any; JobError if it failed."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        thread.join()
+        error, self._error = self._error, None
+        if error is not None:
+            raise JobError(
+                f"The asynchronous sharded save ({thread.name}) failed: {_last_line(error)}. To fix: see the cause "
+                "above; the checkpoints saved before it are intact."
+            ) from error
+
+    def close(self) -> None:
+        """`finish()`: wait for the async save in flight; a failure is logged, not raised (it may run at exit)."""
+        try:
+            self.wait()
+        except JobError as e:
+            log.error("treino: %s", e)
+
+    # -- restore
+    def restore(self, state_dict: dict[str, Any]) -> int | None:
+        """Load the newest complete sharded checkpoint into `state_dict` in place; its step, or None when none.
+
+        Every rank loads the folder rank 0 chose (listed once, broadcast). One that fails to load (a shard missing
+        or cut: a disk that lied) is skipped with a warning for the one before it; when none loads, JobError."""
+        from torch.distributed.checkpoint.api import CheckpointException
+        from torch.distributed.checkpoint.filesystem import FileSystemReader
+        from torch.distributed.checkpoint.state_dict_loader import load
+
+        from treino.job import _dist_world
+
+        self.wait()
+        candidates = self.list()
+        if _dist_world() is not None:  # every rank must load the same folder, whatever it lists
+            import torch.distributed as dist
+
+            box: list[Any] = [candidates]
+            dist.broadcast_object_list(box, src=0)
+            candidates = box[0]
+        self.run.checkpoint_step = None
+        first_error: BaseException | None = None
+        for step, path in reversed(candidates):
+            try:
+                load(state_dict, storage_reader=FileSystemReader(path), no_dist=_no_dist())
+            except (CheckpointException, OSError, RuntimeError, ValueError, EOFError) as e:
+                log.warning("treino: skipping sharded checkpoint %s: it does not load (%s).", path, _last_line(e))
+                if first_error is None:
+                    first_error = e
+                continue
+            self.run.checkpoint_step = step
+            return step
+        if first_error is not None:
+            raise JobError(
+                f"No sharded checkpoint in {self.folder} loads ({type(first_error).__name__}, the cause above). "
+                "To fix: check that the state_dict passed has the keys and shapes it was saved with."
+            ) from first_error
+        return None
+
+
+def register_folder(run: Run, folder: str | os.PathLike[str], step: int) -> Path:
+    """Make `folder`, complete and inside the checkpoint dir, a checkpoint of step `step`: rank 0 writes FOLDER_MARKER
+    into it (fsynced; the server counts the folder once the marker is there) and reports it. Call it on every rank
+    once the folder is complete (a framework's own save returned); returns its absolute path."""
+    path = Path(folder).absolute()
+    if step < 0:
+        raise JobError(f"step={step}: checkpoint steps are >= 0. To fix: pass the step the folder holds.")
+    if not path.resolve().is_relative_to(run.checkpoint_dir.resolve()) or not path.is_dir():
+        raise JobError(
+            f"{path} is not a folder inside the checkpoint dir {run.checkpoint_dir}. To fix: save the framework's "
+            "checkpoints under run.checkpoint_dir."
+        )
+    if run.rank == 0:
+        marker = path / FOLDER_MARKER
+        temp = path / f".{FOLDER_MARKER}.tmp-{os.getpid()}"
+        with open(temp, "w") as f:
+            json.dump({"step": step}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, marker)
+        _fsync_dir(path)
+        if run._reporter is not None:
+            run._reporter.checkpoint(step, path, folder_bytes(path))
+    _barrier()
+    return path

@@ -1,0 +1,161 @@
+"""Sharded checkpoints (treino.sharded) on real files and real torchrun processes: atomic folders, keep-last-K,
+torn folders never restored, async saves, and resharding (saved by 2 FSDP2 ranks, restored by 1 and by 4)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from treino import job, sharded
+from treino.errors import JobError
+from treino.server.lineage import checkpoints_on_disk
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).with_name("sharded_worker.py")
+WORKER_TIMEOUT_S = 120.0
+
+
+@pytest.fixture
+def local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[job.Run]:
+    for name in (job.ENV_URL, job.ENV_JOB_ID, job.ENV_JOB_TOKEN, job.ENV_CHECKPOINT_DIR, job.ENV_ATTEMPT, "RANK"):
+        monkeypatch.delenv(name, raising=False)
+    run = job.init(checkpoint_dir=tmp_path / "ckpt", keep=2)
+    yield run
+    run.finish()
+
+
+def _state(value: float) -> dict[str, Any]:
+    return {"w": torch.full((64,), value), "b": torch.full((3, 3), -value), "step": int(value)}
+
+
+def test_sharded_folders_are_atomic_pruned_and_restored_newest_first(local_run: job.Run) -> None:
+    folder = local_run.checkpoint_dir
+    for step in range(1, 5):
+        path = local_run.save_sharded(_state(float(step)), step=step, async_save=step % 2 == 0)
+    local_run.finish()  # waits for the async save of step 4
+    assert path == folder / "step-000000004"
+    assert [s for s, _ in local_run._sharded().list()] == [3, 4]  # keep=2, folders removed whole
+    assert sorted(p.name for p in folder.iterdir()) == ["step-000000003", "step-000000004"]  # no temp left
+    # The server sees the same: complete folders, their bytes all their files.
+    assert [(s, p.name, b) for s, p, b in checkpoints_on_disk(folder)] == [
+        (3, "step-000000003", sharded.folder_bytes(folder / "step-000000003")),
+        (4, "step-000000004", sharded.folder_bytes(folder / "step-000000004")),
+    ]
+
+    # What a killed writer leaves is never restored: a hidden temp folder and a step folder without .metadata.
+    torn = folder / ".step-000000009.tmp-1"
+    torn.mkdir()
+    (torn / "__0_0.distcp").write_bytes(b"partial")
+    (folder / "step-000000008").mkdir()
+    (folder / "step-000000008" / "__0_0.distcp").write_bytes(b"partial")
+    into = _state(0.0)
+    assert local_run.restore_sharded(into) == 4 and local_run.checkpoint_step == 4
+    assert torch.equal(into["w"], torch.full((64,), 4.0)) and torch.equal(into["b"], torch.full((3, 3), -4.0))
+    assert into["step"] == 4
+    assert [s for s, _, _ in checkpoints_on_disk(folder)] == [3, 4]
+
+    # A shard cut short (a disk that lied): skipped with a warning for the one before it.
+    shard = next((folder / "step-000000004").glob("*.distcp"))
+    shard.write_bytes(shard.read_bytes()[:100])
+    into = _state(0.0)
+    assert local_run.restore_sharded(into) == 3 and torch.equal(into["w"], torch.full((64,), 3.0))
+
+    # The next save removes the temp folder a killed writer left.
+    local_run.save_sharded(_state(5.0), step=5)
+    assert not torn.exists()
+
+
+def test_a_state_that_matches_no_checkpoint_is_an_error_not_a_fresh_start(local_run: job.Run) -> None:
+    local_run.save_sharded(_state(1.0), step=1)
+    with pytest.raises(JobError, match=r"No sharded checkpoint .* loads"):
+        local_run.restore_sharded({"w": torch.zeros(7)})  # saved with 64 elements
+
+
+def test_restore_without_checkpoints_returns_none(local_run: job.Run) -> None:
+    into = _state(2.0)
+    assert local_run.restore_sharded(into) is None and local_run.checkpoint_step is None
+    assert torch.equal(into["w"], torch.full((64,), 2.0))  # untouched
+
+
+def test_a_registered_folder_carries_the_marker_the_server_reads(local_run: job.Run, tmp_path: Path) -> None:
+    framework = local_run.checkpoint_dir / "checkpoint-500"
+    framework.mkdir(parents=True)
+    (framework / "model.safetensors").write_bytes(b"x" * 50)
+    assert local_run.register_checkpoint(framework, step=500) == framework
+    assert [(s, p.name) for s, p, _ in checkpoints_on_disk(local_run.checkpoint_dir)] == [(500, "checkpoint-500")]
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    with pytest.raises(JobError, match="inside the checkpoint dir"):
+        local_run.register_checkpoint(outside, step=1)
+
+
+def test_a_failed_async_save_is_raised_at_the_next_wait(local_run: job.Run, caplog: pytest.LogCaptureFixture) -> None:
+    local_run.save_sharded(_state(1.0), step=1)
+    local_run.save_sharded({"w": torch.ones(2), "f": _Unpicklable()}, step=2, async_save=True)  # returns at once
+    with pytest.raises(JobError, match=r"asynchronous sharded save .* failed: .*cannot be pickled"):
+        local_run.save_sharded(_state(3.0), step=3)
+    assert [s for s, _ in local_run._sharded().list()] == [1]  # step 2 never appeared, step 3 was not saved
+    local_run.save_sharded(_state(3.0), step=3)  # the error was handed over once: saving goes on
+    local_run.save_sharded({"w": torch.ones(2), "f": _Unpicklable()}, step=4, async_save=True)
+    with caplog.at_level(logging.ERROR, logger="treino.job"):
+        local_run.finish()  # at exit: logged, not raised
+    assert "cannot be pickled" in caplog.text
+    assert [s for s, _ in local_run._sharded().list()] == [1, 3]
+
+
+class _Unpicklable:
+    """A state entry DCP pickles when it writes, in the background thread: this one refuses."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Unpicklable:  # staging copies it as is
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError("cannot be pickled")
+
+
+def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(tree, dict):
+        return {k: v for key, sub in tree.items() for k, v in _flatten(sub, f"{prefix}/{key}").items()}
+    if isinstance(tree, list):
+        return {k: v for i, sub in enumerate(tree) for k, v in _flatten(sub, f"{prefix}/{i}").items()}
+    return {prefix: tree}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return torch.equal(a, b) if isinstance(a, torch.Tensor) else bool(a == b)
+
+
+def test_saved_by_two_fsdp_ranks_restored_by_one_and_by_four(tmp_path: Path) -> None:
+    folder, out = tmp_path / "ckpt", tmp_path / "out"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TREINO_")}
+    env.update(CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    argv = [sys.executable, str(WORKER), str(folder), str(out)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+    # Saved by 2 ranks: one shard file each, .metadata, the newest 2 kept (step 1 pruned).
+    assert sorted(p.name for p in folder.iterdir()) == ["step-000000002", "step-000000003"]
+    assert sorted(p.name for p in (folder / "step-000000003").iterdir()) == [
+        ".metadata",
+        "__0_0.distcp",
+        "__1_0.distcp",
+    ]
+    saved = torch.load(out / "save.pt", weights_only=False)
+    expected = _flatten(saved["state"])
+    assert any(isinstance(v, torch.Tensor) and v.numel() > 1 for k, v in expected.items() if "/optim/" in k)
+    for phase in ("load-1", "load-4"):  # restored by 1 rank, by 4: the same model and optimizer state, bit for bit
+        restored = torch.load(out / f"{phase}.pt", weights_only=False)
+        assert restored["step"] == 3
+        got = _flatten(restored["state"])
+        assert got.keys() == expected.keys()
+        assert [k for k in expected if not _same(got[k], expected[k])] == [], phase
