@@ -24,6 +24,7 @@ from transformers import (
 
 from tests.integrations.conftest import Jobs, final
 from treino import job
+from treino.cli.client import spec_for_submit
 from treino.errors import JobError
 from treino.integrations.hf import TreinoCallback, last_checkpoint
 
@@ -116,17 +117,9 @@ def test_an_output_dir_outside_the_checkpoint_folder_is_refused(local_run: job.R
 
 
 def test_a_sigkilled_trainer_job_resumes_from_its_last_registered_checkpoint(jobs: Jobs) -> None:
-    job_id = jobs.submit(
-        {
-            "name": "hf-trainer",
-            "script": str(ROOT / "examples" / "hf_train.py"),
-            "args": ["--steps", str(STEPS), "--save-every", str(SAVE_EVERY), "--sleep", "0.1"],
-            "gpus": 1,
-            "max_restarts": 1,
-            "workdir": str(ROOT),
-            "env": {"OMP_NUM_THREADS": "1"},
-        }
-    )
+    spec = spec_for_submit(ROOT / "examples" / "hf_job.yaml")  # what `treino submit` sends
+    spec["args"] = ["--steps", str(STEPS), "--save-every", str(SAVE_EVERY), "--sleep", "0.1"]  # slower: killed mid-run
+    job_id = jobs.submit(spec)
     jobs.wait(job_id, lambda j: (j["checkpoint_step"] or 0) >= SAVE_EVERY)  # registered with the server
     jobs.kill(job_id)
     done = jobs.wait(job_id, final)

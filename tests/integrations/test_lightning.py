@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from tests.integrations.conftest import Jobs, final
 from treino import job
+from treino.cli.client import spec_for_submit
 from treino.integrations.lightning import TreinoCallback, TreinoCheckpoint, TreinoLogger, last_checkpoint
 from treino.server.lineage import checkpoints_on_disk
 
@@ -136,17 +137,9 @@ def test_sigterm_saves_a_checkpoint_stops_and_the_next_fit_resumes(
 
 
 def test_a_sigkilled_lightning_job_resumes_from_its_last_registered_checkpoint(jobs: Jobs) -> None:
-    job_id = jobs.submit(
-        {
-            "name": "lightning",
-            "script": str(ROOT / "examples" / "lightning_train.py"),
-            "args": ["--steps", str(STEPS), "--save-every", str(SAVE_EVERY), "--sleep", "0.1"],
-            "gpus": 1,
-            "max_restarts": 1,
-            "workdir": str(ROOT),
-            "env": {"OMP_NUM_THREADS": "1"},
-        }
-    )
+    spec = spec_for_submit(ROOT / "examples" / "lightning_job.yaml")  # what `treino submit` sends
+    spec["args"] = ["--steps", str(STEPS), "--save-every", str(SAVE_EVERY), "--sleep", "0.1"]  # slower: killed mid-run
+    job_id = jobs.submit(spec)
     jobs.wait(job_id, lambda j: (j["checkpoint_step"] or 0) >= SAVE_EVERY)  # registered with the server
     jobs.kill(job_id)
     done = jobs.wait(job_id, final)
