@@ -98,6 +98,9 @@ def test_sigterm_saves_the_trainer_s_checkpoint_stops_and_the_next_run_resumes(l
     (local_run.checkpoint_dir / "checkpoint-5" / "model.safetensors").write_bytes(b"cut")
     assert last_checkpoint(local_run) == str(saved)
 
+    # As if killed between the Trainer's save and the report: the next run registers it when training begins.
+    (saved / job.FOLDER_MARKER_NAME).unlink()
+
     local_run.finish()  # the next "attempt": a fresh run, no SIGTERM
     run = job.init(checkpoint_dir=local_run.checkpoint_dir)
     try:
@@ -106,6 +109,8 @@ def test_sigterm_saves_the_trainer_s_checkpoint_stops_and_the_next_run_resumes(l
         trainer.train(resume_from_checkpoint=last_checkpoint(run))
         assert trainer.state.global_step == 8 and second.trained == 5  # continued from step 3, not from 0
         assert [p.step for p in run.metrics if "loss" in p.values] == [4, 5, 6, 7, 8]
+        assert json.loads((saved / job.FOLDER_MARKER_NAME).read_text()) == {"step": 3}
+        assert not (local_run.checkpoint_dir / "checkpoint-5" / job.FOLDER_MARKER_NAME).exists()  # incomplete
     finally:
         run.finish()
 
