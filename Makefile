@@ -57,6 +57,7 @@ bench: venv
 	$(BIN)/python benchmarks/erasure_bench.py
 	$(BIN)/python benchmarks/web_bench.py
 	$(BIN)/python benchmarks/slurm_bench.py
+	$(BIN)/python benchmarks/sharded_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,6 +1,7 @@
 """A small Llama trained with FSDP2 (`fully_shard`) on the treino Job SDK, with sharded checkpoints: every rank
 saves its own shard (torch.distributed.checkpoint), in the background, and a restart resumes from the newest one.
 
+    python examples/fsdp_train.py --steps 40                                    # one process
     torchrun --standalone --nproc-per-node=2 examples/fsdp_train.py --steps 40   # gloo on CPU, NCCL on GPUs
     treino submit examples/fsdp_job.yaml                                        # the same under the server
 
@@ -65,7 +66,10 @@ def main() -> None:
         backend = "cpu:gloo,cuda:nccl"  # async saves need a CPU backend too
     else:
         device, backend = torch.device("cpu"), "gloo"
-    dist.init_process_group(backend)  # also for one process: fully_shard needs a process group
+    if "WORLD_SIZE" in os.environ:  # torchrun set MASTER_ADDR/PORT, RANK and WORLD_SIZE: env:// reads them
+        dist.init_process_group(backend)
+    else:  # a plain `python fsdp_train.py`: a group of one, since fully_shard needs one
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
 
     run = job.init()
     torch.manual_seed(SEED)

@@ -50,8 +50,9 @@ attempt; another 4xx drops that entry with a warning (retrying cannot fix it). U
 most METRICS_BUFFER_POINTS, in memory and journal together; beyond that the oldest are dropped (a journal entry
 at a time), with one warning. Non-finite values (nan, inf) are sent as JSON null. The server takes a replay
 as often as it comes: a checkpoint is recorded once per (job, path, step), a metric point once per (step, time).
-A checkpoint the job never managed to report is still recorded: the server looks for `step-*.pt` files in the
-checkpoint folder when it adopts a running attempt after a restart and when an attempt ends.
+A checkpoint the job never managed to report is still recorded: the server looks for `step-*.pt` files (and
+complete checkpoint folders, below) in the checkpoint folder when it adopts a running attempt after a restart and
+when an attempt ends.
 
 A framework that writes its own checkpoints (the Hugging Face Trainer's `checkpoint-N/` folders, Lightning's
 `.ckpt` files; see treino.integrations) reports each with `run.register_checkpoint(path, step)`: journaled and
@@ -67,6 +68,14 @@ complete zip archive with matching CRCs: a disk that lied, a file cut while copi
 back to the previous one; an intact file that fails to load (e.g. refused by weights_only) raises JobError
 instead, since skipping it would silently throw progress away. Temp files are never read; the next save
 removes them.
+
+Sharded checkpoints (treino.sharded; docs/sdk.md has the contract): `run.save_sharded(state_dict, step=N,
+async_save=False)` and `run.restore_sharded(state_dict) -> step | None`, called on every rank, write and load the
+folder `{dir}/step-{step:09d}/` with torch.distributed.checkpoint: every rank its own shards, restorable with any
+world size, renamed into place once complete (`.metadata` written last); with async_save the write runs in the
+background and the next save, restore or finish() waits for it. `run.register_checkpoint(folder, step)` makes a
+framework's own checkpoint folder one of the job's (marker `.treino-checkpoint`). Folders are reported with the
+bytes of all their files; sharded ones are kept newest `keep` like files.
 
 Distributed (torch.distributed initialised, world size > 1): `save` writes on rank 0 and ends with a barrier;
 `restore` loads on every rank with map_location="cpu" (the ranks must see the same folder: one node, or a

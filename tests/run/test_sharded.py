@@ -99,25 +99,22 @@ def test_a_registered_folder_carries_the_marker_the_server_reads(local_run: job.
 
 def test_a_failed_async_save_is_raised_at_the_next_wait(local_run: job.Run, caplog: pytest.LogCaptureFixture) -> None:
     local_run.save_sharded(_state(1.0), step=1)
-    local_run.save_sharded({"w": torch.ones(2), "f": _Unpicklable()}, step=2, async_save=True)  # returns at once
+    local_run.save_sharded({"w": torch.ones(2), "f": _Unpicklable("x")}, step=2, async_save=True)  # returns at once
     with pytest.raises(JobError, match=r"asynchronous sharded save .* failed: .*cannot be pickled"):
         local_run.save_sharded(_state(3.0), step=3)
     assert [s for s, _ in local_run._sharded().list()] == [1]  # step 2 never appeared, step 3 was not saved
     local_run.save_sharded(_state(3.0), step=3)  # the error was handed over once: saving goes on
-    local_run.save_sharded({"w": torch.ones(2), "f": _Unpicklable()}, step=4, async_save=True)
+    local_run.save_sharded({"w": torch.ones(2), "f": _Unpicklable("x")}, step=4, async_save=True)
     with caplog.at_level(logging.ERROR, logger="treino.job"):
         local_run.finish()  # at exit: logged, not raised
     assert "cannot be pickled" in caplog.text
     assert [s for s, _ in local_run._sharded().list()] == [1, 3]
 
 
-class _Unpicklable:
-    """A state entry DCP pickles when it writes, in the background thread: this one refuses."""
+class _Unpicklable(str):
+    """A string (staged as is) that DCP pickles when it writes, in the background thread: this one refuses."""
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Unpicklable:  # staging copies it as is
-        return self
-
-    def __reduce__(self) -> Any:
+    def __reduce_ex__(self, protocol: Any) -> Any:
         raise TypeError("cannot be pickled")
 
 
