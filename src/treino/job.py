@@ -54,10 +54,6 @@ A checkpoint the job never managed to report is still recorded: the server looks
 complete checkpoint folders, below) in the checkpoint folder when it adopts a running attempt after a restart and
 when an attempt ends.
 
-A framework that writes its own checkpoints (the Hugging Face Trainer's `checkpoint-N/` folders, Lightning's
-`.ckpt` files; see treino.integrations) reports each with `run.register_checkpoint(path, step)`: journaled and
-sent like `save()`'s; a folder gets a `.treino-checkpoint` marker by which the server's disk scan finds it too.
-
 `run.dataset(name)` (GET {TREINO_URL}/api/v1/jobs/{id}/datasets/{name}) needs the answer, so it waits: no
 answer, 408, 429 and 5xx are retried with the same backoff for up to DATASET_RETRY_TIMEOUT_S, then JobError.
 
@@ -73,9 +69,11 @@ Sharded checkpoints (treino.sharded; docs/sdk.md has the contract): `run.save_sh
 async_save=False)` and `run.restore_sharded(state_dict) -> step | None`, called on every rank, write and load the
 folder `{dir}/step-{step:09d}/` with torch.distributed.checkpoint: every rank its own shards, restorable with any
 world size, renamed into place once complete (`.metadata` written last); with async_save the write runs in the
-background and the next save, restore or finish() waits for it. `run.register_checkpoint(folder, step)` makes a
-framework's own checkpoint folder one of the job's (marker `.treino-checkpoint`). Folders are reported with the
-bytes of all their files; sharded ones are kept newest `keep` like files.
+background and the next save, restore or finish() waits for it. `run.register_checkpoint(path, step)` makes a
+checkpoint a framework wrote itself (a file, or a folder, which gets the marker `.treino-checkpoint`: the
+Hugging Face Trainer's `checkpoint-N/`, Lightning's `.ckpt`; see treino.integrations) one of the job's, reported
+by rank 0 like save()'s. Folders are reported with the bytes of all their files; sharded ones are kept newest
+`keep` like files.
 
 Distributed (torch.distributed initialised, world size > 1): `save` writes on rank 0 and ends with a barrier;
 `restore` loads on every rank with map_location="cpu" (the ranks must see the same folder: one node, or a
