@@ -73,9 +73,11 @@ Sharded checkpoints (treino.sharded; docs/sdk.md has the contract): `run.save_sh
 async_save=False)` and `run.restore_sharded(state_dict) -> step | None`, called on every rank, write and load the
 folder `{dir}/step-{step:09d}/` with torch.distributed.checkpoint: every rank its own shards, restorable with any
 world size, renamed into place once complete (`.metadata` written last); with async_save the write runs in the
-background and the next save, restore or finish() waits for it. `run.register_checkpoint(folder, step)` makes a
-framework's own checkpoint folder one of the job's (marker `.treino-checkpoint`). Folders are reported with the
-bytes of all their files; sharded ones are kept newest `keep` like files.
+background and the next save, restore or finish() waits for it. `run.register_checkpoint(path, step)` makes a
+checkpoint a framework wrote itself (a file, or a folder, which gets the marker `.treino-checkpoint`: the
+Hugging Face Trainer's `checkpoint-N/`, Lightning's `.ckpt`; see treino.integrations) one of the job's, reported
+by rank 0 like save()'s. Folders are reported with the bytes of all their files; sharded ones are kept newest
+`keep` like files.
 
 Distributed (torch.distributed initialised, world size > 1): `save` writes on rank 0 and ends with a barrier;
 `restore` loads on every rank with map_location="cpu" (the ranks must see the same folder: one node, or a
@@ -140,6 +142,9 @@ DATASET_RETRY_TIMEOUT_S = 600.0  # run.dataset() retries an unreachable or faili
 HTTP_TIMEOUT_S = 5.0  # per request: metrics, checkpoint reports, dataset reads
 JOURNAL_NAME = ".treino-reports.jsonl"  # unacknowledged reports, in the checkpoint folder (kept across attempts)
 JOURNAL_COMPACT_BYTES = 16 * 1024**2  # past this (and twice its last compacted size) the journal is rewritten
+# In a checkpoint folder that register_checkpoint() reported, `{"step": N}`, written last: the server's disk scan
+# (treino.server.lineage.FOLDER_CHECKPOINT_MARKER) counts the folder as a complete checkpoint once it is there.
+FOLDER_MARKER_NAME = ".treino-checkpoint"
 
 _CHECKPOINT_RE = re.compile(r"^step-(\d{9,})\.pt$")
 _TEMP_RE = re.compile(r"^\.step-\d{9,}\.pt\.tmp-\d+$")
@@ -621,6 +626,26 @@ def _is_intact_archive(path: Path) -> bool:
         return False
 
 
+def _size_bytes(path: Path) -> int:
+    """Bytes of a file, or of every file under a folder (links not followed); OSError if `path` does not exist."""
+    if not path.is_dir():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """`data` as `path`, through a hidden temp file renamed over it: readers see the old file or the whole new one."""
+    temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(temp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -816,6 +841,41 @@ class Run:
             if _TEMP_RE.match(p.name):
                 p.unlink(missing_ok=True)
 
+    def register_checkpoint(self, path: str | os.PathLike[str], step: int) -> Path:
+        """Report a checkpoint that other code wrote (a framework's file or folder: the Hugging Face Trainer's
+        `checkpoint-N/`, a Lightning `.ckpt`) as step `step`: journaled and sent like `save()`'s, by rank 0.
+
+        Call it once the checkpoint is complete. It must lie under `checkpoint_dir`, the only folder the server
+        records for the job. A folder gets FOLDER_MARKER_NAME (`{"step": N}`), by which the server also finds it on
+        disk should the report never arrive; nothing else is written, pruned or waited for: the framework owns the
+        checkpoint and resumes from it itself (`restore()` reads `step-*.pt` files only). Other ranks only check the
+        path. Returns the absolute path.
+        """
+        if step < 0:
+            raise JobError(f"step={step}: checkpoint steps are >= 0. To fix: pass the step the checkpoint holds.")
+        target = Path(path).absolute()
+        if not target.resolve().is_relative_to(self.checkpoint_dir.resolve()):
+            raise JobError(
+                f"{target} is not inside the checkpoint dir {self.checkpoint_dir}: the server records only "
+                "checkpoints there. To fix: have the framework write under run.checkpoint_dir (TREINO_CHECKPOINT_DIR)."
+            )
+        if self.rank != 0:
+            return target
+        try:
+            if target.is_dir():  # the server's disk scan counts a folder as a checkpoint once this marker is in it
+                before = target.stat()
+                _write_atomic(target / FOLDER_MARKER_NAME, json.dumps({"step": step}).encode())
+                # The folder keeps its time: frameworks rotate their checkpoints by it (the Trainer's use_mtime).
+                os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+            size = _size_bytes(target)
+        except OSError as e:
+            raise JobError(
+                f"Checkpoint {target} cannot be read ({e}). To fix: register it after the framework has written it."
+            ) from e
+        if self._reporter is not None:
+            self._reporter.checkpoint(step, target, size)
+        return target
+
     # -- sharded checkpoints (treino.sharded; docs/sdk.md)
     def save_sharded(self, state_dict: dict[str, Any], step: int, async_save: bool = False) -> Path:
         """Every rank: write its shard of `state_dict` into the folder `step-{step:09d}/` (torch's distributed
@@ -827,13 +887,6 @@ class Run:
         """Every rank: load the newest complete sharded checkpoint into `state_dict` in place (any world size); its
         step (also in `checkpoint_step`), or None when there is none."""
         return self._sharded().restore(state_dict)
-
-    def register_checkpoint(self, folder: str | os.PathLike[str], step: int) -> Path:
-        """Every rank: make a complete folder inside the checkpoint dir (a framework's own checkpoint) a checkpoint
-        of step `step`, reported like any other (see treino.sharded.register_folder)."""
-        from treino.sharded import register_folder
-
-        return register_folder(self, folder, step)
 
     def _sharded(self) -> ShardedCheckpoints:
         if self._sharded_checkpoints is None:

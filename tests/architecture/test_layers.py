@@ -16,6 +16,7 @@ FORBIDDEN = {
     "catalog": {"server", "cli", "govern"},
     "govern": {"server", "cli"},
     "server": {"cli"},
+    "integrations": {"server", "cli", "govern", "plan", "catalog", "bench", "report", "trace"},  # the SDK only
     "orm.py": {"server", "cli", "govern", "plan"},
     "errors.py": {"server", "cli", "govern", "plan", "catalog"},
 }

@@ -29,7 +29,7 @@ log = logging.getLogger("treino.server")
 # What treino.job.Run.save writes (`step-000000100.pt`), and the folder of a sharded checkpoint
 # (torch.distributed.checkpoint, treino.sharded), which counts once its `.metadata`, written last, exists.
 # At most 19 digits: a step is a 64-bit integer (INT_MAX has 19), and a longer name is no checkpoint of the SDK's.
-CHECKPOINT_FILE_RE = re.compile(r"^step-(\d{9,19})\.pt$")
+CHECKPOINT_FILE_RE = re.compile(r"^step-(\d{9,19})\.(?:pt|ckpt)$")  # .ckpt: treino.integrations.lightning's
 SHARDED_CHECKPOINT_RE = re.compile(r"^step-(\d{9,19})$")
 SHARDED_COMPLETE_MARKER = ".metadata"
 # Any other folder the SDK registered as a checkpoint (e.g. a framework's own `checkpoint-500/`) holds this file,
