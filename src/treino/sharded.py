@@ -26,15 +26,13 @@ copied to CPU memory (DCP's staging), on a gloo process group of their own (crea
 every rank) so that they never interleave with the training loop's collectives; the next `save_sharded`,
 `restore_sharded` or `finish()` waits for it. A failed async save raises JobError at that wait (in `finish()`: logged).
 
-`register_folder` makes any other folder in the checkpoint dir a checkpoint of the job (a framework's own
-`checkpoint-500/`): it writes FOLDER_MARKER `{"step": N}` last and reports the folder, whose bytes are all its files.
+A framework's own checkpoint folder (the Trainer's `checkpoint-500/`) is not written here: `Run.register_checkpoint`
+marks and reports it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
 import shutil
 import threading
@@ -43,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from treino.errors import JobError
+from treino.job import _fsync_dir, _size_bytes
 
 if TYPE_CHECKING:
     from treino.job import Run
@@ -51,24 +50,10 @@ log = logging.getLogger("treino.job")
 
 # --- the layout; the server reads the same names (treino.server.lineage) ---------------------------------
 COMPLETE_MARKER = ".metadata"  # DCP's metadata file, written last: a step folder without it is no checkpoint
-FOLDER_MARKER = ".treino-checkpoint"  # {"step": N}, written last into a folder registered by register_folder
 ASYNC_BACKEND = "gloo"  # the process group of async saves: DCP's async save needs a CPU backend
 
 _SHARDED_RE = re.compile(r"^step-(\d{9,})$")
 _LEFTOVER_RE = re.compile(r"^\.step-\d{9,}\.(tmp|old)-\d+$")  # a killed writer's folder, or one being replaced
-
-
-def folder_bytes(path: Path) -> int:
-    """The bytes of every file under `path`."""
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _last_line(error: BaseException) -> str:
@@ -233,7 +218,7 @@ class ShardedCheckpoints:
         self._prune(step)
         reporter = self.run._reporter
         if reporter is not None:  # journaled now, sent by the reporter's thread
-            reporter.checkpoint(step, final, folder_bytes(final))
+            reporter.checkpoint(step, final, _size_bytes(final))
 
     def _prune(self, saved_step: int) -> None:
         """Keep the newest `keep` sharded checkpoints up to the one just saved (later ones never count as kept);
@@ -302,30 +287,3 @@ class ShardedCheckpoints:
                 "To fix: check that the state_dict passed has the keys and shapes it was saved with."
             ) from first_error
         return None
-
-
-def register_folder(run: Run, folder: str | os.PathLike[str], step: int) -> Path:
-    """Make `folder`, complete and inside the checkpoint dir, a checkpoint of step `step`: rank 0 writes FOLDER_MARKER
-    into it (fsynced; the server counts the folder once the marker is there) and reports it. Call it on every rank
-    once the folder is complete (a framework's own save returned); returns its absolute path."""
-    path = Path(folder).absolute()
-    if step < 0:
-        raise JobError(f"step={step}: checkpoint steps are >= 0. To fix: pass the step the folder holds.")
-    if not path.resolve().is_relative_to(run.checkpoint_dir.resolve()) or not path.is_dir():
-        raise JobError(
-            f"{path} is not a folder inside the checkpoint dir {run.checkpoint_dir}. To fix: save the framework's "
-            "checkpoints under run.checkpoint_dir."
-        )
-    if run.rank == 0:
-        marker = path / FOLDER_MARKER
-        temp = path / f".{FOLDER_MARKER}.tmp-{os.getpid()}"
-        with open(temp, "w") as f:
-            json.dump({"step": step}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, marker)
-        _fsync_dir(path)
-        if run._reporter is not None:
-            run._reporter.checkpoint(step, path, folder_bytes(path))
-    _barrier()
-    return path

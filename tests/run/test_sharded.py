@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 
-from treino import job, sharded
+from treino import job
 from treino.errors import JobError
 from treino.server.lineage import checkpoints_on_disk
 
@@ -46,8 +46,8 @@ def test_sharded_folders_are_atomic_pruned_and_restored_newest_first(local_run: 
     assert sorted(p.name for p in folder.iterdir()) == ["step-000000003", "step-000000004"]  # no temp left
     # The server sees the same: complete folders, their bytes all their files.
     assert [(s, p.name, b) for s, p, b in checkpoints_on_disk(folder)] == [
-        (3, "step-000000003", sharded.folder_bytes(folder / "step-000000003")),
-        (4, "step-000000004", sharded.folder_bytes(folder / "step-000000004")),
+        (3, "step-000000003", job._size_bytes(folder / "step-000000003")),
+        (4, "step-000000004", job._size_bytes(folder / "step-000000004")),
     ]
 
     # What a killed writer leaves is never restored: a hidden temp folder and a step folder without .metadata.

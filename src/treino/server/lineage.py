@@ -33,7 +33,7 @@ CHECKPOINT_FILE_RE = re.compile(r"^step-(\d{9,19})\.(?:pt|ckpt)$")  # .ckpt: tre
 SHARDED_CHECKPOINT_RE = re.compile(r"^step-(\d{9,19})$")
 SHARDED_COMPLETE_MARKER = ".metadata"
 # Any other folder the SDK registered as a checkpoint (e.g. a framework's own `checkpoint-500/`) holds this file,
-# `{"step": 500}`, written last by treino.sharded.register_folder: the folder counts once it is there.
+# `{"step": 500}`, written last by treino.job's Run.register_checkpoint: the folder counts once it is there.
 FOLDER_CHECKPOINT_MARKER = ".treino-checkpoint"
 
 
