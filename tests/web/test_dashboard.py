@@ -78,7 +78,14 @@ def test_an_engineer_cancels_their_running_job_from_its_page(browser: Any, demo:
     demo.wait(job_id, ("running",))
     page = login(browser, demo, "eng1")
     page.goto(f"{demo.server.url}/jobs/{job_id}")
-    page.click("#cancel")
+    asked: list[str] = []
+    page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    page.click("#cancel")  # dismissed: the job runs on
+    assert asked and asked[0].startswith("Cancel this job?")
+    assert demo.api("eng1", "GET", f"/api/v1/jobs/{job_id}").json()["state"] == "running"
+    page.once("dialog", lambda d: d.accept())
+    with page.expect_navigation():
+        page.click("#cancel")
     assert page.inner_text("#flash") in ("Cancellation requested.", "Job cancelled.")
     assert demo.wait(job_id)["state"] == "cancelled"
     page.reload()

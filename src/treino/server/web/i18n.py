@@ -85,6 +85,10 @@ PT: dict[str, str] = {
     "Cancel": "Cancelar",
     "Resubmit": "Reenviar",
     "Resubmit (continue)": "Reenviar (continuar)",
+    "Cancel this job? Its processes are stopped; Resubmit (continue) starts a new job from its last checkpoint.": (
+        "Cancelar este job? Seus processos são parados; Reenviar (continuar) inicia um novo job "
+        "do seu último checkpoint."
+    ),
     "Resubmit from scratch": "Reenviar do zero",
     "This job was cancelled. Resubmit it as a new job that continues from its checkpoint of step": (
         "Este job foi cancelado. Reenviá-lo como um novo job que continua do seu checkpoint do passo"

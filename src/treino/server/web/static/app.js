@@ -64,7 +64,7 @@
     }
   }
 
-  // Forms that ask first (a cancelled job's resubmit): the browser's own confirmation dialog; no script, no question.
+  // Forms that ask first (cancel; a cancelled job's resubmit): the browser's own confirmation dialog; no script, no question.
   document.querySelectorAll("form[data-confirm]").forEach((form) => {
     form.addEventListener("submit", (e) => { if (!window.confirm(form.dataset.confirm)) e.preventDefault(); });
   });
