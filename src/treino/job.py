@@ -133,6 +133,8 @@ DEFAULT_KEEP_CHECKPOINTS = 3
 METRICS_FLUSH_INTERVAL_S = 1.0  # the background thread journals and sends at least this often
 METRICS_FLUSH_POINTS = 100  # ... or as soon as this many points wait
 METRICS_BATCH_POINTS_MAX = 1000  # points per POST (and per journal entry) when catching up after failures
+METRIC_KEY_CHARS_MAX = 200  # the server's limits on a metric key (treino.server.settings): run.log skips a key
+METRIC_KEYS_MAX = 1000  # past them, with one warning, so the server's 422 cannot drop a batch of good points
 METRICS_BUFFER_POINTS = 10_000  # unsent points kept (in memory and journal); the oldest are dropped beyond this
 REPORT_RETRY_BASE_S = 1.0  # after a failed send the next try waits up to this (full jitter), ...
 REPORT_RETRY_MAX_S = 30.0  # ... the bound doubling with each failure in a row up to this
@@ -693,6 +695,8 @@ class Run:
         self._handler_installed = False
         self._finished = False
         self._local_points: deque[MetricPoint] = deque(maxlen=METRICS_BUFFER_POINTS)
+        self._metric_keys: set[str] = set()  # every key logged, up to METRIC_KEYS_MAX
+        self._skipped_keys = False  # warned once
         self._reporter: _Reporter | None = None
         self._sharded_checkpoints: ShardedCheckpoints | None = None  # made by the first sharded save or restore
         if self._client is not None and self._env_rank == 0:
@@ -907,6 +911,8 @@ class Run:
             floats = {name: float(v) for name, v in values.items()}
         except (TypeError, ValueError) as e:
             raise JobError(f"run.log(step={step}): every value must be a number ({e}).") from e
+        if not floats.keys() <= self._metric_keys:
+            floats = self._known_keys(floats)
         point = MetricPoint(
             step=int(step), time=time.time(), values={k: v if math.isfinite(v) else None for k, v in floats.items()}
         )
@@ -916,6 +922,26 @@ class Run:
             self._local_points.append(point)
         if self._trackers is not None:
             self._trackers.add(point.step, point.time, point.values)
+
+    def _known_keys(self, floats: dict[str, float]) -> dict[str, float]:
+        """`floats` without a key longer than METRIC_KEY_CHARS_MAX or past METRIC_KEYS_MAX distinct keys (the server
+        refuses a batch holding one): skipped, with one warning for the run."""
+        kept: dict[str, float] = {}
+        for k, v in floats.items():
+            if k not in self._metric_keys and (len(k) > METRIC_KEY_CHARS_MAX or len(self._metric_keys) >= METRIC_KEYS_MAX):
+                if not self._skipped_keys:
+                    self._skipped_keys = True
+                    log.warning(
+                        "treino: run.log skips the metric %r (and any other key past %d characters or %d keys): the "
+                        "server refuses it. To fix: log fewer, shorter keys.",
+                        k[:80],
+                        METRIC_KEY_CHARS_MAX,
+                        METRIC_KEYS_MAX,
+                    )
+                continue
+            self._metric_keys.add(k)
+            kept[k] = v
+        return kept
 
     def config(self, **hparams: Any) -> None:
         """Record hyperparameters (numbers, strings, bools; nested dicts are flattened with '.' for TensorBoard and

@@ -111,6 +111,7 @@ def metrics(
         typer.echo(f"Job {job_id} has logged no metrics yet.")
         return
     from rich.table import Table
+    from rich.text import Text
 
     from treino.cli.render import console
 
@@ -120,7 +121,7 @@ def metrics(
     for k in keys:
         values = [v for v in spark[k["key"]]["value"] if v is not None]
         table.add_row(
-            k["key"],
+            Text(k["key"]),  # a key is the job's text, never Rich markup: '[/]' or '[link=...]' prints as typed
             str(k["points"]),
             f"{k['first_step']}..{k['last_step']}",
             _g(k["last"]),
@@ -159,7 +160,7 @@ def show_metric(client: ServerClient, job_id: int, key: str, as_json: bool) -> N
     out.print(" · ".join(parts), highlight=False)
     table = Table(show_edge=False)
     table.add_column("step", justify="right")
-    table.add_column(key, justify="right")
+    table.add_column(Text(key), justify="right")
     for i in evenly(len(steps), METRIC_ROWS_SHOWN):
         table.add_row(str(steps[i]), _g(values[i]))
     out.print(table)

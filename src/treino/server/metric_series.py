@@ -10,7 +10,9 @@ A job's metric points are rows (step, time, values {key: float | None}); a key i
                  between them, each run's lowest and highest value: a loss spike survives, which even thinning
                  would drop (the min/max idea of M4, Jugel et al., VLDB 2014)
 
-The API (/api/v1/jobs/{id}/metrics/keys and .../series), the job page and `treino show --metric` read through here.
+The API (/api/v1/jobs/{id}/metrics/keys and .../series), the job page and `treino show --metric` read through here,
+never holding a job's points in memory: keys' statistics are one aggregate query, and a series is downsampled while
+its points stream in (memory O(max_points), however long the run).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from treino.errors import NotFound
@@ -58,39 +60,143 @@ class Series:
         }
 
 
-def read(s: Session, job_id: int) -> dict[str, Series]:
-    """Every key's series of job `job_id`, keys in name order (one indexed scan: ix_metric_points_job_step)."""
-    latest: dict[str, dict[int, float | None]] = {}
-    rows = s.execute(
-        select(MetricPoint.step, MetricPoint.values)
-        .where(MetricPoint.job_id == job_id)
-        .order_by(MetricPoint.step, MetricPoint.time, MetricPoint.id)
-    )
-    for step, values in rows:  # values are finite numbers or None: POST .../metrics stored them so (MetricIn)
-        for key, value in values.items():
-            by_step = latest.get(key)
-            if by_step is None:
-                by_step = latest[key] = {}
-            by_step[step] = value  # a later time overwrites
-    found: dict[str, Series] = {}
-    for key in sorted(latest):
-        by_step = latest[key]  # filled in ascending step order: its keys are sorted
-        found[key] = Series(key, list(by_step), list(by_step.values()), len(by_step))
-    return found
+# Each key's statistics, computed by the database (memory stays flat however long the run): every (point, key)
+# pair from the point's JSON values, the newest (time, then id) of each (key, step) kept, grouped by key. The pairs
+# come from json_each on both databases; only a value's read differs (SQLite: the number or NULL; PostgreSQL: json).
+_STATS_SQL = """
+WITH pairs AS (
+    SELECT kv.key AS key, p.step AS step, {value} AS value,
+           ROW_NUMBER() OVER (PARTITION BY kv.key, p.step ORDER BY p.time DESC, p.id DESC) AS newest
+    FROM metric_points p, json_each(p."values") kv
+    WHERE p.job_id = :job_id {only}
+), steps AS (
+    SELECT key, step, value, ROW_NUMBER() OVER (PARTITION BY key ORDER BY step DESC) AS back
+    FROM pairs WHERE newest = 1
+)
+SELECT key, COUNT(*), MIN(step), MAX(step), MAX(CASE WHEN back = 1 THEN value END), MIN(value), MAX(value)
+FROM steps GROUP BY key
+"""
+_VALUE_SQL = {
+    "sqlite": "kv.value",
+    "postgresql": "CASE WHEN json_typeof(kv.value) = 'number' THEN CAST(kv.value #>> '{{}}' AS DOUBLE PRECISION) END",
+}
+STREAM_ROWS = 1000  # metric points fetched at a time while a series is read (a server-side cursor on PostgreSQL)
 
 
-def keys(s: Session, job_id: int) -> list[dict[str, Any]]:
-    """Each key's statistics: points, first and last step, last value, min and max."""
-    return [series.stats() for series in read(s, job_id).values()]
+def keys(s: Session, job_id: int, only: list[str] | None = None) -> list[dict[str, Any]]:
+    """Each key's statistics (of `only`'s keys, when given), in name order: points, first and last step, last value,
+    min and max. One aggregate query: no point is loaded into this process."""
+    dialect = s.get_bind().dialect.name
+    params: dict[str, Any] = {"job_id": job_id}
+    where = ""
+    if only is not None:
+        names = list(dict.fromkeys(only))
+        params |= {f"k{i}": k for i, k in enumerate(names)}
+        where = "AND kv.key IN (" + ", ".join(f":k{i}" for i in range(len(names))) + ")" if names else "AND 1 = 0"
+    sql = _STATS_SQL.format(value=_VALUE_SQL[dialect].format(), only=where)
+    found = [
+        {"key": k, "points": n, "first_step": first, "last_step": last, "last": _num(v), "min": _num(lo), "max": _num(hi)}
+        for k, n, first, last, v, lo, hi in s.execute(text(sql), params)
+    ]
+    return sorted(found, key=lambda k: k["key"])  # code point order on either database, whatever its collation
 
 
-def pick(found: dict[str, Series], job_id: int, wanted: list[str], max_points: int) -> list[Series]:
-    """The series of `wanted`, in that order, each downsampled to `max_points`; NotFound naming a key the job never
-    logged, with the keys it did (and the closest one)."""
-    missing = [k for k in dict.fromkeys(wanted) if k not in found]
-    if missing:
-        raise NotFound(unknown_key_message(job_id, missing[0], list(found)))
-    return [downsample(found[k], max_points) for k in dict.fromkeys(wanted)]
+def _num(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def series(s: Session, job_id: int, wanted: list[str], max_points: int, *, strict: bool = True) -> list[Series]:
+    """The series of `wanted`, in that order, each downsampled to `max_points` while it is read: the job's points
+    stream in step order, and each key keeps only what its downsampled series needs (memory O(max_points) a key,
+    however many points the job logged). A key the job never logged: NotFound naming the keys it did (and the
+    closest one), or, when not `strict`, left out."""
+    wanted = list(dict.fromkeys(wanted))
+    counts = {k["key"]: k["points"] for k in keys(s, job_id, wanted)}
+    missing = [k for k in wanted if k not in counts]
+    if missing and strict:
+        raise NotFound(unknown_key_message(job_id, missing[0], [k["key"] for k in keys(s, job_id)]))
+    builders = {k: Downsampler(k, counts[k], max_points) for k in wanted if k in counts}
+    if builders:
+        rows = s.execute(
+            select(MetricPoint.step, MetricPoint.values)
+            .where(MetricPoint.job_id == job_id)
+            .order_by(MetricPoint.step, MetricPoint.time, MetricPoint.id)
+            .execution_options(yield_per=STREAM_ROWS)
+        )
+        for step, values in rows:  # values are finite numbers or None: POST .../metrics stored them so (MetricIn)
+            for key, builder in builders.items():
+                if key in values:
+                    builder.add(step, values[key])
+    return [b.series() for b in builders.values()]
+
+
+class Downsampler:
+    """`downsample` of a series whose points arrive one at a time in step order (a step again: the later value
+    replaces it, as a restarted attempt's does), holding only what the result keeps. `points` is how many steps
+    the series has (keys()' count); should more arrive (points logged meanwhile), the last one still ends it."""
+
+    def __init__(self, key: str, points: int, max_points: int) -> None:
+        self.key, self.n, self.max_points = key, points, max_points
+        self.thin = points > max_points
+        self.runs = (max_points - 2) // 2
+        self.inner = points - 2
+        self.seen = 0  # steps finished
+        self.step: int | None = None  # the step in hand, not finished until another begins
+        self.value: float | None = None
+        self.every: list[tuple[int, float | None]] = []  # every point, while the series fits max_points
+        self.first: tuple[int, float | None] | None = None
+        self.run = 0
+        self.lo: dict[int, tuple[float, int, int]] = {}  # run -> (value, index, step) of its lowest finite value
+        self.hi: dict[int, tuple[float, int, int]] = {}
+        self.start: dict[int, tuple[int, int]] = {}  # run -> (index, step) of its first point, a gap if none is finite
+
+    def add(self, step: int, value: float | None) -> None:
+        if step != self.step and self.step is not None:
+            self._finish()
+        self.step, self.value = step, value
+
+    def _finish(self) -> None:
+        assert self.step is not None
+        i, step, value = self.seen, self.step, self.value
+        self.seen += 1
+        if not self.thin:
+            self.every.append((step, value))
+            return
+        if i == 0:
+            self.first = (step, value)
+            return
+        if i >= self.n - 1 or not self.runs:  # the last is series()'s; past it: logged after keys() counted them
+            return
+        while i >= 1 + (self.run + 1) * self.inner // self.runs:
+            self.run += 1
+        r = self.run
+        self.start.setdefault(r, (i, step))
+        if value is not None:
+            if r not in self.lo or (value, i) < self.lo[r][:2]:
+                self.lo[r] = (value, i, step)
+            if r not in self.hi or (value, i) > self.hi[r][:2]:
+                self.hi[r] = (value, i, step)
+
+    def series(self) -> Series:
+        if self.step is None:
+            return Series(self.key)
+        if not self.thin:
+            self._finish()
+            whole = Series(self.key, [s for s, _ in self.every], [v for _, v in self.every], self.seen)
+            return downsample(whole, self.max_points)  # unchanged, unless more were logged after keys() counted
+        last = (self.step, self.value)
+        self.seen += 1
+        assert self.first is not None
+        picked: dict[int, tuple[int, float | None]] = {0: self.first}
+        for r, (i, step) in self.start.items():
+            if r in self.lo:
+                (lv, li, ls), (hv, hi, hs) = self.lo[r], self.hi[r]
+                picked |= {li: (ls, lv), hi: (hs, hv)}
+            else:
+                picked[i] = (step, None)
+        picked[self.seen - 1] = last
+        order = [picked[i] for i in sorted(picked)]
+        return Series(self.key, [s for s, _ in order], [v for _, v in order], self.seen, downsampled=True)
 
 
 def unknown_key_message(job_id: int, key: str, logged: list[str]) -> str:

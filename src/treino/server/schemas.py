@@ -17,7 +17,7 @@ from treino.govern.access import Principal
 from treino.govern.models import Role
 from treino.server.db import Job
 from treino.server.inventory import Device, Node
-from treino.server.settings import INT_MAX, METRIC_POINTS_PER_POST_MAX, NAME_PATTERN
+from treino.server.settings import INT_MAX, METRIC_KEY_CHARS_MAX, METRIC_POINTS_PER_POST_MAX, NAME_PATTERN
 from treino.server.spec import FsPath, no_nul
 
 Text = Annotated[str, AfterValidator(no_nul)]
@@ -189,10 +189,13 @@ class LogChunk(BaseModel):
     final: bool  # this attempt's output will not grow
 
 
+MetricKeyName = Annotated[str, Field(max_length=METRIC_KEY_CHARS_MAX), AfterValidator(no_nul)]
+
+
 class MetricIn(Schema):
     step: Count
     time: float = Field(allow_inf_nan=False)
-    values: dict[Text, float | None]  # NaN and inf arrive as null from the SDK; others' are stored as null
+    values: dict[MetricKeyName, float | None]  # NaN and inf arrive as null from the SDK; others' are stored as null
 
     @field_validator("values")
     @classmethod

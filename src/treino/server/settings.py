@@ -83,6 +83,8 @@ PAGE_MAX = 1000  # rows per page of the other lists that grow (datasets, models)
 PAGE_DEFAULT = 100
 METRIC_POINTS_MAX = 100_000  # metric points per GET
 METRIC_POINTS_PER_POST_MAX = 10_000
+METRIC_KEY_CHARS_MAX = 200  # a metric key's length (the SDK's run.log skips a longer one: treino.job)
+METRIC_KEYS_PER_JOB_MAX = 1000  # distinct metric keys a job may log; a POST adding more is refused (422)
 # GET /api/v1/jobs/{id}/metrics/series?key=&max_points=: points per series (a longer run is downsampled to them,
 # treino.server.metric_series.downsample), and keys per request
 METRIC_SERIES_POINTS_MAX = 10_000

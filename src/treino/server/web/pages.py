@@ -336,9 +336,13 @@ def _clean(text: str, max_chars: int) -> str:
     return text.replace("\x00", "").strip()[:max_chars]
 
 
+_SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def _script_json(data: Any) -> str:
-    """JSON to inline in a <script type="application/json"> element: no '</' can close it early."""
-    return json.dumps(data).replace("</", "<\\/")
+    """JSON to inline in a <script type="application/json"> element: no <, > or & at all (each as its \\u escape, the
+    same string to JSON.parse), so neither '</script>' nor '<!--<script>' in a metric key can end or bend the element."""
+    return json.dumps(data).translate(_SCRIPT_ESCAPES)
 
 
 def _safe_next(target: str) -> str:

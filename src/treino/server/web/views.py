@@ -236,11 +236,10 @@ def job_page(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) ->
 def metrics(s: Session, job: Job, wanted: list[str]) -> dict[str, Any]:
     """What the job page's metric charts fetch, for this job or one compared with it: the job, its keys, and the
     series of those of `wanted` it logged (each at most CHART_POINTS_MAX points; a key it never logged is left out)."""
-    found = metric_series.read(s, job.id)
-    picked = [metric_series.downsample(found[k], CHART_POINTS_MAX) for k in dict.fromkeys(wanted) if k in found]
+    picked = metric_series.series(s, job.id, wanted, CHART_POINTS_MAX, strict=False)
     return {
         "job": {"id": job.id, "name": job.name, "state": job.state, "final": job.state in FINAL_STATES},
-        "keys": [x.stats() for x in found.values()],
+        "keys": metric_series.keys(s, job.id),
         "series": [{**x.stats(), "step": x.steps, "value": x.values} for x in picked],
     }
 

@@ -40,7 +40,7 @@ def metric_series_of(
     max_points: MaxPoints = METRIC_SERIES_POINTS_DEFAULT,
 ) -> MetricSeriesList:
     job_or_404(s, job_id)
-    picked = metric_series.pick(metric_series.read(s, job_id), job_id, key, max_points)
+    picked = metric_series.series(s, job_id, key, max_points)
     return MetricSeriesList(job=job_id, series=[series_out(x) for x in picked])
 
 
