@@ -928,7 +928,9 @@ class Run:
         refuses a batch holding one): skipped, with one warning for the run."""
         kept: dict[str, float] = {}
         for k, v in floats.items():
-            if k not in self._metric_keys and (len(k) > METRIC_KEY_CHARS_MAX or len(self._metric_keys) >= METRIC_KEYS_MAX):
+            if k not in self._metric_keys and (
+                len(k) > METRIC_KEY_CHARS_MAX or len(self._metric_keys) >= METRIC_KEYS_MAX
+            ):
                 if not self._skipped_keys:
                     self._skipped_keys = True
                     log.warning(

@@ -173,6 +173,16 @@ class MetricPoint(Base):
     values: Mapped[dict[str, Any]]
 
 
+class JobMetricKey(Base):
+    """Each key a job's metric points hold, once (POST .../metrics adds the new ones): bounds the keys a job may
+    log (METRIC_KEYS_PER_JOB_MAX) without reading its points."""
+
+    __tablename__ = "metric_keys"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+
+
 def sqlite_url(data_dir: Path) -> str:
     return f"sqlite:///{data_dir / 'treino.db'}"
 

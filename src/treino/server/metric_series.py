@@ -21,11 +21,12 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from treino.errors import NotFound
-from treino.server.db import MetricPoint
+from treino.errors import NotFound, TreinoError
+from treino.server.db import JobMetricKey, MetricPoint
+from treino.server.settings import METRIC_KEYS_PER_JOB_MAX
 
 
 @dataclass
@@ -95,7 +96,15 @@ def keys(s: Session, job_id: int, only: list[str] | None = None) -> list[dict[st
         where = "AND kv.key IN (" + ", ".join(f":k{i}" for i in range(len(names))) + ")" if names else "AND 1 = 0"
     sql = _STATS_SQL.format(value=_VALUE_SQL[dialect].format(), only=where)
     found = [
-        {"key": k, "points": n, "first_step": first, "last_step": last, "last": _num(v), "min": _num(lo), "max": _num(hi)}
+        {
+            "key": k,
+            "points": n,
+            "first_step": first,
+            "last_step": last,
+            "last": _num(v),
+            "min": _num(lo),
+            "max": _num(hi),
+        }
         for k, n, first, last, v, lo, hi in s.execute(text(sql), params)
     ]
     return sorted(found, key=lambda k: k["key"])  # code point order on either database, whatever its collation
@@ -197,6 +206,31 @@ class Downsampler:
         picked[self.seen - 1] = last
         order = [picked[i] for i in sorted(picked)]
         return Series(self.key, [s for s, _ in order], [v for _, v in order], self.seen, downsampled=True)
+
+
+def admit_keys(s: Session, job_id: int, wanted: set[str]) -> None:
+    """Record the keys of `wanted` job `job_id` has not logged before; TreinoError (422) when they would take it past
+    METRIC_KEYS_PER_JOB_MAX keys (nothing of the POST is then stored)."""
+    if not wanted:
+        return
+    known: set[str] = set()
+    names = sorted(wanted)
+    for i in range(0, len(names), METRIC_KEYS_PER_JOB_MAX):  # a batch of parameters at a time
+        chunk = names[i : i + METRIC_KEYS_PER_JOB_MAX]
+        known |= set(
+            s.scalars(select(JobMetricKey.key).where(JobMetricKey.job_id == job_id, JobMetricKey.key.in_(chunk)))
+        )
+    new = [k for k in names if k not in known]
+    if not new:
+        return
+    had = s.scalar(select(func.count()).select_from(JobMetricKey).where(JobMetricKey.job_id == job_id)) or 0
+    if had + len(new) > METRIC_KEYS_PER_JOB_MAX:
+        raise TreinoError(
+            f"Job {job_id} would log {had + len(new):,} distinct metric keys (it has {had:,}; this batch adds "
+            f"{len(new):,}, such as {new[0][:80]!r}); a job may log at most {METRIC_KEYS_PER_JOB_MAX:,}. To fix: log "
+            f"fewer distinct keys (a per-item value belongs in one key's series, not in the key's name)."
+        )
+    s.add_all(JobMetricKey(job_id=job_id, key=k) for k in new)
 
 
 def unknown_key_message(job_id: int, key: str, logged: list[str]) -> str:

@@ -336,12 +336,14 @@ def _clean(text: str, max_chars: int) -> str:
     return text.replace("\x00", "").strip()[:max_chars]
 
 
-_SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+_SCRIPT_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
 
 
 def _script_json(data: Any) -> str:
-    """JSON to inline in a <script type="application/json"> element: no <, > or & at all (each as its \\u escape, the
-    same string to JSON.parse), so neither '</script>' nor '<!--<script>' in a metric key can end or bend the element."""
+    """JSON to inline in a <script type="application/json"> element: no <, > or & at all (each as its \\u escape,
+    the same string to JSON.parse), so neither '</script>' nor '<!--<script>' in a metric key can end or bend it."""
     return json.dumps(data).translate(_SCRIPT_ESCAPES)
 
 

@@ -27,6 +27,7 @@ from sqlalchemy import select
 from treino.errors import Forbidden, SpecError
 from treino.govern.access import may_read_logs, require_log_reader
 from treino.govern.models import Role
+from treino.server import metric_series
 from treino.server.api.deps import (
     CancelJobs,
     Ctx,
@@ -224,6 +225,7 @@ def post_metrics(job_id: JobId, body: MetricsIn, ctx: Ctx, _job: JobWriter) -> R
                     )
                 ).tuples()
             )
+            metric_series.admit_keys(s, job_id, {k for p in body.points for k in p.values})
             s.add_all(
                 MetricPoint(job_id=job_id, step=p.step, time=p.time, values=p.values)
                 for p in body.points
