@@ -157,3 +157,47 @@ def test_cli_show_metric_and_metrics(shared: ServerProcess, sdk_job: int, databa
 
     out = treino("metrics", str(sdk_job), "--csv", "--json", cwd=tmp_path, server=shared)
     assert out.returncode == 2 and "give one of them" in out.stderr
+
+
+# Keys a page or a terminal could take for markup: each must come back as the text it is.
+HOSTILE_KEYS = [
+    "<!--<script>",
+    "</script><img src=x onerror=alert(1)>",
+    "[/]",
+    "[link=https://evil.example]x",
+    "k" * 200,
+]
+
+
+def test_a_job_s_keys_are_bounded(shared: ServerProcess) -> None:
+    job_id = posted_job(shared, [{"step": 0, "time": 1.0, "values": {f"k{i}": 1.0 for i in range(999)}}], "many")
+    with shared.client() as http:
+        r = http.post(f"/api/v1/jobs/{job_id}/metrics", json={"points": [{"step": 1, "time": 2.0, "values": {"x": 1}}]})
+        assert r.status_code == 204, r.text  # the 1000th key
+        points = [{"step": 2, "time": 3.0, "values": {"k1": 5.0}}, {"step": 3, "time": 4.0, "values": {"y": 1.0}}]
+        r = http.post(f"/api/v1/jobs/{job_id}/metrics", json={"points": points})
+        assert r.status_code == 422 and "at most 1,000" in r.text and "'y'" in r.text and "To fix" in r.text, r.text
+        r = http.post(f"/api/v1/jobs/{job_id}/metrics", json={"points": points[:1]})
+        assert r.status_code == 204, r.text  # a key it has logged: still welcome
+        steps = [p["step"] for p in http.get(f"/api/v1/jobs/{job_id}/metrics").json()["points"]]
+        assert steps == [0, 1, 2]  # nothing of the refused batch was stored
+        too_long = {"step": 4, "time": 5.0, "values": {"k" * 201: 1.0}}
+        r = http.post(f"/api/v1/jobs/{job_id}/metrics", json={"points": [too_long]})
+        assert r.status_code == 422 and "200 characters" in r.text, r.text
+
+
+def test_hostile_keys_are_text_to_the_cli(shared: ServerProcess, database: Database, tmp_path: Path) -> None:
+    if database.kind != "sqlite":
+        pytest.skip("the CLI reads the same API answers on either database: [sqlite] runs it")
+    points: list[dict[str, object]] = [
+        {"step": s, "time": float(s), "values": dict.fromkeys(HOSTILE_KEYS, s)} for s in range(3)
+    ]
+    job_id = posted_job(shared, points, "hostile")
+    out = treino("metrics", str(job_id), cwd=tmp_path, server=shared, COLUMNS="400")
+    assert out.returncode == 0, out.stderr
+    for key in HOSTILE_KEYS:
+        assert key in out.stdout, key  # printed as typed: '[/]' no MarkupError, '[link=...]' no terminal link
+    out = treino("show", str(job_id), "--metric", "[/]", cwd=tmp_path, server=shared)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == f"Job {job_id}: [/], 3 point(s), steps 0..2"
+    assert out.stdout.splitlines()[-5].split() == ["step", "┃", "[/]"]  # the table's header
