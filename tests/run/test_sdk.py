@@ -302,3 +302,21 @@ def test_metrics_are_batched_retried_and_checkpoints_reported(tmp_path: Path, pr
         assert body["bytes"] == Path(body["path"]).stat().st_size
     assert "retrying with backoff" in p.stderr
     assert (tmp_path / job.JOURNAL_NAME).read_text() == ""  # everything acknowledged: nothing left to replay
+
+
+def test_log_skips_a_key_the_server_would_refuse_warning_once(
+    local_run: job.Run, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The server refuses a whole batch holding one such key (422, and the SDK drops a refused batch): skipped here.
+    long = "k" * (job.METRIC_KEY_CHARS_MAX + 1)
+    local_run.log(1, loss=1.0, **{long: 2.0})
+    local_run.log(2, **{f"m{i}": 1.0 for i in range(job.METRIC_KEYS_MAX + 5)})
+    local_run.log(3, loss=0.5, m0=2.0, extra=3.0)
+    first, second, third = local_run.metrics
+    assert first.values == {"loss": 1.0}
+    assert len(second.values) == job.METRIC_KEYS_MAX - 1  # loss is the first of the job's keys
+    assert third.values == {"loss": 0.5, "m0": 2.0}
+    assert sum("run.log skips" in r.message for r in caplog.records) == 1
+    from treino.server.settings import METRIC_KEY_CHARS_MAX, METRIC_KEYS_PER_JOB_MAX
+
+    assert (job.METRIC_KEY_CHARS_MAX, job.METRIC_KEYS_MAX) == (METRIC_KEY_CHARS_MAX, METRIC_KEYS_PER_JOB_MAX)

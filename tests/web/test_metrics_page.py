@@ -99,3 +99,31 @@ def test_a_compared_job_is_read_with_the_visitors_own_rights(browser: Any, demo:
     # the charts' data needs a session: without one, 401 and nothing of the job
     r = httpx.get(f"{demo.server.url}/jobs/{demo.ddp_job}/metrics.json?key=loss")
     assert r.status_code == 401 and "loss" not in r.text
+
+
+def test_hostile_metric_keys_are_text_on_the_page(browser: Any, demo: Demo) -> None:
+    # '<!--<script>' in the page's inline JSON would switch the HTML parser into a state where its </script> ends
+    # nothing: the rest of the page would be swallowed. Every key must come back as the text it is.
+    keys = ["<!--<script>", "</script><img src=x onerror=alert(1)>", "[/]", "a&b \u2028", "k" * 200]
+    r = demo.api("admin", "POST", "/api/v1/jobs", json={"name": "hostile", "command": ["true"], "workdir": "/tmp"})
+    assert r.status_code == 201, r.text
+    job_id = r.json()["id"]
+    points = [{"step": s, "time": float(s), "values": dict.fromkeys(keys, float(s))} for s in range(3)]
+    r = demo.api("admin", "POST", f"/api/v1/jobs/{job_id}/metrics", json={"points": points})
+    assert r.status_code == 204, r.text
+    page = login(browser, demo, "admin")
+    page.context.add_init_script(script=CSP_LISTENER)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: (errors.append("dialog " + d.message), d.dismiss()))
+    page.goto(f"{demo.server.url}/jobs/{job_id}")
+    drawn = wait_drawn(page, keys)
+    assert all(c["data"][1] == [0, 1, 2] for c in drawn.values())
+    cells = page.locator("#metric-keys tbody tr td:first-child").all_inner_texts()
+    assert sorted(cells) == sorted(keys)
+    shown = page.eval_on_selector_all("#metric-charts figure figcaption", "(els) => els.map((e) => e.textContent)")
+    assert sorted(shown) == sorted(keys)
+    assert page.locator("img[src=x]").count() == 0 and page.locator("#compare-form").count() == 1  # page whole
+    assert errors == [] and page.evaluate("window.__csp") == []
+    page.context.close()
