@@ -11,14 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, insert
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, insert, select
 from sqlalchemy.orm import Session
 
 from tests.conftest import Database
 from tests.server.test_metric_series import wave
 from treino.errors import NotFound
-from treino.server import metric_series
-from treino.server.db import Job, MetricPoint, all_models, make_engine, migrate, sqlite_url
+from treino.server import db, metric_series
+from treino.server.db import Job, JobMetricKey, MetricPoint, all_models, make_engine, migrate, sqlite_url
 from treino.server.metric_series import Downsampler, Series, downsample
 
 
@@ -117,3 +119,26 @@ def test_memory_stays_flat_however_long_the_run(engine: Engine, database: Databa
     assert [k["points"] for k in keys] == [n, n] and (loss.points, len(loss.steps)) == (n, 1000)
     # every point held (a dict entry, an int and a float each, for each key) would take over 10 MB
     assert peak < 4 * 1024**2, f"{peak / 1024**2:.1f} MiB"
+
+
+def test_the_migration_records_the_keys_of_points_stored_before_it(
+    database: Database, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    engine = make_engine(database.new_url() or sqlite_url(tmp_path_factory.mktemp("old")))
+    cfg = alembic_config()
+    with engine.begin() as c:
+        cfg.attributes["connection"] = c
+        command.upgrade(cfg, "0006_resubmit")
+    job_id = new_job(engine, [{"step": 1, "time": 1.0, "values": {"loss": 1.0, "a<b": None}}])
+    new_job(engine, [{"step": 1, "time": 1.0, "values": {"lr": 0.1}}, {"step": 2, "time": 2.0, "values": {"loss": 1}}])
+    migrate(engine)
+    with Session(engine) as s:
+        rows = s.execute(select(JobMetricKey.job_id, JobMetricKey.key).order_by(JobMetricKey.job_id, JobMetricKey.key))
+        assert [tuple(r) for r in rows] == [(job_id, "a<b"), (job_id, "loss"), (job_id + 1, "loss"), (job_id + 1, "lr")]
+    engine.dispose()
+
+
+def alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(db.__file__).with_name("migrations")))
+    return cfg
