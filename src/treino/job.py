@@ -50,7 +50,9 @@ uniform in [0, min(REPORT_RETRY_MAX_S, REPORT_RETRY_BASE_S * 2**(failures - 1))]
 - by `finish()`, for at most FINISH_FLUSH_TIMEOUT_S (the rest stays in the journal, with one warning);
 - by the next attempt's `init()`: an attempt sends first what an earlier one left (with its own token).
 A 401 or 409 (this attempt's token died: its attempt ended) stops sending and leaves the entries for a later
-attempt; another 4xx drops that entry with a warning (retrying cannot fix it). Unsent points are bounded: at
+attempt; another 4xx drops that entry with a warning (retrying cannot fix it), so `log()` skips, with one
+warning, a key the server would refuse (over METRIC_KEY_CHARS_MAX characters, or past METRIC_KEYS_MAX distinct
+keys in this process): a bad key never costs a batch of good points. Unsent points are bounded: at
 most METRICS_BUFFER_POINTS, in memory and journal together; beyond that the oldest are dropped (a journal entry
 at a time), with one warning. Non-finite values (nan, inf) are sent as JSON null. The server takes a replay
 as often as it comes: a checkpoint is recorded once per (job, path, step), a metric point once per (step, time).
