@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from treino.errors import NotFound, TreinoError
 from treino.server.db import JobMetricKey, MetricPoint
-from treino.server.settings import METRIC_KEYS_PER_JOB_MAX
+from treino.server.settings import METRIC_KEYS_PER_JOB_MAX, METRIC_STREAM_ROWS
 
 
 @dataclass
@@ -81,7 +81,6 @@ _VALUE_SQL = {
     "sqlite": "kv.value",
     "postgresql": "CASE WHEN json_typeof(kv.value) = 'number' THEN CAST(kv.value #>> '{{}}' AS DOUBLE PRECISION) END",
 }
-STREAM_ROWS = 1000  # metric points fetched at a time while a series is read (a server-side cursor on PostgreSQL)
 
 
 def keys(s: Session, job_id: int, only: list[str] | None = None) -> list[dict[str, Any]]:
@@ -130,7 +129,7 @@ def series(s: Session, job_id: int, wanted: list[str], max_points: int, *, stric
             select(MetricPoint.step, MetricPoint.values)
             .where(MetricPoint.job_id == job_id)
             .order_by(MetricPoint.step, MetricPoint.time, MetricPoint.id)
-            .execution_options(yield_per=STREAM_ROWS)
+            .execution_options(yield_per=METRIC_STREAM_ROWS)
         )
         for step, values in rows:  # values are finite numbers or None: POST .../metrics stored them so (MetricIn)
             for key, builder in builders.items():

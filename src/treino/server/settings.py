@@ -90,6 +90,7 @@ METRIC_KEYS_PER_JOB_MAX = 1000  # distinct metric keys a job may log; a POST add
 METRIC_SERIES_POINTS_MAX = 10_000
 METRIC_SERIES_POINTS_DEFAULT = 1000
 METRIC_SERIES_KEYS_MAX = 100
+METRIC_STREAM_ROWS = 1000  # metric points fetched at a time while a series is read (a server-side cursor on PostgreSQL)
 LOG_CHUNK_BYTES_MAX = 1024**2  # of an attempt's output per GET
 REQUEST_BYTES_MAX = 16 * 1024**2  # the largest body any route takes; larger ones get 413 before they are read
 # Each route's body ceiling (treino.server.api.errors.body_limit), checked after the token and before a byte is read:
