@@ -52,8 +52,9 @@ log = logging.getLogger("treino.job")
 COMPLETE_MARKER = ".metadata"  # DCP's metadata file, written last: a step folder without it is no checkpoint
 ASYNC_BACKEND = "gloo"  # the process group of async saves: DCP's async save needs a CPU backend
 
-_SHARDED_RE = re.compile(r"^step-(\d{9,})$")
-_LEFTOVER_RE = re.compile(r"^\.step-\d{9,}\.(tmp|old)-\d+$")  # a killed writer's folder, or one being replaced
+# At most 19 digits: a step is a 64-bit integer (the server's columns), and a longer name is no checkpoint of ours.
+SHARDED_FOLDER_RE = re.compile(r"^step-(\d{9,19})$")
+_LEFTOVER_RE = re.compile(r"^\.step-(\d{9,19})\.(tmp|old)-\d+$")  # a killed writer's folder, or one being replaced
 
 
 def _last_line(error: BaseException) -> str:
@@ -135,7 +136,7 @@ class ShardedCheckpoints:
         found = [
             (int(m.group(1)), p)
             for p in self.folder.iterdir()
-            if (m := _SHARDED_RE.match(p.name)) and (p / COMPLETE_MARKER).is_file()
+            if (m := SHARDED_FOLDER_RE.match(p.name)) and (p / COMPLETE_MARKER).is_file()
         ]
         return sorted(found)
 
