@@ -21,7 +21,7 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session
 
 from treino.govern.audit import Action, AuditLog
-from treino.govern.models import Dataset, DatasetVersion, JobDataset, Model
+from treino.govern.models import Dataset, DatasetVersion, Erasure, JobDataset, Model
 from treino.job import FOLDER_MARKER_NAME, _tree_size
 from treino.server.backend import Placement
 from treino.server.db import Attempt, Checkpoint, Job
@@ -190,7 +190,9 @@ def checkpoints_on_disk(folder: Path) -> list[tuple[int, Path, int]]:
 
 def register_model(s: Session, audit: AuditLog, job: Job, kind: str, path: str, step: int | None) -> Model:
     """A checkpoint or final model of `job` in the lineage, in the caller's transaction (audited when the job read
-    datasets)."""
+    datasets). Marked as affected by an erasure from the start when a dataset version linked to the job (its own
+    pins, and those its starting checkpoint was trained on) was erased already: the erasure marked the job's models
+    of its time, and this one derives from the same data."""
     rows = s.execute(
         select(Dataset, DatasetVersion)
         .join(DatasetVersion, DatasetVersion.dataset_id == Dataset.id)
@@ -209,6 +211,7 @@ def register_model(s: Session, audit: AuditLog, job: Job, kind: str, path: str, 
     )
     s.add(model)
     s.flush()
+    _mark_if_erased(s, audit, job, model, [(d, v) for d, v in rows if v.purged_at is not None])
     if rows:
         audit.append(
             s,
@@ -224,6 +227,64 @@ def register_model(s: Session, audit: AuditLog, job: Job, kind: str, path: str, 
             },
         )
     return model
+
+
+def _mark_if_erased(
+    s: Session, audit: AuditLog, job: Job, model: Model, erased: list[tuple[Dataset, DatasetVersion]]
+) -> None:
+    """Mark `model` as affected by the (first) erasure that purged one of the versions `erased`, as the erasure marks
+    the models it finds (treino.govern.datasets), with a model.mark audit record."""
+    if not erased:
+        return
+    found = {v.id: _erasure_of(s, d, v) for d, v in erased}
+    by = sorted({e.id: e for e in found.values() if e is not None}.values(), key=lambda e: e.id)
+    notes = []
+    for d, v in erased:
+        erasure = found[v.id]
+        by_whom = f"erasure #{erasure.id}" if erasure is not None else "an erasure"
+        notes.append(f"{by_whom}: trained on {d.name} v{v.number}, which held the erased subject")
+    model.erasure_id = by[0].id if by else None
+    model.erasure_note = "\n".join(dict.fromkeys(notes))
+    for marked_by in by:
+        audit.append(
+            s,
+            actor=job.owner,
+            action=Action.MODEL_MARK,
+            subject=marked_by.subject_pseudonym,
+            job_id=job.id,
+            detail={"erasure": marked_by.id, "model": model.id, "source": "registered after the erasure"},
+        )
+
+
+def _erasure_of(s: Session, dataset: Dataset, version: DatasetVersion) -> Erasure | None:
+    """The erasure that purged `version` of `dataset`: the one whose report lists it, else (a report not filled)
+    the last one requested before the purge."""
+    candidates = s.scalars(
+        select(Erasure).where((Erasure.dataset == dataset.name) | (Erasure.dataset.is_(None))).order_by(Erasure.id)
+    ).all()
+    for erasure in candidates:
+        for d in (erasure.report or {}).get("datasets", []):
+            purged = {p.get("version") for p in d.get("purged", [])}
+            if d.get("dataset") == dataset.name and version.number in purged:
+                return erasure
+    assert version.purged_at is not None
+    before = [e for e in candidates if e.requested_at <= version.purged_at]
+    return before[-1] if before else None
+
+
+def erased_inheritance(s: Session, job: Job) -> list[str]:
+    """The dataset versions (`name vN`) that `job`'s starting checkpoint was trained on (those the job it continues
+    is linked to: what `job` inherited, and what it pinned itself when that was the same version) and that were
+    erased since: a continued job with any may not start from that checkpoint."""
+    if job.continues_from is None:
+        return []
+    rows = s.execute(
+        select(Dataset.name, DatasetVersion.number)
+        .join(DatasetVersion, DatasetVersion.dataset_id == Dataset.id)
+        .join(JobDataset, JobDataset.version_id == DatasetVersion.id)
+        .where(JobDataset.job_id == job.continues_from, DatasetVersion.purged_at.is_not(None))
+    ).all()
+    return sorted({f"{name} v{number}" for name, number in rows})
 
 
 class GovernanceEvents:
@@ -255,6 +316,16 @@ class GovernanceEvents:
         last = s.scalar(select(Checkpoint).where(Checkpoint.job_id == job.id).order_by(Checkpoint.step.desc()).limit(1))
         if last is not None:
             register_model(s, self.audit, job, "final", last.path, last.step)
+
+    def continuation_refusal(self, s: Session, job: Job) -> str | None:
+        erased = erased_inheritance(s, job)
+        if not erased:
+            return None
+        return (
+            f"its checkpoint of step {job.continues_from_step} was trained on {', '.join(erased)}, erased since the "
+            "resubmit (Art. 18 VI): continuing would carry the erased data into a new model. To fix: treino "
+            f"resubmit {job.id} --from-scratch."
+        )
 
     def checkpoint_seeded(self, s: Session, job: Job, step: int, path: Path, size_bytes: int) -> None:
         """A continued job's starting checkpoint (treino.server.seed) as a checkpoint and model of that job, derived

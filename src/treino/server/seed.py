@@ -45,6 +45,11 @@ class CheckpointGone(TreinoError):
     """The checkpoint a continued job starts from is no longer on disk: the job cannot start as asked."""
 
 
+class ContinuationErased(TreinoError):
+    """Data the checkpoint a continued job starts from was trained on was erased since the resubmit: the job may not
+    start from it (its models would carry the erased subject)."""
+
+
 def find_checkpoint(folder: Path, step: int) -> tuple[Path, int] | None:
     """(path, bytes) of the complete checkpoint of `step` in `folder` (a `step-*.pt` file or a sharded folder with
     its completion marker), or None."""
