@@ -103,6 +103,7 @@ import pickle
 import random
 import re
 import signal
+import stat
 import sys
 import threading
 import time
@@ -631,10 +632,41 @@ def _is_intact_archive(path: Path) -> bool:
 
 
 def _size_bytes(path: Path) -> int:
-    """Bytes of a file, or of every file under a folder (links not followed); OSError if `path` does not exist."""
-    if not path.is_dir():
-        return path.stat().st_size
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+    """Bytes of a regular file, or of every regular file under a folder (symbolic links neither followed nor
+    counted); OSError if `path` does not exist."""
+    return _tree_size(path)[0]
+
+
+def _tree_size(path: Path, entries_max: int | None = None) -> tuple[int, int]:
+    """(bytes, entries looked at) of a regular file, or of every regular file under a folder; symbolic links are
+    neither followed nor counted. With `entries_max`, at most that many entries under the folder are looked at (the
+    bytes are those of the files among them). OSError if `path` does not exist; a subfolder that cannot be listed
+    counts nothing."""
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        return (st.st_size if stat.S_ISREG(st.st_mode) else 0), 0
+    total, seen, folders = 0, 0, [str(path)]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    if entries_max is not None and seen >= entries_max:
+                        return total, seen
+                    seen += 1
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        total += _entry_bytes(entry)
+        except OSError:  # removed meanwhile, or closed to us
+            continue
+    return total, seen
+
+
+def _entry_bytes(entry: os.DirEntry[str]) -> int:
+    try:
+        return entry.stat(follow_symlinks=False).st_size
+    except FileNotFoundError:  # removed since it was listed
+        return 0
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

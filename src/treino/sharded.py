@@ -20,6 +20,12 @@ rank, and `.metadata`). It is written whole or not at all:
 3. rank 0 fsyncs the folder, renames it to `step-{step:09d}` and fsyncs the checkpoint folder, keeps the newest
    `keep` sharded checkpoints (older folders and hidden leftovers are removed), then reports it to the server.
 
+A step saved again (a resumed loop saving the step it restored from) keeps the complete folder already there and
+discards the new one: the same step is taken to hold the same state (save a changed state under a new step).
+Replacing it would take two renames, with no `step-N` between them for a kill to leave. A complete folder set aside
+as `.step-N.old-A` by an earlier version's writer killed between those renames is put back (at the next save or
+restore), never pruned.
+
 So a folder named `step-NNNNNNNNN` exists only once complete, and only complete ones (with `.metadata`) are ever
 restored or found by the server. With `async_save=True` step 2 and 3 run in a background thread after the state is
 copied to CPU memory (DCP's staging), on a gloo process group of their own (created once, by the first async save on
@@ -52,8 +58,9 @@ log = logging.getLogger("treino.job")
 COMPLETE_MARKER = ".metadata"  # DCP's metadata file, written last: a step folder without it is no checkpoint
 ASYNC_BACKEND = "gloo"  # the process group of async saves: DCP's async save needs a CPU backend
 
-_SHARDED_RE = re.compile(r"^step-(\d{9,})$")
-_LEFTOVER_RE = re.compile(r"^\.step-\d{9,}\.(tmp|old)-\d+$")  # a killed writer's folder, or one being replaced
+# At most 19 digits: a step is a 64-bit integer (the server's columns), and a longer name is no checkpoint of ours.
+SHARDED_FOLDER_RE = re.compile(r"^step-(\d{9,19})$")
+_LEFTOVER_RE = re.compile(r"^\.step-(\d{9,19})\.(tmp|old)-\d+$")  # a killed writer's; `old`: set aside (_recover)
 
 
 def _last_line(error: BaseException) -> str:
@@ -135,7 +142,7 @@ class ShardedCheckpoints:
         found = [
             (int(m.group(1)), p)
             for p in self.folder.iterdir()
-            if (m := _SHARDED_RE.match(p.name)) and (p / COMPLETE_MARKER).is_file()
+            if (m := SHARDED_FOLDER_RE.match(p.name)) and (p / COMPLETE_MARKER).is_file()
         ]
         return sorted(found)
 
@@ -207,14 +214,16 @@ class ShardedCheckpoints:
                 f"The sharded checkpoint of step {step} in {temp} has no {COMPLETE_MARKER} after the save. To fix: "
                 "check that every rank called save_sharded with the same step and that the folder is shared."
             )
-        _fsync_dir(temp)
-        old = final.with_name(f".{final.name}.old-{self.run.attempt}")
-        if final.exists():  # saved again (a restarted attempt): the new one replaces it
-            shutil.rmtree(old, ignore_errors=True)
-            final.rename(old)
-        temp.rename(final)
-        _fsync_dir(self.folder)
-        shutil.rmtree(old, ignore_errors=True)
+        if (final / COMPLETE_MARKER).is_file():
+            # Saved again (a resumed attempt saving the step it restored from): the same step is the same state, so
+            # the complete folder stands. Replacing it takes two renames, and a kill between them left no step-N.
+            shutil.rmtree(temp)
+        else:
+            _fsync_dir(temp)
+            if final.exists():  # a step folder without its marker is no checkpoint (a disk that lied)
+                shutil.rmtree(final)
+            temp.rename(final)
+            _fsync_dir(self.folder)
         self._prune(step)
         reporter = self.run._reporter
         if reporter is not None:  # journaled now, sent by the reporter's thread
@@ -222,12 +231,38 @@ class ShardedCheckpoints:
 
     def _prune(self, saved_step: int) -> None:
         """Keep the newest `keep` sharded checkpoints up to the one just saved (later ones never count as kept);
-        remove older ones and folders left by killed writers."""
-        for _, old in [c for c in self.list() if c[0] <= saved_step][: -self.run.keep]:
+        remove older ones and folders left by killed writers, but never a step's only complete copy."""
+        self._recover()
+        listed = self.list()
+        for _, old in [c for c in listed if c[0] <= saved_step][: -self.run.keep]:
             shutil.rmtree(old, ignore_errors=True)
+        complete = {step for step, _ in listed}
         for p in self.folder.iterdir():
-            if _LEFTOVER_RE.match(p.name):
-                shutil.rmtree(p, ignore_errors=True)
+            if (m := _LEFTOVER_RE.match(p.name)) is None:
+                continue
+            if m.group(2) == "old" and int(m.group(1)) not in complete and (p / COMPLETE_MARKER).is_file():
+                continue  # could not be put back (_recover said why): the step's only copy
+            shutil.rmtree(p, ignore_errors=True)
+
+    def _recover(self) -> None:
+        """Rank 0: put back as `step-N` a complete folder set aside as `.step-N.old-A` when no complete `step-N`
+        exists: a writer of an earlier version killed between replacing renames left the step's only copy so."""
+        for p in sorted(self.folder.iterdir()):
+            m = _LEFTOVER_RE.match(p.name)
+            if m is None or m.group(2) != "old" or not (p / COMPLETE_MARKER).is_file():
+                continue
+            final = self.folder / f"step-{m.group(1)}"
+            if (final / COMPLETE_MARKER).is_file():
+                continue  # replaced after all: a leftover
+            try:
+                if final.exists():  # no checkpoint without its marker
+                    shutil.rmtree(final)
+                p.rename(final)
+                _fsync_dir(self.folder)
+            except OSError as e:
+                log.warning("treino: could not put %s back as %s (%s); it is kept.", p, final.name, e)
+                continue
+            log.warning("treino: %s put back as %s: a writer killed while replacing it left it aside.", p, final.name)
 
     def wait(self) -> None:
         """Wait for the async save in flight, if any; JobError if it failed."""
@@ -262,6 +297,8 @@ class ShardedCheckpoints:
         from treino.job import _dist_world
 
         self.wait()
+        if self.run.rank == 0 and self.folder.is_dir():
+            self._recover()
         candidates = self.list()
         if _dist_world() is not None:  # every rank must load the same folder, whatever it lists
             import torch.distributed as dist

@@ -73,6 +73,37 @@ def test_sharded_folders_are_atomic_pruned_and_restored_newest_first(local_run: 
     assert not torn.exists()
 
 
+def test_a_step_saved_again_keeps_its_complete_folder(local_run: job.Run) -> None:
+    # A resumed loop saves the step it restored from again (on SIGTERM, say): the complete folder stands, so no kill
+    # can fall between two renames and leave no folder of that step.
+    folder = local_run.checkpoint_dir
+    local_run.save_sharded(_state(2.0), step=2)
+    first = {p.name: p.stat().st_ino for p in (folder / "step-000000002").iterdir()}
+    local_run.save_sharded(_state(5.0), step=2)
+    assert sorted(p.name for p in folder.iterdir()) == ["step-000000002"]  # the new one discarded, no leftover
+    assert {p.name: p.stat().st_ino for p in (folder / "step-000000002").iterdir()} == first
+    into = _state(0.0)
+    assert local_run.restore_sharded(into) == 2 and torch.equal(into["w"], torch.full((64,), 2.0))
+
+
+def test_a_complete_folder_a_killed_writer_set_aside_is_put_back_never_pruned(local_run: job.Run) -> None:
+    # What an earlier version's writer left when killed between `step-N -> .step-N.old-A` and `temp -> step-N`:
+    # the step's only complete copy, under a leftover's name.
+    run = local_run
+    run.keep = 1
+    folder = run.checkpoint_dir
+    run.save_sharded(_state(5.0), step=5)
+    aside = folder / ".step-000000005.old-1"
+    (folder / "step-000000005").rename(aside)
+    run.save_sharded(_state(1.0), step=1)  # a loop that did not restore: keep=1 prunes, but not the only copy
+    assert sorted(p.name for p in folder.iterdir()) == ["step-000000001", "step-000000005"]
+    assert [s for s, _, _ in checkpoints_on_disk(folder)] == [1, 5]
+    (folder / "step-000000005").rename(aside)
+    into = _state(0.0)
+    assert run.restore_sharded(into) == 5 and torch.equal(into["w"], torch.full((64,), 5.0))
+    assert not aside.exists()
+
+
 def test_a_state_that_matches_no_checkpoint_is_an_error_not_a_fresh_start(local_run: job.Run) -> None:
     local_run.save_sharded(_state(1.0), step=1)
     with pytest.raises(JobError, match=r"No sharded checkpoint .* loads"):

@@ -50,6 +50,12 @@ def sqlite_server(tmp_path_factory: pytest.TempPathFactory, imports: Path) -> It
         servers.close()
 
 
+@pytest.fixture(scope="module")
+def tokens(sqlite_server: ServerProcess) -> dict[str, str]:
+    """Tokens by user name, once the users, the clientes dataset and eng1's grant exist (once per server)."""
+    return people_and_clientes(sqlite_server.url, sqlite_server.token)
+
+
 def api(server: ServerProcess, method: str, path: str, token: str | None = None, **kw: Any) -> httpx.Response:
     return call(server.url, token or server.token, method, path, **kw)
 
@@ -189,10 +195,9 @@ def test_from_scratch_and_who_may_resubmit_what(sqlite_server: ServerProcess) ->
 
 
 def test_a_continued_job_inherits_the_old_jobs_data_versions_and_erasure_reaches_them(
-    sqlite_server: ServerProcess, imports: Path
+    sqlite_server: ServerProcess, imports: Path, tokens: dict[str, str]
 ) -> None:
     server = sqlite_server
-    tokens = people_and_clientes(server.url, server.token)
     eng = tokens["eng1"]
     old = int(api(server, "POST", "/api/v1/jobs", eng, json=churn_job("churn-old", steps=20)).json()["id"])
     assert wait(server, old, final)["state"] == "succeeded", logs(server, old)
@@ -243,3 +248,91 @@ def test_a_continued_job_inherits_the_old_jobs_data_versions_and_erasure_reaches
     records = [json.loads(x) for x in exported.splitlines() if '"job.continue"' in x]
     (continued,) = [r for r in records if r["job_id"] == new]
     assert continued["detail"]["from_job"] == old and continued["detail"]["step"] == 20
+
+
+def customers() -> list[str]:
+    with (DATA / "clientes.csv").open() as f:
+        return [row["cpf"] for row in csv.DictReader(f)]
+
+
+def models_of(server: ServerProcess, token: str, job_id: int) -> list[dict[str, Any]]:
+    return [m for m in api(server, "GET", "/api/v1/models", token).json()["models"] if m["job"] == job_id]
+
+
+def test_data_erased_while_a_continuation_waits_never_enters_its_models(
+    sqlite_server: ServerProcess, tokens: dict[str, str]
+) -> None:
+    server = sqlite_server
+    eng, dpo = tokens["eng1"], tokens["dpo1"]
+    old = int(api(server, "POST", "/api/v1/jobs", eng, json=churn_job("churn-erased", steps=20)).json()["id"])
+    assert wait(server, old, final)["state"] == "succeeded", logs(server, old)
+
+    # Resubmitted while the slots are busy: the continuation waits in the queue, with no model yet.
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    blocker = int(
+        api(server, "POST", "/api/v1/jobs", json={"name": "blocker-e", "command": sleeper, "gpus": 2}).json()["id"]
+    )
+    wait(server, blocker, lambda j: j["state"] == "running")
+    r = api(server, "POST", f"/api/v1/jobs/{old}/resubmit", eng, json={})
+    assert r.status_code == 201 and r.json()["state"] == "queued", r.text
+    waiting = int(r.json()["id"])
+
+    # A customer of the version the old job trained on is erased: its checkpoint files stay on disk (an erasure
+    # deletes dataset bytes, not models), and the waiting job has no model for the erasure to mark.
+    erasure = {"subject": customers()[-1], "dataset": "clientes", "retrain": False}
+    report = api(server, "POST", "/api/v1/erasures", dpo, json=erasure).json()
+    assert report["datasets"] and waiting in report["jobs"] and models_of(server, dpo, waiting) == []
+    assert list((server.data_dir / "jobs" / str(old) / "checkpoints").glob("step-*.pt"))
+
+    # The slots free: it fails rather than carry the erased customer from the old checkpoint into new models.
+    cancel(server, blocker)
+    job = wait(server, waiting, final)
+    assert (job["state"], job["failure_reason"], job["attempts"]) == ("failed", "erasure", 0)
+    assert job["failure_detail"].startswith(f"Cannot continue job {old}: its checkpoint of step 20 was trained on")
+    assert job["failure_detail"].endswith(f"To fix: treino resubmit {waiting} --from-scratch.")
+    assert models_of(server, dpo, waiting) == [] and job["checkpoints"] == []
+    assert not (server.data_dir / "jobs" / str(waiting) / "checkpoints").exists()  # nothing seeded
+
+
+WAITS_FOR_THE_TEST = """
+import os, pathlib, time
+from treino import job
+run = job.init()
+run.dataset("clientes")
+pathlib.Path(os.environ["READ_IT"]).touch()
+while not pathlib.Path(os.environ["SAVE_NOW"]).exists():
+    time.sleep(0.05)
+run.save({"weights": [1.0]}, step=1)
+run.finish()
+"""
+
+
+def test_a_running_jobs_models_saved_after_an_erasure_of_its_data_are_marked(
+    sqlite_server: ServerProcess, tokens: dict[str, str], tmp_path: Path
+) -> None:
+    server = sqlite_server
+    eng, dpo = tokens["eng1"], tokens["dpo1"]
+    read_it, save_now = tmp_path / "read", tmp_path / "save"
+    spec = {
+        "name": "reads-then-saves",
+        "command": [sys.executable, "-c", WAITS_FOR_THE_TEST],
+        "datasets": ["clientes"],
+        "purpose": "churn-model",
+        "env": {"READ_IT": str(read_it), "SAVE_NOW": str(save_now)},
+    }
+    running = int(api(server, "POST", "/api/v1/jobs", eng, json=spec).json()["id"])
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while not read_it.exists():
+        assert time.monotonic() < deadline and not final(api(server, "GET", f"/api/v1/jobs/{running}").json()), logs(
+            server, running
+        )
+        time.sleep(0.1)
+    erasure = {"subject": customers()[-2], "dataset": "clientes", "retrain": False}
+    report = api(server, "POST", "/api/v1/erasures", dpo, json=erasure).json()
+    assert running in report["jobs"] and models_of(server, dpo, running) == []
+    save_now.touch()
+    assert wait(server, running, final)["state"] == "succeeded", logs(server, running)
+    models = models_of(server, dpo, running)
+    assert sorted(m["kind"] for m in models) == ["checkpoint", "final"]
+    assert all(m["affected_by_erasure"] == report["erasure"] for m in models), models
+    assert all("held the erased subject" in m["erasure_note"] for m in models)

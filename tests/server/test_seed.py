@@ -3,13 +3,17 @@ folder are linked, never copied or followed; what the old job's user could have 
 
 from __future__ import annotations
 
+import errno
 import os
 import pwd
 from pathlib import Path
 
 import pytest
 
+from tests.server.fifos import returns_despite_fifo
 from treino.server.seed import CheckpointGone, newest_checkpoint, seed_checkpoint
+
+LINKS_TRIED_MAX = 70_000  # ext4 refuses the 65,000th link to a file; a filesystem that takes this many is skipped
 
 
 def old_folder(tmp_path: Path) -> Path:
@@ -70,3 +74,31 @@ def test_what_the_job_user_could_plant_is_never_handed_on(tmp_path: Path) -> Non
             seed_checkpoint(source, 8, tmp_path / "jobs" / "5", None)
     with pytest.raises(CheckpointGone, match="--from-scratch"):
         seed_checkpoint(source, 6, tmp_path / "jobs" / "6", None)  # no such step (deleted, erased)
+
+
+def test_a_fifo_at_its_link_limit_is_skipped_not_opened(tmp_path: Path) -> None:
+    # A FIFO hard-linked until the filesystem refuses another link: seeding then copies instead of linking, and
+    # the copy must not open it (an open blocks until a writer comes: the engine's tick would hang).
+    source = old_folder(tmp_path)
+    shard = source / "step-000000007"
+    shard.mkdir()
+    (shard / ".metadata").write_bytes(b"m")
+    fifo = shard / "__0_0.distcp"
+    os.mkfifo(fifo)
+    links = tmp_path / "links"
+    links.mkdir()
+    for n in range(LINKS_TRIED_MAX):
+        try:
+            os.link(fifo, links / str(n))
+        except OSError as exc:
+            assert exc.errno == errno.EMLINK
+            break
+    else:
+        pytest.skip(f"{tmp_path}'s filesystem takes {LINKS_TRIED_MAX} links to a file")
+    job_dir = tmp_path / "jobs" / "2"
+    (job_dir / ".seed-left").mkdir(parents=True)  # a seeding cut short by a crash left its staging folder
+    (job_dir / ".seed-left" / "step-000000007").mkdir()
+    path, size = returns_despite_fifo(lambda: seed_checkpoint(source, 7, job_dir, None), fifo)
+    assert (path, size) == (job_dir / "checkpoints" / "step-000000007", 1)
+    assert sorted(os.listdir(path)) == [".metadata"]  # the FIFO was not handed on
+    assert os.listdir(job_dir) == ["checkpoints"]  # nor the staging folder left before

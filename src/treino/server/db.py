@@ -11,6 +11,7 @@ Job states and their transitions (`TRANSITIONS`):
                         └──cancel / timeout──> cancelled / failed
     queued ──cancel──> cancelled
     queued ──the checkpoint it continues from is gone──> failed (no_checkpoint)
+    queued ──the checkpoint it continues from was trained on data erased since──> failed (erasure)
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class FailureReason(enum.StrEnum):
     TIMEOUT = "timeout"
     DISK_FULL = "disk_full"  # ENOSPC: the job filled a disk (counted against max_restarts, as a user error)
     NO_CHECKPOINT = "no_checkpoint"  # a continuation whose old job's checkpoint was gone before it could start
+    ERASURE = "erasure"  # a continuation whose old job's checkpoint was trained on data erased before it could start
 
 
 class Token(Base):

@@ -11,10 +11,11 @@ and rotates old ones by unlinking, so the new job's saves and rotation never cha
 The server may be root, and the old checkpoint folder is the job user's (its jobs could have put anything there):
 - the new folder is built in a fresh folder of the server's own (mkdtemp, 0700) inside the new job's folder (the
   server's, 0711), then renamed into place as `checkpoints/` whole: no job process sees it half made, and a seeding
-  cut short by a crash leaves no `checkpoints/`, so the next tick seeds again;
+  cut short by a crash leaves no `checkpoints/`, so the next tick seeds again (removing the staging folder left);
 - only regular files of the job user (of the server's user when jobs run as it) are taken. Each link is checked
   once made, where no job can swap it: a symlink, or a hard link to another user's file planted in the old folder
-  (say to /etc/shadow), is removed, skipped with a warning, and never handed to the job;
+  (say to /etc/shadow), is removed, skipped with a warning, and never handed to the job. A file copied instead is
+  opened without following a symlink or waiting (a FIFO at its link limit would block the open) and checked first;
 - treino.server.isolation.prepare_job_folder then gives the folder to the job user (what the server made in it).
 """
 
@@ -42,6 +43,11 @@ SEED_PREFIX = ".seed-"  # the private folder a seeding is built in, inside the n
 
 class CheckpointGone(TreinoError):
     """The checkpoint a continued job starts from is no longer on disk: the job cannot start as asked."""
+
+
+class ContinuationErased(TreinoError):
+    """Data the checkpoint a continued job starts from was trained on was erased since the resubmit: the job may not
+    start from it (its models would carry the erased subject)."""
 
 
 def find_checkpoint(folder: Path, step: int) -> tuple[Path, int] | None:
@@ -77,6 +83,7 @@ def seed_checkpoint(source_dir: Path, step: int, job_dir: Path, user: JobUser | 
         )
     owner = user.uid if user is not None else os.geteuid()
     job_dir.mkdir(parents=True, exist_ok=True)
+    _remove_stale_staging(job_dir)
     staging = Path(tempfile.mkdtemp(prefix=SEED_PREFIX, dir=job_dir))
     try:
         target = staging / source[0].name
@@ -96,6 +103,15 @@ def seed_checkpoint(source_dir: Path, step: int, job_dir: Path, user: JobUser | 
     seeded = find_checkpoint(dest_dir, step)
     assert seeded is not None  # checked in the staging folder, which no job can reach
     return seeded
+
+
+def _remove_stale_staging(job_dir: Path) -> None:
+    """The staging folders a seeding cut short (the server killed mid-seed) left in `job_dir`: the server's own
+    (only it writes in the job's folder), never renamed into place, so nobody else's."""
+    for entry in os.scandir(job_dir):
+        if entry.name.startswith(SEED_PREFIX) and entry.is_dir(follow_symlinks=False):
+            log.info("removing %s, left by a seeding cut short", entry.path)
+            shutil.rmtree(entry.path)
 
 
 def _link_tree(source: Path, target: Path, owner: int) -> None:
@@ -126,8 +142,11 @@ def _link_file(source: Path, target: Path, owner: int) -> None:
 
 
 def _copy_file(source: Path, target: Path, owner: int) -> None:
+    """`target`, a copy of `source` when that is a regular file of `owner`; else nothing. Opened without following
+    a symbolic link and without waiting: a FIFO (whose open would block until a writer came, say one at its link
+    limit, which is what sends it here) is refused by the check that follows, before any read."""
     try:
-        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # a symlink
             log.warning("not seeding %s: a symbolic link", source)

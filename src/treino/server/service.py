@@ -53,7 +53,7 @@ from treino.server.db import (
 from treino.server.disk import DISK_FULL_PATTERNS, folders_in, spaces_text
 from treino.server.inventory import Device, Inventory
 from treino.server.isolation import prepare_job_folder, prepare_trackers_dir
-from treino.server.seed import CheckpointGone, seed_checkpoint
+from treino.server.seed import CheckpointGone, ContinuationErased, seed_checkpoint
 from treino.server.settings import (
     BACKEND_RETRY_S,
     EXIT_RESERVE_BYTES,
@@ -84,6 +84,10 @@ class JobEvents(Protocol):
         """Checkpoints in `checkpoint_dir` the job saved but could not report (the server was down): at adoption
         and when an attempt ends, before its token dies."""
 
+    def continuation_refusal(self, s: Session, job: Job) -> str | None:
+        """Why continued `job` may not start from its old job's checkpoint (data it was trained on was erased since
+        the resubmit), ending with "To fix: ..."; None when it may. Asked before the checkpoint is seeded."""
+
     def checkpoint_seeded(self, s: Session, job: Job, step: int, path: Path, size_bytes: int) -> None:
         """A continued job's starting checkpoint, placed in its folder before its first attempt (treino.server.seed)
         from the job it continues (`job.continues_from`)."""
@@ -98,6 +102,9 @@ class NoEvents:
 
     def reconcile_checkpoints(self, s: Session, job: Job, checkpoint_dir: Path) -> None:
         pass
+
+    def continuation_refusal(self, s: Session, job: Job) -> str | None:
+        return None
 
     def checkpoint_seeded(self, s: Session, job: Job, step: int, path: Path, size_bytes: int) -> None:
         pass
@@ -362,12 +369,12 @@ class Service:
                 return
             try:
                 to_start.append(self._prepare(s, chosen, devices, inventory))
-            except CheckpointGone as exc:  # a continuation that cannot continue: said, not started from scratch
+            except (CheckpointGone, ContinuationErased) as exc:  # cannot continue: said, not started from scratch
                 log.error("job %s: cannot start: %s", job_id, exc)
                 self._end(
                     chosen,
                     JobState.FAILED,
-                    FailureReason.NO_CHECKPOINT,
+                    FailureReason.ERASURE if isinstance(exc, ContinuationErased) else FailureReason.NO_CHECKPOINT,
                     f"Cannot continue job {chosen.continues_from}: {exc}",
                 )
             except OSError as exc:  # its folder could not be made (a full disk, a broken mount): the rest go on
@@ -476,7 +483,10 @@ class Service:
         """The attempt's row, its devices and the job's running state, in `s`; the processes start after commit."""
         # First, before any change to the job: an OSError here leaves it queued as it was (_schedule)
         if job.attempts == 0 and job.continues_from is not None and job.continues_from_step is not None:
-            # A continued job starts from its old job's checkpoint, in its own folder before its processes exist.
+            # A continued job starts from its old job's checkpoint, in its own folder before its processes exist:
+            # unless data that checkpoint was trained on was erased since the resubmit (checked there, and again here).
+            if (refusal := self.events.continuation_refusal(s, job)) is not None:
+                raise ContinuationErased(refusal)
             seeded, size = seed_checkpoint(
                 self.checkpoint_dir(job.continues_from),
                 job.continues_from_step,

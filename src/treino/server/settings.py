@@ -58,6 +58,9 @@ KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor get
 # An attempt that fails with less than this free on its folder's filesystem failed because the disk is full.
 EXIT_RESERVE_BYTES = 1024**2
 CHECKPOINTS_FOUND_MAX = 1000  # checkpoints a job's folder may add to the record in one pass (the newest)
+# Files and folders one disk scan of a job's checkpoints walks to size the checkpoint folders it found (newest first):
+# a folder past it counts only the files seen. Bounds the scan of a folder the job fills with millions of files.
+CHECKPOINT_SIZE_ENTRIES_MAX = 100_000
 QUEUE_READ_IDS_MAX = 500  # job ids per query when a tick reads back the jobs submitted since the last one
 # A spec's `trackers` at submit (treino.server.trackers): how long the job's Python may take to say which tracker
 # packages it finds; past this the submit is refused (a Python that hangs at start would hang the job too).
