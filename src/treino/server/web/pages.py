@@ -32,8 +32,8 @@ from urllib.parse import parse_qs, quote
 
 import yaml
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi import Path as PathParam
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
