@@ -8,6 +8,7 @@ import logging
 import os
 import re
 import signal
+from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,20 @@ def test_a_sigkilled_lightning_job_resumes_from_its_last_registered_checkpoint(j
     losses = [p for p in jobs.points(job_id) if p["values"].get("loss") is not None]
     started = done["history"][1]["started_at"]
     assert [p["step"] for p in losses if p["time"] >= started] == list(range(step, STEPS))
+
+
+class WithHparams(Tiny):
+    def __init__(self, lr: float = 0.1, layers: dict[str, Any] | None = None, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        self.save_hyperparameters()
+
+
+def test_the_module_s_hyperparameters_reach_run_config(local_run: job.Run) -> None:
+    fit(local_run, WithHparams(layers={"n": 2, "act": nn.Tanh}), max_steps=1, every=100, ckpt_path=None, first=[])
+    assert local_run.hparams == {
+        "lr": 0.1,
+        "layers": {"n": 2, "act": "<class 'torch.nn.modules.activation.Tanh'>"},
+        "dtype": "torch.float32",
+    }
+    TreinoLogger(local_run).log_hyperparams(Namespace(batch=32, optim=Namespace(name="sgd")))
+    assert local_run.hparams["batch"] == 32 and local_run.hparams["optim"] == {"name": "sgd"}
