@@ -132,7 +132,7 @@ def test_a_missing_package_is_one_line_and_the_run_goes_on(case: str, local: Non
     assert len(lines) == 1, out.stdout
     if case == "asked":
         assert lines[0].startswith("WARNING treino: tracker(s) tensorboard, wandb skipped")
-        assert "To fix: pip install 'tensorboard>=2.17' 'wandb>=0.18'" in lines[0]
+        assert "To fix: pip install 'tensorboard>=2.17' 'wandb>=0.19.10'" in lines[0]
         assert "logged [{'loss': 2.0}]" in out.stdout
         assert (tmp_path / "config.json").is_file()  # the hyperparameters are kept all the same
     else:

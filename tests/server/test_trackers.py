@@ -301,7 +301,7 @@ def test_a_tracker_the_jobs_python_lacks_or_an_unknown_one_is_refused_at_submit(
         [error] = r.json()["detail"]
         assert error["field"] == "trackers"
         assert f"the job's Python {python} cannot import tensorboard, wandb" in error["message"]
-        assert "To fix: pip install 'tensorboard>=2.17' 'wandb>=0.18'" in error["message"]
+        assert "To fix: pip install 'tensorboard>=2.17' 'wandb>=0.19.10'" in error["message"]
 
     # the server's own Python has them; and without `trackers` nothing is checked
     assert submit({"command": [sys.executable, "-c", "pass"], "trackers": ["wandb"]}).status_code == 201

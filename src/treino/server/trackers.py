@@ -30,7 +30,6 @@ system, as for `script` jobs). What the probe sees of the job:
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
@@ -40,7 +39,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -78,21 +76,18 @@ _PROBE_ENV = (
     "LC_ALL",
     "LC_CTYPE",
 )
-# Started by the server's own Python (isolated, empty environment) as the probe's user: waits for one byte on stdin
-# (sent once it is in the probe's cgroup), then execs the probe with the probe's environment. So nothing of the
-# submitter's runs before the probe is in its cgroup.
+# Started by /bin/sh as the probe's user, with the probe's environment less LD_LIBRARY_PATH (kept aside in
+# _LD_ASIDE): waits for one line on stdin, sent once it is in the probe's cgroup, then puts LD_LIBRARY_PATH back and
+# execs the probe. So nothing the submitter chose runs before the probe is in its cgroup.
+_LD_ASIDE = "TREINO_CHECK_LD_LIBRARY_PATH"
 _LAUNCHER = (
-    "import json, os, sys\n"
-    "if os.read(0, 1) == b'g':\n"
-    "    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)\n"
-    "    argv, env = json.loads(sys.argv[1])\n"
-    "    try:\n"
-    "        os.execve(argv[0], argv, env)\n"
-    "    except OSError as e:\n"
-    "        print(f'treino-launch-failed: {e.strerror}', flush=True)\n"
-    "os._exit(127)\n"
+    'read -r go && [ "$go" = g ] || exit 125\n'
+    "exec </dev/null\n"
+    f'if [ -n "${{{_LD_ASIDE}+x}}" ]; then LD_LIBRARY_PATH=${_LD_ASIDE}; export LD_LIBRARY_PATH; fi\n'
+    f"unset {_LD_ASIDE}\n"
+    'exec "$@"\n'
 )
-_LAUNCH_FAILED = b"treino-launch-failed: "
+_SHELL = "/bin/sh"
 _POLL_S = 0.05
 
 
@@ -221,6 +216,9 @@ def _run_bounded(argv: list[str], env: dict[str, str], user: JobUser | None) -> 
     TRACKER_CHECK_TIMEOUT_S. OSError when `argv[0]` cannot be executed."""
     as_user: dict[str, Any] = {} if user is None else {"user": user.uid, "group": user.gid, "extra_groups": []}
     deadline = time.monotonic() + TRACKER_CHECK_TIMEOUT_S
+    launcher_env = {k: v for k, v in env.items() if k != "LD_LIBRARY_PATH"}
+    if "LD_LIBRARY_PATH" in env:
+        launcher_env[_LD_ASIDE] = env["LD_LIBRARY_PATH"]
     folder = Path(tempfile.mkdtemp(prefix="treino-trackers-check-"))
     cgroup: cgroups.Cgroup | None = None
     try:
@@ -229,8 +227,8 @@ def _run_bounded(argv: list[str], env: dict[str, str], user: JobUser | None) -> 
         with contextlib.suppress(OSError):  # none: the process group is all there is to kill
             cgroup = cgroups.create(f"trackers-check-{secrets.token_hex(4)}", None, None)
         with subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps([argv, env])],
-            env={},
+            [_SHELL, "-c", _LAUNCHER, "treino-trackers-check", *argv],
+            env=launcher_env,
             cwd=folder,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -243,7 +241,7 @@ def _run_bounded(argv: list[str], env: dict[str, str], user: JobUser | None) -> 
                 if cgroup is not None:
                     with contextlib.suppress(OSError):  # refused: the process group is all there is to kill
                         cgroups.add(cgroup, proc.pid)
-                proc.stdin.write(b"g")
+                proc.stdin.write(b"g\n")
                 proc.stdin.close()
                 output = _read_until_exit(proc, argv, deadline)
             finally:
@@ -251,8 +249,6 @@ def _run_bounded(argv: list[str], env: dict[str, str], user: JobUser | None) -> 
                     cgroups.kill(cgroup)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)  # the probe's group, whatever it left behind
-        if proc.returncode == 127 and output.startswith(_LAUNCH_FAILED):
-            raise OSError(errno.ENOEXEC, output[len(_LAUNCH_FAILED) :].decode(errors="replace").strip())
         return proc.returncode, output
     finally:
         if cgroup is not None:
