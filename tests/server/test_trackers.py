@@ -416,3 +416,16 @@ def test_nothing_the_check_starts_outlives_it(server: Server, shared_folder: Pat
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     assert server.wait(int(r.json()["id"]), final)
+
+
+def test_a_launcher_s_python_is_read_from_regular_files_only(tmp_path: Path) -> None:
+    from treino.server.trackers import _shebang_python
+
+    launcher = tmp_path / "launch"
+    launcher.write_text("#!/opt/venv/bin/python3\n")
+    (tmp_path / "linked").symlink_to(launcher)  # a console script linked onto PATH: its target's line counts
+    assert _shebang_python(tmp_path / "linked", {}, tmp_path) == Path("/opt/venv/bin/python3")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # no writer: a blocking open would wait forever
+    assert _shebang_python(fifo, {}, tmp_path) is None
+    assert _shebang_python(Path("/dev/zero"), {}, tmp_path) is None
