@@ -213,7 +213,8 @@ def _run_bounded(argv: list[str], env: dict[str, str], user: JobUser | None) -> 
     """(exit status, stdout and stderr) of `argv` with environment `env`, as `user` with no supplementary groups,
     from an empty private folder, in its own session and (where the server has them) its own cgroup, killed whole
     afterwards; at most TRACKER_CHECK_OUTPUT_BYTES_MAX of output are kept, and TimeoutExpired after
-    TRACKER_CHECK_TIMEOUT_S. OSError when `argv[0]` cannot be executed."""
+    TRACKER_CHECK_TIMEOUT_S. OSError when the launcher (/bin/sh) cannot start; an `argv[0]` it cannot execute
+    exits 126 or 127 with the shell's message in the output."""
     as_user: dict[str, Any] = {} if user is None else {"user": user.uid, "group": user.gid, "extra_groups": []}
     deadline = time.monotonic() + TRACKER_CHECK_TIMEOUT_S
     launcher_env = {k: v for k, v in env.items() if k != "LD_LIBRARY_PATH"}
