@@ -20,6 +20,7 @@ STEPS = 24
 SAVE_EVERY = 4
 LOSS_TOLERANCE = 1e-6
 PAUSE_ENV = "EXAMPLE_PAUSE_AT_STEP"
+WAIT_S = 300.0  # generous: two torchrun attempts and a second job on a loaded machine (only a failure waits this long)
 
 
 @pytest.fixture
@@ -53,17 +54,17 @@ def losses(server: Server, job_id: int) -> list[tuple[int, float]]:
 def test_sigkill_of_an_fsdp_rank_resumes_from_the_sharded_checkpoint_on_the_same_trajectory(server: Server) -> None:
     clean = server.submit(fsdp_job("fsdp-clean", max_restarts=0))
     crashy = server.submit(fsdp_job("fsdp-crashy", max_restarts=1, pause_at=2 * SAVE_EVERY))
-    server.wait(crashy, lambda j: (j["checkpoint_step"] or 0) >= 2 * SAVE_EVERY)  # reported once complete
+    server.wait(crashy, lambda j: (j["checkpoint_step"] or 0) >= 2 * SAVE_EVERY, WAIT_S)  # reported once complete
     (victim,) = job_pids(server.url, crashy, RANK="1")
     os.kill(victim, signal.SIGKILL)
 
-    job = server.wait(crashy, final)
+    job = server.wait(crashy, final, WAIT_S)
     assert job["state"] == "succeeded", server.logs(crashy, attempt=2)
     assert job["attempts"] == 2 and job["history"][0]["outcome"] == "signal"
     second = server.logs(crashy, attempt=2)
     resumed = int(second.split("resumed from step=")[1].split()[0])
     assert resumed == 2 * SAVE_EVERY and f"done step={STEPS}" in second  # where the first attempt waited
-    reference = server.wait(clean, final)
+    reference = server.wait(clean, final, WAIT_S)
     assert reference["state"] == "succeeded", server.logs(clean)
 
     # Every step's loss, logged by either attempt (a step logged by both: by each), equals
