@@ -29,6 +29,9 @@ VOCAB_SIZE = 128
 SEQ_LEN = 32  # tokens per sample
 BATCH_SIZE = 8  # samples per rank per step
 LEARNING_RATE = 3e-3
+PAUSE_ENV = "EXAMPLE_PAUSE_AT_STEP"  # tests: the first attempt waits after saving this step, to be killed there
+PAUSE_MAX_S = 600.0
+PAUSE_CHECK_S = 0.2
 CONFIG = LlamaConfig(  # ~60 k parameters: seconds on two CPU cores
     vocab_size=VOCAB_SIZE,
     hidden_size=32,
@@ -49,6 +52,20 @@ def batch(step: int, rank: int, device: torch.device) -> torch.Tensor:
     for i in range(1, SEQ_LEN):
         tokens[:, i] = (5 * tokens[:, i - 1] + 3) % VOCAB_SIZE
     return tokens.to(device)
+
+
+def pause_if_asked(run: job.Run, step: int) -> None:
+    """With EXAMPLE_PAUSE_AT_STEP=N in the job's environment (a test sets it in the spec), the first attempt waits
+    here once it has saved step N, until it is killed or stopped (at most PAUSE_MAX_S): a kill lands at a known step
+    however loaded the machine is. Without it, nothing. Every rank waits the same number of checks (each one is a
+    collective: `should_stop`), so they leave together; a rank killed meanwhile ends the others' check with an
+    error."""
+    if run.attempt != 1 or os.environ.get(PAUSE_ENV) != str(step):
+        return
+    for _ in range(int(PAUSE_MAX_S / PAUSE_CHECK_S)):
+        if run.should_stop:
+            return
+        time.sleep(PAUSE_CHECK_S)
 
 
 def main() -> None:
@@ -111,6 +128,7 @@ def main() -> None:
         run.log(step=step, loss=mean.item(), step_s=time.perf_counter() - began)
         if step % args.save_every == 0:
             run.save_sharded(state(), step=step, async_save=not args.sync_save)
+            pause_if_asked(run, step)
         if args.sleep:
             time.sleep(args.sleep)
     if done != run.checkpoint_step and done % args.save_every != 0:

@@ -12,6 +12,7 @@ folder, and saves and stops at SIGTERM; the next attempt resumes from the newest
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any
 
@@ -32,6 +33,9 @@ from treino.integrations.hf import TreinoCallback, last_checkpoint
 VOCAB = 64
 SEQ_LEN = 16
 SAMPLES = 512
+PAUSE_ENV = "EXAMPLE_PAUSE_AT_STEP"  # tests: the first attempt waits after saving this step, to be killed there
+PAUSE_MAX_S = 600.0
+PAUSE_CHECK_S = 0.2
 
 
 class CountingUp(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
@@ -48,16 +52,33 @@ class CountingUp(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
         return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
 
-class Pace(TrainerCallback):
-    """Counts the steps this process trained (a resumed attempt trains only the rest) and optionally slows them."""
+def pause_if_asked(run: job.Run, step: int) -> None:
+    """With EXAMPLE_PAUSE_AT_STEP=N in the job's environment (a test sets it in the spec), the first attempt waits
+    here once it has saved step N, until it is killed or stopped (at most PAUSE_MAX_S): a kill lands at a known step
+    however loaded the machine is. Without it, nothing."""
+    if run.attempt != 1 or os.environ.get(PAUSE_ENV) != str(step):
+        return
+    for _ in range(int(PAUSE_MAX_S / PAUSE_CHECK_S)):
+        if run.should_stop:
+            return
+        time.sleep(PAUSE_CHECK_S)
 
-    def __init__(self, sleep_s: float) -> None:
+
+class Pace(TrainerCallback):
+    """Counts the steps this process trained (a resumed attempt trains only the rest), optionally slows them, and
+    pauses after a save when a test asks (pause_if_asked; it comes after TreinoCallback, which registered it)."""
+
+    def __init__(self, run: job.Run, sleep_s: float) -> None:
+        self.run = run
         self.sleep_s = sleep_s
         self.steps = 0
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: Any) -> None:
         self.steps += 1
         time.sleep(self.sleep_s)
+
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: Any) -> None:
+        pause_if_asked(self.run, state.global_step)
 
 
 def main() -> None:
@@ -91,7 +112,7 @@ def main() -> None:
         seed=0,
         disable_tqdm=True,
     )
-    pace = Pace(args.sleep)
+    pace = Pace(run, args.sleep)
     trainer = Trainer(
         model=LlamaForCausalLM(config),
         args=training,

@@ -12,6 +12,7 @@ newest complete one.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any
 
@@ -25,6 +26,31 @@ from treino.integrations.lightning import TreinoCallback, TreinoCheckpoint, Trei
 
 FEATURES = 8
 SAMPLES = 512
+PAUSE_ENV = "EXAMPLE_PAUSE_AT_STEP"  # tests: the first attempt waits after saving this step, to be killed there
+PAUSE_MAX_S = 600.0
+PAUSE_CHECK_S = 0.2
+
+
+def pause_if_asked(run: job.Run, step: int) -> None:
+    """With EXAMPLE_PAUSE_AT_STEP=N in the job's environment (a test sets it in the spec), the first attempt waits
+    here once it has saved step N, until it is killed or stopped (at most PAUSE_MAX_S): a kill lands at a known step
+    however loaded the machine is. Without it, nothing."""
+    if run.attempt != 1 or os.environ.get(PAUSE_ENV) != str(step):
+        return
+    for _ in range(int(PAUSE_MAX_S / PAUSE_CHECK_S)):
+        if run.should_stop:
+            return
+        time.sleep(PAUSE_CHECK_S)
+
+
+class PauseIfAsked(L.Callback):
+    """pause_if_asked before each batch: the checkpoint of the step before it is saved and registered by then."""
+
+    def __init__(self, run: job.Run) -> None:
+        self.run = run
+
+    def on_train_batch_start(self, trainer: L.Trainer, *_: Any) -> None:
+        pause_if_asked(self.run, trainer.global_step)
 
 
 class Regressor(L.LightningModule):
@@ -68,7 +94,11 @@ def main() -> None:
         accelerator="cpu",
         devices=1,
         logger=TreinoLogger(run),
-        callbacks=[TreinoCallback(run), TreinoCheckpoint(run, every_n_train_steps=args.save_every)],
+        callbacks=[
+            TreinoCallback(run),
+            TreinoCheckpoint(run, every_n_train_steps=args.save_every),
+            PauseIfAsked(run),
+        ],
         log_every_n_steps=1,
         enable_progress_bar=False,
         enable_model_summary=False,

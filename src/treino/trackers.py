@@ -3,7 +3,7 @@
     tracker       package (extra `treino[trackers]`)   what it writes, under the trackers folder
     tensorboard   tensorboard>=2.17                     tensorboard/events.out.tfevents.*   (scalars; hparams plugin)
     mlflow        mlflow-skinny>=2.16                   mlflow/                             (a local file store)
-    wandb         wandb>=0.18                           wandb/offline-run-*/                (offline mode, never synced)
+    wandb         wandb>=0.19.10                        wandb/offline-run-*/                (offline mode, never synced)
 
 Which trackers a run writes to, first match wins:
 1. TREINO_TRACKERS (comma-separated; empty for none): the server sets it from the spec's `trackers` field;
@@ -21,10 +21,13 @@ JSON file): one daemon thread, "treino-trackers", opens the trackers (`wandb.ini
 was logged every TRACKERS_FLUSH_INTERVAL_S. A tracker that raises is disabled after one warning; the others and the
 training go on. At most TRACKERS_BUFFER_POINTS points wait; beyond that the oldest are dropped, with one warning.
 
-No network, whatever the environment says: MLflow gets a `file:` tracking URI and MLFLOW_DISABLE_TELEMETRY=true,
-W&B runs with mode="offline", WANDB_MODE=offline and WANDB_ERROR_REPORTING=false (no Sentry), no git, code or
-system metrics capture, and console="off" (the job's output stays the job's). MLflow 3.x refuses a file store unless
-MLFLOW_ALLOW_FILE_STORE=true, which the bridge sets for this process too.
+No network, whatever the environment says, and as little as possible changed for the rest of the process (a
+script's own `wandb.init()` or `report_to="wandb"` keeps syncing): W&B gets its run's settings in the call
+(mode="offline", no git, code or system metrics capture, console="off": the job's output stays the job's), which win
+over WANDB_MODE and the other WANDB_ variables; only WANDB_ERROR_REPORTING=false (no Sentry; W&B reads it nowhere
+else) is set in this process's environment, and only when the wandb tracker is on. MLflow gets a `file:` tracking
+URI on its client; MLFLOW_DISABLE_TELEMETRY=true, and MLFLOW_ALLOW_FILE_STORE=true (MLflow 3.x refuses a file store
+without it), exist only as environment variables, set only when the mlflow tracker is on.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ TRACKERS = ("tensorboard", "mlflow", "wandb")
 PACKAGES: dict[str, tuple[str, str]] = {
     "tensorboard": ("tensorboard", "tensorboard>=2.17"),
     "mlflow": ("mlflow", "mlflow-skinny>=2.16"),
-    "wandb": ("wandb", "wandb>=0.18"),
+    "wandb": ("wandb", "wandb>=0.19.10"),  # reinit="create_new" (0.19.10), the x_disable_* settings (0.19.0)
 }
 DEFAULT_TRACKERS = ("tensorboard",)  # a managed run whose spec has no `trackers`
 DEFAULT_LOCAL_TRACKERS_DIR = "trackers"  # relative to the working directory, for local runs
@@ -299,14 +302,17 @@ class WandB:
             self._run.finish()
 
 
-def _offline_environment() -> None:
-    """No tracker reaches the network, whatever the job's environment says (see the module docstring)."""
-    os.environ["WANDB_MODE"] = "offline"
-    os.environ["WANDB_ERROR_REPORTING"] = "false"
-    os.environ["WANDB_DISABLE_CODE"] = "true"
-    os.environ["WANDB_DISABLE_GIT"] = "true"
-    os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
-    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+# What the trackers need in this process's environment, having no setting for it in the call (module docstring).
+OFFLINE_ENVIRONMENT: dict[str, dict[str, str]] = {
+    "wandb": {"WANDB_ERROR_REPORTING": "false"},
+    "mlflow": {"MLFLOW_DISABLE_TELEMETRY": "true", "MLFLOW_ALLOW_FILE_STORE": "true"},
+}
+
+
+def _offline_environment(names: Sequence[str]) -> None:
+    """Set the environment variables the trackers `names` need and only those (see the module docstring)."""
+    for name in names:
+        os.environ.update(OFFLINE_ENVIRONMENT.get(name, {}))
 
 
 def make(name: str, folder: Path, job_id: int | None) -> Tracker:
@@ -337,7 +343,7 @@ class Bridge:
         self._closed = False
         self._thread: threading.Thread | None = None
         if trackers:
-            _offline_environment()
+            _offline_environment([t.name for t in trackers])
             self._thread = threading.Thread(target=self._loop, name="treino-trackers", daemon=True)
             self._thread.start()
 

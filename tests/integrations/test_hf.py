@@ -31,6 +31,7 @@ from treino.integrations.hf import TreinoCallback, last_checkpoint
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 30
 SAVE_EVERY = 10
+PAUSE_ENV = "EXAMPLE_PAUSE_AT_STEP"  # the examples' test hook: the first attempt waits after saving this step
 
 
 class Sequences(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
@@ -123,7 +124,9 @@ def test_an_output_dir_outside_the_checkpoint_folder_is_refused(local_run: job.R
 
 def test_a_sigkilled_trainer_job_resumes_from_its_last_registered_checkpoint(jobs: Jobs) -> None:
     spec = spec_for_submit(ROOT / "examples" / "hf_job.yaml")  # what `treino submit` sends
-    spec["args"] = ["--steps", str(STEPS), "--save-every", str(SAVE_EVERY), "--sleep", "0.1"]  # slower: killed mid-run
+    spec["args"] = ["--steps", str(STEPS), "--save-every", str(SAVE_EVERY)]
+    # The first attempt waits after its first checkpoint until it is killed: a kill mid-run however slow the machine.
+    spec["env"] = {**spec.get("env", {}), PAUSE_ENV: str(SAVE_EVERY)}
     job_id = jobs.submit(spec)
     jobs.wait(job_id, lambda j: (j["checkpoint_step"] or 0) >= SAVE_EVERY)  # registered with the server
     jobs.kill(job_id)
@@ -135,7 +138,7 @@ def test_a_sigkilled_trainer_job_resumes_from_its_last_registered_checkpoint(job
     resumed = re.search(r"resumed from (\S+)/checkpoint-(\d+)\n", second)
     assert resumed, second
     step = int(resumed.group(2))
-    assert step >= SAVE_EVERY and step % SAVE_EVERY == 0
+    assert step == SAVE_EVERY  # where the first attempt waited to be killed
     assert f"done step={STEPS} trained={STEPS - step} " in second  # continued from its checkpoint, not from 0
 
     # Every checkpoint the Trainer wrote, in either attempt, is recorded once, with its folder's bytes.

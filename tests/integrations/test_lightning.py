@@ -8,6 +8,7 @@ import logging
 import os
 import re
 import signal
+from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from treino.server.lineage import checkpoints_on_disk
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 30
 SAVE_EVERY = 10
+PAUSE_ENV = "EXAMPLE_PAUSE_AT_STEP"  # the examples' test hook: the first attempt waits after saving this step
 
 
 class SigtermAt(L.Callback):
@@ -138,7 +140,9 @@ def test_sigterm_saves_a_checkpoint_stops_and_the_next_fit_resumes(
 
 def test_a_sigkilled_lightning_job_resumes_from_its_last_registered_checkpoint(jobs: Jobs) -> None:
     spec = spec_for_submit(ROOT / "examples" / "lightning_job.yaml")  # what `treino submit` sends
-    spec["args"] = ["--steps", str(STEPS), "--save-every", str(SAVE_EVERY), "--sleep", "0.1"]  # slower: killed mid-run
+    spec["args"] = ["--steps", str(STEPS), "--save-every", str(SAVE_EVERY)]
+    # The first attempt waits after its first checkpoint until it is killed: a kill mid-run however slow the machine.
+    spec["env"] = {**spec.get("env", {}), PAUSE_ENV: str(SAVE_EVERY)}
     job_id = jobs.submit(spec)
     jobs.wait(job_id, lambda j: (j["checkpoint_step"] or 0) >= SAVE_EVERY)  # registered with the server
     jobs.kill(job_id)
@@ -150,7 +154,7 @@ def test_a_sigkilled_lightning_job_resumes_from_its_last_registered_checkpoint(j
     resumed = re.search(r"resumed from (\S+)/step-(\d{9})\.ckpt\n", second)
     assert resumed, second
     step = int(resumed.group(2))
-    assert step >= SAVE_EVERY and step % SAVE_EVERY == 0
+    assert step == SAVE_EVERY  # where the first attempt waited to be killed
     assert f"done step={STEPS} trained={STEPS - step} " in second  # continued from its checkpoint, not from 0
 
     recorded = done["checkpoints"]
@@ -164,3 +168,20 @@ def test_a_sigkilled_lightning_job_resumes_from_its_last_registered_checkpoint(j
     losses = [p for p in jobs.points(job_id) if p["values"].get("loss") is not None]
     started = done["history"][1]["started_at"]
     assert [p["step"] for p in losses if p["time"] >= started] == list(range(step, STEPS))
+
+
+class WithHparams(Tiny):
+    def __init__(self, lr: float = 0.1, layers: dict[str, Any] | None = None, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        self.save_hyperparameters()
+
+
+def test_the_module_s_hyperparameters_reach_run_config(local_run: job.Run) -> None:
+    fit(local_run, WithHparams(layers={"n": 2, "act": nn.Tanh}), max_steps=1, every=100, ckpt_path=None, first=[])
+    assert local_run.hparams == {
+        "lr": 0.1,
+        "layers": {"n": 2, "act": "<class 'torch.nn.modules.activation.Tanh'>"},
+        "dtype": "torch.float32",
+    }
+    TreinoLogger(local_run).log_hyperparams(Namespace(batch=32, optim=Namespace(name="sgd")))
+    assert local_run.hparams["batch"] == 32 and local_run.hparams["optim"] == {"name": "sgd"}

@@ -132,9 +132,60 @@ def test_a_missing_package_is_one_line_and_the_run_goes_on(case: str, local: Non
     assert len(lines) == 1, out.stdout
     if case == "asked":
         assert lines[0].startswith("WARNING treino: tracker(s) tensorboard, wandb skipped")
-        assert "To fix: pip install 'tensorboard>=2.17' 'wandb>=0.18'" in lines[0]
+        assert "To fix: pip install 'tensorboard>=2.17' 'wandb>=0.19.10'" in lines[0]
         assert "logged [{'loss': 2.0}]" in out.stdout
         assert (tmp_path / "config.json").is_file()  # the hyperparameters are kept all the same
     else:
         assert lines[0].startswith("INFO treino: tracker(s) tensorboard skipped")
         assert "bridge []" in out.stdout
+
+
+# A script with its own W&B habits: WANDB_MODE=online in its environment. The bridges leave that alone (its own
+# wandb.init() would sync) and their W&B run is offline all the same, reaching for no network.
+OWN_ENVIRONMENT = textwrap.dedent(
+    """
+    import json, os, socket, sys
+    attempts = []
+    def watch(event, args):
+        if event == "socket.getaddrinfo" and str(args[0]) not in ("127.0.0.1", "localhost", "::1", "None"):
+            attempts.append(f"resolve {args[0]}")
+        elif event == "socket.connect" and args[0].family in (socket.AF_INET, socket.AF_INET6):
+            if args[1][0] not in ("127.0.0.1", "::1"):
+                attempts.append(f"connect {args[1]}")
+    sys.addaudithook(watch)
+    from treino import job
+    os.environ["WANDB_MODE"] = "online"
+    before = dict(os.environ)
+    run = job.init(checkpoint_dir=os.path.join(sys.argv[1], "ckpt"), trackers=sys.argv[2:], trackers_dir=sys.argv[1])
+    run.log(step=1, loss=2.0)
+    run.finish()
+    changed = {k: v for k, v in os.environ.items() if before.get(k) != v}
+    print(json.dumps({"changed": changed, "network": attempts}))
+    """
+)
+
+
+@pytest.mark.parametrize("asked", [["tensorboard"], ["wandb"]])
+def test_the_bridges_leave_the_script_s_own_tracker_environment_alone(
+    asked: list[str], local: None, tmp_path: Path
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for marker in ("PYTEST_CURRENT_TEST", "CI", "GITHUB_ACTIONS"):  # as in production (quiet libraries stay quiet)
+        env.pop(marker, None)
+    out = subprocess.run(
+        [sys.executable, "-c", OWN_ENVIRONMENT, str(tmp_path), *asked],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["network"] == []
+    if asked == ["tensorboard"]:  # nothing of W&B's or MLflow's is touched for TensorBoard
+        assert result["changed"] == {}
+    else:  # W&B's run is offline (its settings win over WANDB_MODE=online); only its Sentry switch is set
+        result["changed"].pop("WANDB_SERVICE", None)  # W&B's own: its service's address, for the process's runs
+        assert result["changed"] == {"WANDB_ERROR_REPORTING": "false"}
+        assert len(list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))) == 1

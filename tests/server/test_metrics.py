@@ -38,7 +38,7 @@ def sdk_job(shared: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> 
     out = treino("submit", "--json", spec.name, cwd=folder, server=shared)
     assert out.returncode == 0, out.stderr
     job_id = int(json.loads(out.stdout)["id"])
-    job = wait_state(shared, job_id, {"succeeded", "failed", "cancelled"}, timeout_s=60)
+    job = wait_state(shared, job_id, {"succeeded", "failed", "cancelled"}, timeout_s=180)  # generous under load
     assert job["state"] == "succeeded", job
     return job_id
 

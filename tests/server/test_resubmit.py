@@ -28,7 +28,7 @@ from treino.server.db import make_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data"
-JOB_TIMEOUT_S = 120.0
+JOB_TIMEOUT_S = 300.0  # generous: only a failing test waits this long, and a loaded machine starts jobs slowly
 SAVE_EVERY = 5  # ddp_job's --save-every
 KEEP = 3  # the SDK's DEFAULT_KEEP_CHECKPOINTS
 
@@ -167,7 +167,8 @@ def test_from_scratch_and_who_may_resubmit_what(sqlite_server: ServerProcess) ->
 
     # The engineer's own job, in its second attempt after a crash: it cannot be continued while it runs; cancelled,
     # it ends cancelled with no failure reason (the first attempt's crash is not why it ended).
-    crashes_once = "import os, sys, time; sys.exit(3) if os.environ['TREINO_ATTEMPT'] == '1' else time.sleep(60)"
+    # (the second attempt sleeps far longer than the test takes: it is cancelled, never assumed still running)
+    crashes_once = "import os, sys, time; sys.exit(3) if os.environ['TREINO_ATTEMPT'] == '1' else time.sleep(3600)"
     mine = {"name": "mine", "command": [sys.executable, "-c", crashes_once], "max_restarts": 1, "grace_seconds": 5}
     running = int(api(server, "POST", "/api/v1/jobs", tokens["eng-r"], json=mine).json()["id"])
     job = wait(server, running, lambda j: j["attempts"] == 2 and j["state"] == "running")
@@ -179,7 +180,7 @@ def test_from_scratch_and_who_may_resubmit_what(sqlite_server: ServerProcess) ->
     assert (job["state"], job["failure_reason"], job["failure_detail"]) == ("cancelled", None, None)
 
     # A continuation whose checkpoint is gone before its first attempt fails as no_checkpoint: never from step 1.
-    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    sleeper = [sys.executable, "-c", "import time; time.sleep(3600)"]  # cancelled below
     blocker = int(
         api(server, "POST", "/api/v1/jobs", json={"name": "blocker", "command": sleeper, "gpus": 2}).json()["id"]
     )

@@ -8,16 +8,19 @@ The database plays no part here: these tests run on SQLite only."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
 import shutil
+import signal
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +31,7 @@ import pytest
 from tests.conftest import Database
 from tests.server.conftest import Servers
 from tests.server.test_jobs import Server, final
+from treino.server import cgroups
 from treino.server.settings import DEFAULT_JOB_USER
 
 LOSSES = [1.0 / step for step in range(1, 6)]  # what the job logs at steps 1..5
@@ -297,7 +301,7 @@ def test_a_tracker_the_jobs_python_lacks_or_an_unknown_one_is_refused_at_submit(
         [error] = r.json()["detail"]
         assert error["field"] == "trackers"
         assert f"the job's Python {python} cannot import tensorboard, wandb" in error["message"]
-        assert "To fix: pip install 'tensorboard>=2.17' 'wandb>=0.18'" in error["message"]
+        assert "To fix: pip install 'tensorboard>=2.17' 'wandb>=0.19.10'" in error["message"]
 
     # the server's own Python has them; and without `trackers` nothing is checked
     assert submit({"command": [sys.executable, "-c", "pass"], "trackers": ["wandb"]}).status_code == 201
@@ -341,3 +345,87 @@ def test_the_check_runs_as_the_job_user_never_as_the_server(tmp_path_factory: py
         assert int((folder / "uid").read_text()) == pwd.getpwnam(DEFAULT_JOB_USER).pw_uid != 0
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def shared_folder() -> Iterator[Path]:
+    """A folder the job user can read and run from (pytest's tmp is 0700)."""
+    folder = Path(tempfile.mkdtemp(prefix="treino-trackers-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_check_runs_apart_from_the_job_s_folder_and_loader(server: Server, shared_folder: Path) -> None:
+    workdir = shared_folder / "work"
+    (workdir / "lib").mkdir(parents=True)
+    (workdir / "json.py").write_text("raise SystemExit('the job folder shadowed the standard library')\n")
+    # A json.py in the job's folder shadows nothing of the check: it runs elsewhere.
+    spec = {"name": "t", "command": [sys.executable, "-c", "pass"], "trackers": ["tensorboard"]}
+    r = server.api("POST", "/api/v1/jobs", json={**spec, "workdir": str(workdir)})
+    assert r.status_code == 201, r.text
+    server.wait(int(r.json()["id"]), final)
+
+    # What the check's Python gets: no loader variables nor the spec's PATH, PYTHONPATH resolved against the job's
+    # folder, an empty working directory of its own.
+    spy = shared_folder / "python"
+    record = f"env > {shared_folder}/env && pwd > {shared_folder}/cwd && ls -A > {shared_folder}/ls"
+    spy.write_text(f'#!/bin/sh\n[ "$1" = -c ] && {record}\necho "[]"\n')  # the check runs it with -c, the job without
+    spy.chmod(0o755)
+    env = {"LD_PRELOAD": "/nonexistent/preload.so", "PATH": f"/elsewhere:{os.defpath}", "PYTHONPATH": "lib"}
+    r = server.api("POST", "/api/v1/jobs", json={**spec, "command": [str(spy)], "workdir": str(workdir), "env": env})
+    assert r.status_code == 201, r.text
+    server.wait(int(r.json()["id"]), final)
+    seen = dict(line.split("=", 1) for line in (shared_folder / "env").read_text().splitlines() if "=" in line)
+    assert "LD_PRELOAD" not in seen and seen["PATH"] == os.defpath
+    assert seen["PYTHONPATH"] == str(workdir / "lib")
+    cwd = Path((shared_folder / "cwd").read_text().strip())
+    assert cwd != workdir and (shared_folder / "ls").read_text() == "" and not cwd.exists()  # removed after
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_nothing_the_check_starts_outlives_it(server: Server, shared_folder: Path) -> None:
+    if os.geteuid() != 0 or cgroups.detect() is None:
+        pytest.skip("the check's cgroup needs a root server with cgroups")
+    daemon = shared_folder / "daemon"
+    python = shared_folder / "python"  # a probe that leaves a process in a session of its own, holding its output
+    python.write_text(
+        '#!/bin/sh\n[ "$1" = -c ] || exit 0\n'  # the check runs it with -c; the job itself, without
+        f"setsid sh -c 'echo $$ > {daemon}; exec sleep 300' &\n"
+        f"while [ ! -s {daemon} ]; do sleep 0.05; done\n"
+        "echo '[]'\n"
+    )
+    python.chmod(0o755)
+    r = server.api("POST", "/api/v1/jobs", json={"name": "t", "command": [str(python)], "trackers": ["wandb"]})
+    pid = int(daemon.read_text())
+    try:
+        assert r.status_code == 201, r.text  # answered once the probe exited, not when its straggler let go
+        deadline = time.monotonic() + 30
+        while _alive(pid):
+            assert time.monotonic() < deadline, f"the probe's straggler {pid} survived the check"
+            time.sleep(0.1)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert server.wait(int(r.json()["id"]), final)
+
+
+def test_a_launcher_s_python_is_read_from_regular_files_only(tmp_path: Path) -> None:
+    from treino.server.trackers import _shebang_python
+
+    launcher = tmp_path / "launch"
+    launcher.write_text("#!/opt/venv/bin/python3\n")
+    (tmp_path / "linked").symlink_to(launcher)  # a console script linked onto PATH: its target's line counts
+    assert _shebang_python(tmp_path / "linked", {}, tmp_path) == Path("/opt/venv/bin/python3")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # no writer: a blocking open would wait forever
+    assert _shebang_python(fifo, {}, tmp_path) is None
+    assert _shebang_python(Path("/dev/zero"), {}, tmp_path) is None

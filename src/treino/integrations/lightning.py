@@ -13,7 +13,8 @@
     trainer.fit(model, data, ckpt_path=last_checkpoint(run))   # None at the first start
     run.finish()
 
-- TreinoLogger: what Lightning logs (`self.log(...)` in the module, and its `epoch`) goes to `run.log(step=...)`.
+- TreinoLogger: what Lightning logs (`self.log(...)` in the module, and its `epoch`) goes to `run.log(step=...)`;
+  the hyperparameters Lightning logs (`self.save_hyperparameters()`) go to `run.config(...)`.
 - TreinoCheckpoint: a ModelCheckpoint that writes `step-{global_step:09d}.ckpt` in the job's checkpoint folder
   every `every_n_train_steps` and keeps the newest `run.keep` (a name the server's disk scan knows).
 - TreinoCallback:
@@ -41,6 +42,7 @@ from __future__ import annotations
 import logging
 import os
 from argparse import Namespace
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +190,19 @@ class TreinoCheckpoint(ModelCheckpoint):
         )
 
 
+def _plain_hparams(params: Mapping[Any, Any] | Namespace) -> dict[str, Any]:
+    """`params` with str keys and plain values (see TreinoLogger.log_hyperparams)."""
+    out: dict[str, Any] = {}
+    for key, value in (vars(params) if isinstance(params, Namespace) else params).items():
+        if isinstance(value, Mapping | Namespace):
+            out[str(key)] = _plain_hparams(value)
+        elif value is None or isinstance(value, bool | int | float | str):
+            out[str(key)] = value
+        else:
+            out[str(key)] = str(value)
+    return out
+
+
 class TreinoLogger(Logger):
     """Lightning's logged metrics to `run.log`; pass it as `Trainer(logger=TreinoLogger(run))`."""
 
@@ -207,4 +222,9 @@ class TreinoLogger(Logger):
         self.run.log(step=step or 0, **metrics)
 
     def log_hyperparams(self, params: dict[str, Any] | Namespace, *args: Any, **kwargs: Any) -> None:
-        """Hyperparameters are not metrics: the run records none of them here."""
+        """The module's (and datamodule's) hyperparameters, `save_hyperparameters()`'s, to `run.config`: nested
+        dicts and Namespaces stay nested (the trackers flatten them with '.'), numbers, strings, bools and None stay
+        as they are, anything else becomes its str() (a class, a dtype, a path)."""
+        plain = _plain_hparams(params)
+        if plain:
+            self.run.config(**plain)

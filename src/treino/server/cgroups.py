@@ -192,6 +192,12 @@ def join(cgroup: Cgroup) -> None:
         _write(Path(path) / "cgroup.procs", str(os.getpid()))
 
 
+def add(cgroup: Cgroup, pid: int) -> None:
+    """Move process `pid` (all its threads) into the cgroup, in every hierarchy."""
+    for _, path in cgroup.dirs:
+        _write(Path(path) / "cgroup.procs", str(pid))
+
+
 def leave(cgroup: Cgroup) -> None:
     """Move this process back to where it was before `join` (v1: the cgroup treino/ was made under; v2: this
     process's own cgroup, read from /proc/self/cgroup, which `join` does not change for v1)."""

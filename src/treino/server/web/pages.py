@@ -33,6 +33,7 @@ from urllib.parse import parse_qs, quote
 import yaml
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi import Path as PathParam
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -274,6 +275,10 @@ def job_metrics(
 @router.post("/jobs/{job_id}/cancel")
 async def cancel(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Canceller) -> Response:
     await form_of(request, visitor)
+    return await run_in_threadpool(_cancel, job_id, ctx, visitor)  # transactions and signals: off the event loop
+
+
+def _cancel(job_id: int, ctx: ServerContext, visitor: Visitor) -> Response:
     with ctx.sessions() as s:
         job = job_or_404(s, job_id)
         if not views.may_cancel(visitor.who, job) and job.state not in FINAL_STATES:
@@ -290,13 +295,19 @@ async def cancel(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Cancell
 async def resubmit(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Submitter) -> Response:
     """A new job continuing from this one's last checkpoint; with the form's from_scratch=1, from step 0."""
     form = await form_of(request, visitor)
+    # The submit path checks the trackers (a subprocess, up to TRACKER_CHECK_TIMEOUT_S), scans the checkpoint folder
+    # and writes transactions: in a worker thread, so that the event loop goes on answering every other request.
+    return await run_in_threadpool(_resubmit, job_id, ctx, visitor, form.get("from_scratch") == "1")
+
+
+def _resubmit(job_id: int, ctx: ServerContext, visitor: Visitor, from_scratch: bool) -> Response:
     with ctx.sessions() as s:
         original = job_or_404(s, job_id)
     if not may_resubmit(visitor.who, original):
         # the spec's env may hold its owner's secrets: only they (or an admin) may run it again
         raise Forbidden(f"Job {job_id} belongs to {original.owner}: only they or an admin may resubmit it.")
     try:
-        job = resubmit_job(ctx.submissions, job_id, visitor.who, from_scratch=form.get("from_scratch") == "1")
+        job = resubmit_job(ctx.submissions, job_id, visitor.who, from_scratch=from_scratch)
     except TreinoError as exc:  # refused as the API would refuse it: the reason on the original's page
         return back_to_job(job_id, str(exc))
     ctx.job_lists.clear()
