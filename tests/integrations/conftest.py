@@ -8,9 +8,11 @@ database.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from tests.conftest import Database
 from tests.server.conftest import ServerProcess, Servers
 from tests.server.test_jobs import job_pids
 from treino import job
+from treino.cli.client import spec_for_submit
 
 JOB_TIMEOUT_S = 180.0  # two attempts, each importing a framework (seconds of CPU on a loaded machine)
 
@@ -89,3 +92,43 @@ def local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[job.R
 
 def final(state: dict[str, Any]) -> bool:
     return state["state"] in ("succeeded", "failed", "cancelled")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = 30  # the kill/resume jobs' length, and their checkpoint interval
+SAVE_EVERY = 10
+PAUSE_ENV = "EXAMPLE_PAUSE_AT_STEP"  # the examples' test hook: the first attempt waits after saving this step
+
+
+@dataclass(frozen=True)
+class Resumed:
+    job_id: int
+    done: dict[str, Any]  # the job, once final
+    second: str  # the second attempt's log
+    where: re.Match[str]  # the example's "resumed from ..." line: (folder, step)
+    step: int
+
+
+def kill_and_resume(jobs: Jobs, example: str, resumed_from: str) -> Resumed:
+    """Submit examples/`example` as `treino submit` sends it, SIGKILL its first attempt once its first checkpoint
+    is registered with the server (the attempt waits there: a kill mid-run however slow the machine), and check that
+    the second attempt resumed from that checkpoint and trained only the rest. `resumed_from`: the log line's
+    pattern, with groups (folder, step)."""
+    spec = spec_for_submit(ROOT / "examples" / example)
+    spec["args"] = ["--steps", str(STEPS), "--save-every", str(SAVE_EVERY)]
+    spec["env"] = {**spec.get("env", {}), PAUSE_ENV: str(SAVE_EVERY)}
+    job_id = jobs.submit(spec)
+    jobs.wait(job_id, lambda j: (j["checkpoint_step"] or 0) >= SAVE_EVERY)  # registered with the server
+    jobs.kill(job_id)
+    done = jobs.wait(job_id, final)
+    assert done["state"] == "succeeded", jobs.logs(job_id, 2)
+    assert done["attempts"] == 2 and done["history"][0]["outcome"] == "signal"
+    second = jobs.logs(job_id, 2)
+    where = re.search(resumed_from, second)
+    assert where, second
+    step = int(where.group(2))
+    assert step == SAVE_EVERY  # where the first attempt waited to be killed
+    assert f"done step={STEPS} trained={STEPS - step} " in second  # continued from its checkpoint, not from 0
+    recorded = done["checkpoints"]
+    assert [c["step"] for c in recorded] == list(range(SAVE_EVERY, STEPS + 1, SAVE_EVERY))  # each once
+    return Resumed(job_id, done, second, where, step)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -22,16 +21,10 @@ from transformers import (
     TrainingArguments,
 )
 
-from tests.integrations.conftest import Jobs, final
+from tests.integrations.conftest import STEPS, Jobs, kill_and_resume
 from treino import job
-from treino.cli.client import spec_for_submit
 from treino.errors import JobError
 from treino.integrations.hf import TreinoCallback, last_checkpoint
-
-ROOT = Path(__file__).resolve().parents[2]
-STEPS = 30
-SAVE_EVERY = 10
-PAUSE_ENV = "EXAMPLE_PAUSE_AT_STEP"  # the examples' test hook: the first attempt waits after saving this step
 
 
 class Sequences(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
@@ -123,29 +116,13 @@ def test_an_output_dir_outside_the_checkpoint_folder_is_refused(local_run: job.R
 
 
 def test_a_sigkilled_trainer_job_resumes_from_its_last_registered_checkpoint(jobs: Jobs) -> None:
-    spec = spec_for_submit(ROOT / "examples" / "hf_job.yaml")  # what `treino submit` sends
-    spec["args"] = ["--steps", str(STEPS), "--save-every", str(SAVE_EVERY)]
-    # The first attempt waits after its first checkpoint until it is killed: a kill mid-run however slow the machine.
-    spec["env"] = {**spec.get("env", {}), PAUSE_ENV: str(SAVE_EVERY)}
-    job_id = jobs.submit(spec)
-    jobs.wait(job_id, lambda j: (j["checkpoint_step"] or 0) >= SAVE_EVERY)  # registered with the server
-    jobs.kill(job_id)
-    done = jobs.wait(job_id, final)
-    assert done["state"] == "succeeded", jobs.logs(job_id, 2)
-    assert done["attempts"] == 2 and done["history"][0]["outcome"] == "signal"
-
-    second = jobs.logs(job_id, 2)
-    resumed = re.search(r"resumed from (\S+)/checkpoint-(\d+)\n", second)
-    assert resumed, second
-    step = int(resumed.group(2))
-    assert step == SAVE_EVERY  # where the first attempt waited to be killed
-    assert f"done step={STEPS} trained={STEPS - step} " in second  # continued from its checkpoint, not from 0
-
-    # Every checkpoint the Trainer wrote, in either attempt, is recorded once, with its folder's bytes.
+    resumed = kill_and_resume(jobs, "hf_job.yaml", r"resumed from (\S+)/checkpoint-(\d+)\n")
+    job_id, done, step = resumed.job_id, resumed.done, resumed.step
+    # Every checkpoint the Trainer wrote, in either attempt, is recorded once (kill_and_resume), with its folder's
+    # bytes.
     recorded = done["checkpoints"]
-    assert [c["step"] for c in recorded] == list(range(SAVE_EVERY, STEPS + 1, SAVE_EVERY))
     assert all(Path(c["path"]).name == f"checkpoint-{c['step']}" for c in recorded)
-    assert Path(recorded[0]["path"]).parent == Path(resumed.group(1))
+    assert Path(recorded[0]["path"]).parent == Path(resumed.where.group(1))
     newest = Path(recorded[-1]["path"])
     assert recorded[-1]["bytes"] == sum(f.stat().st_size for f in newest.rglob("*") if f.is_file())
     assert done["checkpoint_step"] == STEPS

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 from argparse import Namespace
 from pathlib import Path
@@ -19,16 +18,10 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from tests.integrations.conftest import Jobs, final
+from tests.integrations.conftest import STEPS, Jobs, kill_and_resume
 from treino import job
-from treino.cli.client import spec_for_submit
 from treino.integrations.lightning import TreinoCallback, TreinoCheckpoint, TreinoLogger, last_checkpoint
 from treino.server.lineage import checkpoints_on_disk
-
-ROOT = Path(__file__).resolve().parents[2]
-STEPS = 30
-SAVE_EVERY = 10
-PAUSE_ENV = "EXAMPLE_PAUSE_AT_STEP"  # the examples' test hook: the first attempt waits after saving this step
 
 
 class SigtermAt(L.Callback):
@@ -139,26 +132,9 @@ def test_sigterm_saves_a_checkpoint_stops_and_the_next_fit_resumes(
 
 
 def test_a_sigkilled_lightning_job_resumes_from_its_last_registered_checkpoint(jobs: Jobs) -> None:
-    spec = spec_for_submit(ROOT / "examples" / "lightning_job.yaml")  # what `treino submit` sends
-    spec["args"] = ["--steps", str(STEPS), "--save-every", str(SAVE_EVERY)]
-    # The first attempt waits after its first checkpoint until it is killed: a kill mid-run however slow the machine.
-    spec["env"] = {**spec.get("env", {}), PAUSE_ENV: str(SAVE_EVERY)}
-    job_id = jobs.submit(spec)
-    jobs.wait(job_id, lambda j: (j["checkpoint_step"] or 0) >= SAVE_EVERY)  # registered with the server
-    jobs.kill(job_id)
-    done = jobs.wait(job_id, final)
-    assert done["state"] == "succeeded", jobs.logs(job_id, 2)
-    assert done["attempts"] == 2 and done["history"][0]["outcome"] == "signal"
-
-    second = jobs.logs(job_id, 2)
-    resumed = re.search(r"resumed from (\S+)/step-(\d{9})\.ckpt\n", second)
-    assert resumed, second
-    step = int(resumed.group(2))
-    assert step == SAVE_EVERY  # where the first attempt waited to be killed
-    assert f"done step={STEPS} trained={STEPS - step} " in second  # continued from its checkpoint, not from 0
-
+    resumed = kill_and_resume(jobs, "lightning_job.yaml", r"resumed from (\S+)/step-(\d{9})\.ckpt\n")
+    job_id, done, step = resumed.job_id, resumed.done, resumed.step
     recorded = done["checkpoints"]
-    assert [c["step"] for c in recorded] == list(range(SAVE_EVERY, STEPS + 1, SAVE_EVERY))
     assert all(Path(c["path"]).name == f"step-{c['step']:09d}.ckpt" for c in recorded)
     assert recorded[-1]["bytes"] == Path(recorded[-1]["path"]).stat().st_size
     assert done["checkpoint_step"] == STEPS
