@@ -62,8 +62,22 @@ app.add_typer(subject_app, name="subject")
 _state = {"debug": False}
 
 
+def _show_version(show: bool) -> None:
+    if show:
+        from importlib.metadata import version
+
+        typer.echo(f"treino {version('treino')}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False) -> None:
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    _version: Annotated[
+        bool,
+        typer.Option("--version", "-V", callback=_show_version, is_eager=True, help="Show treino's version and exit."),
+    ] = False,
+) -> None:
     _state["debug"] = debug
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import signal
+import socket
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
@@ -113,6 +114,7 @@ def server(
     from treino.server.admission import admission_for, gpu_for
     from treino.server.api import build_app
     from treino.server.backend import Backend, LocalBackend
+    from treino.server.claims import bind_port, lock_data_dir
     from treino.server.context import ServerContext
     from treino.server.db import check_database, make_engine, make_sessionmaker, migrate, sqlite_url
     from treino.server.inventory import discover
@@ -124,6 +126,9 @@ def server(
     data_dir = data_dir.expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)  # the database, tokens, server key, job logs and the dataset store: the server's user only
+    # One server per data dir, and a port that is free, before the database is touched or "Listening" is said.
+    data_dir_lock = lock_data_dir(data_dir)
+    listener = bind_port(host, port)
     if shared_dir is not None:
         shared_dir = shared_dir.expanduser().resolve()
         shared_dir.mkdir(parents=True, exist_ok=True)
@@ -217,14 +222,15 @@ def server(
         out.print(f"Admin token (shown once; also in {data_dir / 'admin-token'}, mode 0600): {token}")
     ctx.start()
     out.print(f"Listening on http://{host}:{port} (API under /api/v1, dashboard at /, log in with a token)")
-    serve_until_stopped(build_app(ctx), host, port, trusted_proxies, ctx, out)
+    serve_until_stopped(build_app(ctx), listener, trusted_proxies, ctx, out)
+    data_dir_lock.close()  # the kernel would release it at exit all the same
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def serve_until_stopped(
-    app: FastAPI, host: str, port: int, trusted_proxies: str, ctx: ServerContext, out: Console
+    app: FastAPI, listener: socket.socket, trusted_proxies: str, ctx: ServerContext, out: Console
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down cleanly: the periodic tasks stopped, the audit head signed,
     running jobs left to their detached supervisors for the next start to adopt."""
@@ -244,15 +250,14 @@ def serve_until_stopped(
     gc.collect()
     gc.freeze()
     try:
-        uvicorn.run(
+        config = uvicorn.Config(
             app,
-            host=host,
-            port=port,
             log_level="warning",
             # the client's address is the TCP peer's (its failure budget) unless a trusted proxy names another
             proxy_headers=bool(trusted_proxies),
             forwarded_allow_ips=trusted_proxies or None,
         )
+        uvicorn.Server(config).run(sockets=[listener])  # the socket bound at start (treino.server.claims)
     except ServerStopped as stopped:
         how = f"by {stopped}"
     finally:

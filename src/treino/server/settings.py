@@ -27,6 +27,8 @@ SYSTEM_DATA_DIR = Path("/var/lib/treino")
 DEFAULT_DATA_DIR = SYSTEM_DATA_DIR if os.geteuid() == 0 else Path("~/.local/share/treino").expanduser()
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+PORT_SUGGESTIONS_MAX = 20  # ports after a busy --port tried, to suggest a free one
+LOCK_FILE = "server.lock"  # in the data dir: flock-ed by the server that runs on it, with its PID
 KEY_FILE = "server-key"  # 32 random bytes, mode 0600
 ADMIN_TOKEN_FILE = "admin-token"  # the first start's admin token, mode 0600
 CONTROLLER_UNSET = "(controller: set with treino server --controller)"  # named in the Art. 37 records
