@@ -49,8 +49,30 @@ class DemoServer:
         return {**os.environ, "TREINO_URL": self.url, "TREINO_TOKEN": token or self.token, "COLUMNS": "110"}
 
     def stop(self) -> None:
+        """Cancel the jobs still queued or running (a stopped server leaves them to their supervisors), then stop the
+        server: the demo leaves nothing running behind."""
+        cancel_jobs(self.url, self.token)
         self.proc.terminate()
         self.proc.wait(10)
+
+
+JOBS_STOP_S = 60.0  # a cancelled job's grace period and the server's next ticks fit in this
+
+
+def cancel_jobs(url: str, token: str) -> None:
+    """Cancel every job of the server at `url` that has not ended, and wait until they have (JOBS_STOP_S at most)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=url, headers=headers, timeout=10) as client:
+        for state in ("queued", "running"):
+            for job in client.get("/api/v1/jobs", params={"state": state, "limit": 500}).json()["jobs"]:
+                client.post(f"/api/v1/jobs/{job['id']}/cancel")
+        deadline = time.monotonic() + JOBS_STOP_S
+        while time.monotonic() < deadline:
+            live = [client.get("/api/v1/jobs", params={"state": s}).json()["jobs"] for s in ("running", "stopping")]
+            if not any(live):
+                return
+            time.sleep(0.5)
+        print(f"warning: jobs still stopping after {JOBS_STOP_S:g} s; see 'treino jobs' on {url}", flush=True)
 
 
 def run(*args: str, env: dict[str, str], as_user: str = "", check: bool = True) -> str:

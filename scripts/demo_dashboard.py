@@ -1,5 +1,7 @@
 """`make demo`'s last step: a server left running in the background with the example job on it, and the dashboard's
-URL and admin token printed. Its data lives in .demo/ (ignored by git); a later `make demo` replaces it."""
+URL and admin token printed. Its data lives in .demo/ (ignored by git); a later `make demo` replaces it, and
+`.venv/bin/python scripts/demo_dashboard.py --stop` cancels its job and stops it (a server stopped with `kill`
+alone leaves its running jobs to their supervisors)."""
 
 from __future__ import annotations
 
@@ -8,28 +10,38 @@ import pwd
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import httpx
-from demo_common import ROOT, SERVER_START_S, TREINO, free_port
+from demo_common import ROOT, SERVER_START_S, TREINO, cancel_jobs, free_port
 
 DEMO = ROOT / ".demo"
 PREFERRED_PORT = 8765
 
 
 def stop_previous() -> None:
+    """Stop the server a previous run left, its jobs first (a stopped server leaves its jobs running)."""
     pid_file = DEMO / "server.pid"
     if pid_file.exists():
+        try:
+            cancel_jobs((DEMO / "server.url").read_text(), (DEMO / "data" / "admin-token").read_text().strip())
+        except (OSError, httpx.HTTPError) as exc:  # the server is gone already (its jobs ended with it or before)
+            print(f"Could not cancel the previous demo's jobs: {exc}", flush=True)
         try:
             os.kill(int(pid_file.read_text()), signal.SIGTERM)
             time.sleep(1.0)
         except (ProcessLookupError, ValueError):
             pass
-    shutil.rmtree(DEMO, ignore_errors=True)
+        pid_file.unlink()
 
 
 def main() -> int:
     stop_previous()
+    if sys.argv[1:] == ["--stop"]:
+        print(f"Stopped the demo's server and its jobs (data left in {DEMO})")
+        return 0
+    shutil.rmtree(DEMO, ignore_errors=True)
     DEMO.mkdir()
     port = PREFERRED_PORT
     try:
@@ -45,6 +57,7 @@ def main() -> int:
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )  # keeps running after make demo
     (DEMO / "server.pid").write_text(str(proc.pid))
+    (DEMO / "server.url").write_text(url)
     deadline = time.monotonic() + SERVER_START_S
     while time.monotonic() < deadline:
         try:
@@ -64,7 +77,8 @@ def main() -> int:
     httpx.post(url + "/api/v1/jobs", json=spec, headers={"Authorization": f"Bearer {token}"}, timeout=10)
     print(f"Dashboard: {url}/  (log in with the admin token below; the example job is training on it now)")
     print(f"Token:     {token}")
-    print(f"Stop it:   kill {proc.pid}   (data in {DEMO})")
+    print(f"Stop it:   .venv/bin/python scripts/demo_dashboard.py --stop   (its job, then server {proc.pid})")
+    print(f"Data:      {DEMO}")
     return 0
 
 
