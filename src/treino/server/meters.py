@@ -20,7 +20,7 @@ from treino.server.settings import ATTEMPT_DURATION_BUCKETS_S, QUEUE_WAIT_BUCKET
 
 # The text format would write each counter's and histogram's creation time as one more gauge (`NAME_created`): a
 # second family per metric that is neither a count nor a state. Prometheus does not need it (a reset shows as a drop).
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 
 class Meters:
