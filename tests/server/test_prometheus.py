@@ -38,7 +38,8 @@ BASE_UNITS_NOT = ("percent", "milliseconds", "_ms", "kilobytes", "megabytes", "_
 
 @pytest.fixture(scope="module")
 def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Metric]]:
-    """/metrics of a server (SQLite: the database plays no part) after one job succeeded and one failed twice."""
+    """/metrics of a server (SQLite: the database plays no part) after one job succeeded, one failed twice and
+    one request came with a bad token."""
     servers = Servers(tmp_path_factory)
     try:
         server = servers.start()
@@ -47,6 +48,8 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Metr
             bad = http.post("/api/v1/jobs", json={"name": "bad", "command": ["false"], "max_restarts": 1}).json()["id"]
             for job_id in (ok, bad):
                 wait_final(http, job_id)
+            bad_token = {"Authorization": "Bearer trn_wrong"}
+            assert httpx.get(f"{server.url}/api/v1/jobs", headers=bad_token).status_code == 401
             text = http.get("/metrics").text
         yield {f.name: f for f in text_string_to_metric_families(text)}
     finally:
@@ -108,6 +111,7 @@ def test_the_events_of_the_two_jobs_are_counted_and_observed(scraped: dict[str, 
     jobs = samples(scraped, "treino_jobs_finished_total")
     assert jobs == {(("state", "succeeded"),): 1.0, (("state", "failed"),): 1.0}
     assert samples(scraped, "treino_orphan_processes_killed_total") == {(): 0.0}
+    assert samples(scraped, "treino_auth_failures_total") == {(): 1.0}  # the one bad token
     # Queue wait: once per job (its first attempt only); attempt durations: once per attempt.
     assert samples(scraped, "treino_queue_wait_seconds_count") == {(): 2.0}
     assert samples(scraped, "treino_attempt_duration_seconds_count") == {(): 3.0}

@@ -94,4 +94,6 @@ def render(ctx: ServerContext) -> tuple[bytes, str]:
     orphans = hygiene.get("orphans_killed", 0)
     killed = "Processes of finished attempts found on GPUs and killed."
     registry.register(_Counted("treino_orphan_processes_killed", killed, orphans))
+    refused = "Tokens refused (API and login page) since this server started."
+    registry.register(_Counted("treino_auth_failures", refused, ctx.auth.failures.failures_total))
     return generate_latest(registry) + generate_latest(ctx.engine.meters.registry), CONTENT_TYPE_LATEST
