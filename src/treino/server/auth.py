@@ -89,6 +89,7 @@ class FailureBudget:
         # address -> {hash of a bad token: when it last failed, monotonic s}, the least recently failed address first
         self._failed: OrderedDict[str, dict[str, float]] = OrderedDict()
         self._lock = threading.Lock()
+        self.failures_total = 0  # tokens refused since the server started (/metrics treino_auth_failures_total)
 
     def retry_after_s(self, address: str) -> int:
         """0 while `address` may still try; else the whole seconds until one of its failures leaves the window."""
@@ -112,6 +113,7 @@ class FailureBudget:
         """Record that `address` presented the token hashed `digest`, and it was refused."""
         now = time.monotonic()
         with self._lock:
+            self.failures_total += 1
             recent = self._recent(address, now)
             recent[digest] = now
             while len(recent) > self.max_failures:  # only the newest count: a full budget refuses before recording

@@ -53,6 +53,7 @@ from treino.server.db import (
 from treino.server.disk import DISK_FULL_PATTERNS, folders_in, spaces_text
 from treino.server.inventory import Device, Inventory
 from treino.server.isolation import prepare_job_folder, prepare_trackers_dir
+from treino.server.meters import Meters
 from treino.server.seed import CheckpointGone, ContinuationErased, seed_checkpoint
 from treino.server.settings import (
     BACKEND_RETRY_S,
@@ -149,6 +150,7 @@ class Service:
         self.sessions = sessions
         self.backend = backend
         self.events: JobEvents = events or NoEvents()
+        self.meters = Meters(sessions)  # /metrics' event counters and histograms, counted when a transaction commits
         # One changer of job state at a time: the loop, cancel, reconcile (and the sweep, which must see no attempt
         # start). Submits do not take it: they only add rows, which the next tick reads back.
         self.lock = threading.RLock()
@@ -234,6 +236,7 @@ class Service:
         s.add(job)
         s.flush()
         s.info.setdefault(self, []).append(_Change(job.id, None, JobState.QUEUED, None))
+        self.meters.submitted(s)
         return job
 
     def cancel(self, job_id: int) -> Job:
@@ -535,6 +538,7 @@ class Service:
         handle = self.backend.handle_for(request)
         attempt = Attempt(job_id=job.id, number=number, devices=list(devices), handle=handle, started_at=time.time())
         s.add(attempt)
+        self.meters.attempt_started(s, number, job.submitted_at, attempt.started_at)
         self._transition(job, JobState.RUNNING)
         job.attempts = number
         job.devices = list(devices)
@@ -608,10 +612,12 @@ class Service:
         stop = job.stop_request
         job.stop_request, job.stop_requested_at = None, None
         attempt.outcome = stop or outcome
+        self.meters.attempt_finished(s, attempt.outcome, attempt.started_at, attempt.ended_at)
         if stop == StopRequest.CANCEL:  # the server asked for the stop: whatever the exit status says
             self._end(job, JobState.CANCELLED)
         elif stop == StopRequest.PREEMPT:
             job.preemptions += 1
+            self.meters.preempted(s)
             self._transition(job, JobState.QUEUED)  # keeps its submission time: first in line again
         elif stop == StopRequest.TIMEOUT:
             self._end(job, JobState.FAILED, FailureReason.TIMEOUT, f"ran past timeout_minutes={spec.timeout_minutes}")
@@ -631,6 +637,7 @@ class Service:
             self._transition(job, JobState.QUEUED)
         elif job.restarts < spec.max_restarts:
             job.restarts += 1
+            self.meters.restarted(s)
             job.failure_reason, job.failure_detail = outcome, detail
             self._transition(job, JobState.QUEUED)
         else:
@@ -671,6 +678,8 @@ class Service:
     def _end(self, job: Job, state: JobState, reason: str | None = None, detail: str | None = None) -> None:
         self._transition(job, state)
         job.ended_at = time.time()
+        if (s := object_session(job)) is not None:
+            self.meters.job_finished(s, state)
         if reason:
             job.failure_reason, job.failure_detail = reason, detail
         elif state == JobState.CANCELLED:  # an earlier attempt's failure (a crash, then restarts) is not why it ended

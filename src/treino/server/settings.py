@@ -64,6 +64,10 @@ CHECKPOINTS_FOUND_MAX = 1000  # checkpoints a job's folder may add to the record
 # a folder past it counts only the files seen. Bounds the scan of a folder the job fills with millions of files.
 CHECKPOINT_SIZE_ENTRIES_MAX = 100_000
 QUEUE_READ_IDS_MAX = 500  # job ids per query when a tick reads back the jobs submitted since the last one
+# Bucket bounds of the /metrics histograms (treino.server.meters): a job's wait in the queue before its first attempt,
+# and an attempt's run time. From seconds (a free server) to days (a long queue; a long training run).
+QUEUE_WAIT_BUCKETS_S = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 12 * 3600.0, 86400.0, 3 * 86400.0)
+ATTEMPT_DURATION_BUCKETS_S = (10.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 12 * 3600.0, 86400.0, 3 * 86400.0, 604800.0)
 # A spec's `trackers` at submit (treino.server.trackers): how long the job's Python may take to say which tracker
 # packages it finds; past this the submit is refused (a Python that hangs at start would hang the job too).
 TRACKER_CHECK_TIMEOUT_S = 20.0
