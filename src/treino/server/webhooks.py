@@ -177,6 +177,7 @@ class Webhooks:
         its report never filled (interrupted), or a retraining job it queued has not ended yet."""
         now = time.time()
         horizon = now + self.erasure_warn_days * DAY_S
+        notified = 0
         with self.sessions() as s:
             erasures = s.scalars(select(Erasure).where(Erasure.deadline_at <= horizon)).all()
             for e in erasures:
@@ -198,6 +199,8 @@ class Webhooks:
                     "threshold_days": self.erasure_warn_days,
                 }
                 self.notify("erasure.deadline", payload, mark)
+                notified += 1
+        log.info("erasure deadlines checked: %d newly notified (within %g days)", notified, self.erasure_warn_days)
 
     def erasure_task(self) -> PeriodicTask:
         """check_erasures at once, then every ERASURE_WARN_CHECK_S."""
