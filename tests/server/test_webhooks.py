@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session
 
-from tests.server.conftest import Servers, ServerProcess, clean_env, free_port
+from tests.server.conftest import ServerProcess, Servers, clean_env, free_port
 from treino.govern.models import Erasure
 from treino.server.db import make_engine, migrate, sqlite_url
 
@@ -93,9 +93,7 @@ def verify(secret: bytes, headers: dict[str, str], body: bytes) -> bool:
     return hmac.compare_digest(expected, headers["x-treino-signature"])
 
 
-def test_a_job_end_is_one_signed_delivery_retried_after_500s_with_the_same_id(
-    servers: Servers, tmp_path: Path
-) -> None:
+def test_a_job_end_is_one_signed_delivery_retried_after_500s_with_the_same_id(servers: Servers, tmp_path: Path) -> None:
     receiver = Receiver(statuses=(500, 500))
     secret_file = tmp_path / "secret"
     secret_file.write_text("a-webhook-secret-of-some-length\n")
