@@ -12,7 +12,8 @@ then it is logged as dropped. Any other answer ends the delivery.
 The engine never waits on a receiver: events go into a bounded in-memory inbox (full: logged and dropped), and one
 sender thread does the rest. The sender keeps pending deliveries in DATA_DIR/webhooks.jsonl (each added and each
 finished delivery appended and fsynced; compacted when finished ones pile up) and replays them at start, so a
-delivery survives a restart; an event still in the inbox when the server dies is lost.
+delivery survives a restart. A clean stop writes what is still in the inbox; an event in it when the server is
+killed is lost.
 
 Payloads hold nothing secret: no tokens, no subject ids or pseudonyms, no job output (a failure's reason, not the
 log line behind it).
@@ -217,7 +218,14 @@ class Webhooks:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=TASK_STOP_S)
-        event.remove(Job.state, "set", _noted_state)
+            if not self._thread.is_alive():  # events not yet accepted go to the file, for the next start
+                while True:
+                    try:
+                        self._accept(self._inbox.get_nowait())
+                    except queue.Empty:
+                        break
+        if event.contains(Job.state, "set", _noted_state):
+            event.remove(Job.state, "set", _noted_state)
         for name, fn in (("before_commit", _read_ended), ("after_commit", self._committed)):
             if event.contains(self.sessions, name, fn):
                 event.remove(self.sessions, name, fn)
