@@ -20,6 +20,7 @@ from treino.server.settings import (
     DEFAULT_HOST,
     DEFAULT_JOB_USER,
     DEFAULT_PORT,
+    ERASURE_WARN_DAYS,
     LOGS_VISIBLE_TO,
     TRUSTED_PROXIES,
 )
@@ -101,6 +102,20 @@ def server(
             f"{DEFAULT_JOB_USER}, created if missing; naming the server's own user runs jobs as it (as before).",
         ),
     ] = "",
+    webhook: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--webhook",
+            help="URL to POST signed notifications to (job end, erasure deadline near); repeatable. docs/server.md",
+        ),
+    ] = None,
+    webhook_secret_file: Annotated[
+        Path | None,
+        typer.Option(help="File holding the webhooks' HMAC secret (default: DATA_DIR/webhook-secret, made once)."),
+    ] = None,
+    erasure_warn_days: Annotated[
+        float, typer.Option(min=0, help="Notify an open erasure request this many days before its deadline.")
+    ] = ERASURE_WARN_DAYS,
 ) -> None:
     """Queue and run training jobs on this machine's GPUs, or on a Slurm cluster: whole GPUs per job, priorities,
     preemption, restarts from checkpoints, live metrics. Jobs survive a server crash and are adopted when it
@@ -129,6 +144,7 @@ def server(
     # One server per data dir, and a port that is free, before the database is touched or "Listening" is said.
     data_dir_lock = lock_data_dir(data_dir)
     listener = bind_port(host, port)
+    webhooks, webhook_secret = _webhooks(webhook or [], webhook_secret_file, data_dir, out)
     if shared_dir is not None:
         shared_dir = shared_dir.expanduser().resolve()
         shared_dir.mkdir(parents=True, exist_ok=True)
@@ -183,6 +199,9 @@ def server(
         session_max_age_s=session_max_age_s,
         logs_visible_to=readers,
         job_user=runs_as,
+        webhooks=webhooks,
+        webhook_secret=webhook_secret,
+        erasure_warn_days=erasure_warn_days,
         **({"controller": controller} if controller else {}),
     )
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None
@@ -283,6 +302,21 @@ class ServerStopped(Exception):
 
 def _stop(sig: int, _frame: FrameType | None) -> None:
     raise ServerStopped(signal.Signals(sig).name)
+
+
+def _webhooks(urls: list[str], secret_file: Path | None, data_dir: Path, out: Console) -> tuple[tuple[str, ...], bytes]:
+    """The --webhook URLs (each http(s), else TreinoError) and their HMAC secret (none without a URL)."""
+    from treino.server.settings import WEBHOOK_SECRET_FILE
+    from treino.server.webhooks import check_url, load_or_create_secret
+
+    checked = tuple(check_url(url) for url in urls)
+    if not checked:
+        return (), b""
+    secret = load_or_create_secret(data_dir, secret_file)
+    out.print(
+        f"Webhooks: {len(checked)} URL(s), signed with the secret in {secret_file or data_dir / WEBHOOK_SECRET_FILE}"
+    )
+    return checked, secret
 
 
 def _job_user(backend: str, name: str, data_dir: Path, shared_dir: Path | None) -> JobUser | None:

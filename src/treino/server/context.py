@@ -7,6 +7,7 @@ auth          tokens -> principals (treino.server.auth)
 audit         the hash-chained audit log (treino.govern.audit)
 submissions   the one submit path, with admission (treino.server.submission)
 tasks         periodic work (treino.server.tasks)
+webhooks      notifications on job end and erasure deadlines (treino.server.webhooks), when --webhook is given
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from treino.server.service import Service
 from treino.server.settings import JOB_LIST_PAGES_MAX, Settings
 from treino.server.submission import PlanCheck, Submissions
 from treino.server.tasks import PeriodicTask, server_tasks
+from treino.server.webhooks import Webhooks
 
 PageKey = tuple[str | None, int, int | None]  # (state, limit, before_id)
 
@@ -89,6 +91,7 @@ class ServerContext:
     submissions: Submissions
     tasks: list[PeriodicTask]
     job_lists: JobListCache = field(default_factory=JobListCache)
+    webhooks: Webhooks | None = None
 
     @classmethod
     def create(
@@ -100,6 +103,14 @@ class ServerContext:
     ) -> ServerContext:
         audit = AuditLog(settings.key)
         engine = Service(settings, sessions, backend, GovernanceEvents(audit, backend.name))
+        tasks = server_tasks(engine, sessions, audit)
+        webhooks = None
+        if settings.webhooks:
+            webhooks = Webhooks(
+                settings.webhooks, settings.webhook_secret, settings.data_dir, sessions, settings.erasure_warn_days
+            )
+            webhooks.watch_jobs()
+            tasks.append(webhooks.erasure_task())
         return cls(
             settings=settings,
             sessions=sessions,
@@ -107,7 +118,8 @@ class ServerContext:
             auth=Authenticator(sessions, FailureBudget(settings.auth_failures_max, settings.auth_failure_window_s)),
             audit=audit,
             submissions=Submissions(settings, sessions, engine, audit, plan_check),
-            tasks=server_tasks(engine, sessions, audit),
+            tasks=tasks,
+            webhooks=webhooks,
         )
 
     @property
@@ -119,6 +131,8 @@ class ServerContext:
 
     def start(self) -> None:
         """Start the periodic tasks (reconcile first: treino.server.service.Service.reconcile)."""
+        if self.webhooks is not None:
+            self.webhooks.start()
         for task in self.tasks:
             task.start()
 
@@ -127,6 +141,8 @@ class ServerContext:
         cut tail. Running jobs keep running (their supervisors are detached) and are adopted at the next start."""
         for task in self.tasks:
             task.stop()
+        if self.webhooks is not None:
+            self.webhooks.stop()  # what is still pending stays in its queue file for the next start
         with self.sessions.begin() as s:
             signed = self.audit.checkpoint(s)
             seq = signed.seq if signed is not None else 0

@@ -145,6 +145,21 @@ LOGS_VISIBLE_TO = ("owner", "admin", "dpo")
 # --- governance -------------------------------------------------------------------------------------------------
 ERASURE_DEADLINE_DAYS = 15  # LGPD Art. 19 II: a complete answer within 15 days of the request
 
+# --- notifications (treino.server.webhooks) -----------------------------------------------------------------------
+WEBHOOK_SECRET_FILE = "webhook-secret"  # the HMAC secret, mode 0600, made at the first start (or --webhook-secret-file)
+WEBHOOK_QUEUE_FILE = "webhooks.jsonl"  # pending deliveries and the erasure notices sent, replayed at start
+WEBHOOK_TRIES = 8  # tries per delivery on no answer, 5xx or 429; then it is logged as dropped
+WEBHOOK_BACKOFF_S = 1.0  # before the second try; doubled before each next one, up to WEBHOOK_BACKOFF_MAX_S, jittered
+WEBHOOK_BACKOFF_MAX_S = 300.0
+WEBHOOK_TIMEOUT_S = 10.0  # per try: connect, send and answer
+WEBHOOK_INBOX_MAX = 10_000  # events waiting for the sender thread; past it new ones are logged and dropped
+WEBHOOK_PENDING_MAX = 10_000  # deliveries waiting for a (re)try
+WEBHOOK_COMPACT_DONE = 1000  # finished deliveries appended to the queue file before it is rewritten without them
+# An open erasure request this close to its Art. 19 deadline is notified, once per request per threshold
+# (`treino server --erasure-warn-days`); open erasures are looked for at start and every ERASURE_WARN_CHECK_S.
+ERASURE_WARN_DAYS = 3.0
+ERASURE_WARN_CHECK_S = 3600.0
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -167,6 +182,9 @@ class Settings:
     logs_visible_to: frozenset[str] = frozenset(LOGS_VISIBLE_TO)  # treino.govern.access.log_readers
     # The unprivileged user local jobs run as (--job-user; treino.server.isolation); None: the server's own user.
     job_user: JobUser | None = None
+    webhooks: tuple[str, ...] = ()  # --webhook URLs (treino.server.webhooks)
+    webhook_secret: bytes = b""
+    erasure_warn_days: float = ERASURE_WARN_DAYS
 
     def __post_init__(self) -> None:
         from treino.govern.audit import KEY_MIN_BYTES
