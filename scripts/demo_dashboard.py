@@ -5,6 +5,7 @@ alone leaves its running jobs to their supervisors)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -23,17 +24,22 @@ PREFERRED_PORT = 8765
 def stop_previous() -> None:
     """Stop the server a previous run left, its jobs first (a stopped server leaves its jobs running)."""
     pid_file = DEMO / "server.pid"
-    if pid_file.exists():
-        try:
-            cancel_jobs((DEMO / "server.url").read_text(), (DEMO / "data" / "admin-token").read_text().strip())
-        except (OSError, httpx.HTTPError) as exc:  # the server is gone already (its jobs ended with it or before)
-            print(f"Could not cancel the previous demo's jobs: {exc}", flush=True)
-        try:
-            os.kill(int(pid_file.read_text()), signal.SIGTERM)
-            time.sleep(1.0)
-        except (ProcessLookupError, ValueError):
-            pass
+    if not pid_file.exists():
+        return
+    try:
+        pid = int(pid_file.read_text())
+        os.kill(pid, 0)  # still running?
+    except (ProcessLookupError, ValueError):  # gone already (a reboot): its jobs ended with the machine or before
         pid_file.unlink()
+        return
+    try:
+        cancel_jobs((DEMO / "server.url").read_text(), (DEMO / "data" / "admin-token").read_text().strip())
+    except (OSError, httpx.HTTPError) as exc:
+        print(f"Could not cancel the previous demo's jobs: {exc}", flush=True)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        time.sleep(1.0)
+    pid_file.unlink()
 
 
 def main() -> int:
