@@ -207,7 +207,8 @@ def server(
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None
     if gpu is None and inventory.kind == "gpu" and inventory.devices:
         gpu = gpu_for(inventory.devices[0].name)
-    ctx = ServerContext.create(settings, make_sessionmaker(engine), the_backend, admission_for(gpu) if gpu else None)
+    admission = admission_for(gpu, lambda: the_backend.inventory().max_devices_per_node()) if gpu else None
+    ctx = ServerContext.create(settings, make_sessionmaker(engine), the_backend, admission)
     from treino.govern.datasets import sweep_purged
 
     with ctx.sessions.begin() as s:

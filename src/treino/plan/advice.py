@@ -18,7 +18,7 @@ Slowdowns are priors with sources:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from treino.errors import PlanError
 from treino.plan.hardware import GpuSpec
@@ -26,36 +26,49 @@ from treino.plan.memory import MemoryEstimate, TrainSetup, estimate_training_mem
 from treino.plan.model import ModelSpec
 
 
+Setting = tuple[str, int | str]  # a TrainSetup field and its new value
+
+
 @dataclass(frozen=True)
 class Advice:
     change: str  # what to do, short labels joined by " + "
-    flags: str  # the CLI flags that plan it
+    flags: str  # the CLI flags that plan it (`treino plan train`): flags_for(settings)
     peak_bytes: int  # per GPU after the change
     frees_bytes: int
     fits: bool
     slowdown: float  # expected step-time factor, 1.0 = no change (per token, same GPUs)
     caveat: str = ""
+    settings: tuple[Setting, ...] = ()  # what the change sets: the fields of TrainSetup it changes, new values
 
 
-def _merge_flags(parts: list[str]) -> str:
-    """The changes' flags as one command line: an option two changes set (--zero 3 twice) appears once, with the
-    last value."""
-    options: dict[str, str] = {}
-    for token_list in (part.split() for part in parts):
-        i = 0
-        while i < len(token_list):
-            name = token_list[i]
-            value = token_list[i + 1] if i + 1 < len(token_list) and not token_list[i + 1].startswith("--") else ""
-            options.pop(name, None)
-            options[name] = value
-            i += 2 if value else 1
-    return " ".join(f"{k} {v}".strip() for k, v in options.items())
+def settings_changed(before: TrainSetup, after: TrainSetup) -> tuple[Setting, ...]:
+    """The fields of `after` that differ from `before`, in TrainSetup's order: what a change sets."""
+    out: list[Setting] = []
+    for f in fields(TrainSetup):
+        value = getattr(after, f.name)
+        if value != getattr(before, f.name):
+            assert isinstance(value, int | str), f.name  # the changes set numbers and names only
+            out.append((f.name, value))
+    return tuple(out)
+
+
+def flags_for(settings: tuple[Setting, ...]) -> str:
+    """Settings as `treino plan train` flags: `--zero 3 --offload optimizer+params`."""
+    return " ".join(f"--{name.replace('_', '-')} {value}" for name, value in settings)
+
+
+def spec_keys_for(settings: tuple[Setting, ...], nodes: int = 1) -> str:
+    """Settings as a job spec's keys, in YAML flow form: `gpus: 4, plan: {zero: 3, offload: optimizer+params}`.
+    `gpus` is the spec's own key (GPUs per node, of `nodes`); every other setting is a key of its `plan:`, named as
+    the TrainSetup field it sets. Wrapped in braces, it is a YAML mapping to merge into the spec."""
+    top = [f"gpus: {value // nodes if isinstance(value, int) else value}" for name, value in settings if name == "gpus"]
+    plan = ", ".join(f"{name}: {value}" for name, value in settings if name != "gpus")
+    return ", ".join([*top, *([f"plan: {{{plan}}}"] if plan else [])])
 
 
 @dataclass(frozen=True)
 class _Change:
     change: str
-    flags: Callable[[TrainSetup], str]
     apply: Callable[[TrainSetup], TrainSetup | None]  # None when it does not apply to this setup
     slowdown: float
     caveat: str = ""
@@ -82,40 +95,34 @@ def _more_gpus(s: TrainSetup) -> TrainSetup | None:
 CHANGES: tuple[_Change, ...] = (
     _Change(
         "micro-batch 1 + accumulation",
-        lambda s: f"--micro-batch 1 --grad-accum {s.grad_accum * s.micro_batch}",
         _smaller_micro_batch,
         1.05,
     ),
     _Change(
         "selective checkpointing",
-        lambda s: "--checkpointing selective",
         lambda s: replace(s, checkpointing="selective") if s.checkpointing == "none" else None,
         1.03,
     ),
-    _Change("ZeRO-2", lambda s: "--zero 2", _more_zero(2), 1.0),
+    _Change("ZeRO-2", _more_zero(2), 1.0),
     _Change(
         "full checkpointing",
-        lambda s: "--checkpointing full",
         lambda s: replace(s, checkpointing="full") if s.checkpointing != "full" else None,
         1.33,
     ),
     _Change(
         "ZeRO-3",
-        lambda s: "--zero 3",
         _more_zero(3),
         1.10,
         "1.5x the communication of data parallel: slower over PCIe than over NVLink",
     ),
     _Change(
         "2x GPUs + ZeRO-3",
-        lambda s: f"--gpus {s.gpus * 2} --zero 3",
         _more_gpus,
         1.10,
         "costs GPUs, not speed per token",
     ),
     _Change(
         "8-bit AdamW",
-        lambda s: "--optimizer adamw-8bit",
         lambda s: replace(s, optimizer="adamw-8bit") if s.optimizer == "adamw" else None,
         1.02,
         "changes the optimizer's numerics slightly",
@@ -123,21 +130,18 @@ CHANGES: tuple[_Change, ...] = (
     ),
     _Change(
         "bf16 + fp32 master weights",
-        lambda s: "--precision bf16-master",
         lambda s: replace(s, precision="bf16-master") if s.precision in ("fp32", "bf16-mixed") else None,
         1.0,
         "Megatron/DeepSpeed style; not PyTorch autocast",
     ),
     _Change(
         "offload optimizer + weights",
-        lambda s: "--zero 3 --offload optimizer+params",
         lambda s: replace(s, zero=3, offload="optimizer+params") if s.offload != "optimizer+params" else None,
         2.5,
         "weights cross PCIe every step; needs CPU RAM for the whole model state",
     ),
     _Change(
         "LoRA r16",
-        lambda s: "--lora-rank 16",
         lambda s: replace(s, lora_rank=16) if not s.lora else None,
         0.75,
         "fine-tunes adapters, not the full model",
@@ -145,14 +149,12 @@ CHANGES: tuple[_Change, ...] = (
     ),
     _Change(
         "offload optimizer",
-        lambda s: "--offload optimizer",
         lambda s: replace(s, offload="optimizer") if s.offload == "none" else None,
         1.6,
         "needs CPU RAM for the optimizer state; the seed article puts the cost at 50-80 %",
     ),
     _Change(
         "QLoRA r16 (NF4 base)",
-        lambda s: "--lora-rank 16 --quant nf4",
         lambda s: replace(s, lora_rank=16, quant="nf4") if s.quant == "none" else None,
         0.75 * 1.3,
         "fine-tunes adapters on a 4-bit base; some quality loss",
@@ -168,11 +170,14 @@ def _try(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate | None:
         return None
 
 
-def advise(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup, current: MemoryEstimate) -> list[Advice]:
-    """Up to five ways to make the run fit on `gpu`, cheapest first. Every combination of the changes is
-    planned (2^len(CHANGES) cheap estimates); the ranking prefers, in order: keeping the training result (no LoRA,
-    8-bit state or other numerics), keeping the GPU count, then the smallest expected slowdown.
-    Empty when the run already fits."""
+def advise(
+    model: ModelSpec, gpu: GpuSpec, setup: TrainSetup, current: MemoryEstimate, max_gpus: int | None = None
+) -> list[Advice]:
+    """Up to five ways to make the run fit on `gpu`, cheapest first, none with more than `max_gpus` GPUs in all
+    (None: no limit). Every combination of the changes is planned (2^len(CHANGES) cheap estimates); the ranking
+    prefers, in order: keeping the training result (no LoRA, 8-bit state or other numerics), keeping the GPU count,
+    then the smallest expected slowdown. Each option carries its settings, rendered as CLI flags (`flags`) or as a
+    job spec's keys (`spec_keys_for`). Empty when the run already fits."""
     capacity = gpu.memory_bytes
     if current.peak_bytes <= capacity:
         return []
@@ -180,13 +185,11 @@ def advise(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup, current: MemoryEst
     for mask in range(1, 2 ** len(CHANGES)):
         combined: TrainSetup | None = setup
         picked: list[_Change] = []
-        flags: list[str] = []
         for i, change in enumerate(CHANGES):
             if mask >> i & 1 and combined is not None:
-                flags.append(change.flags(combined))
                 combined = change.apply(combined)
                 picked.append(change)
-        if combined is None:
+        if combined is None or (max_gpus is not None and combined.gpus > max_gpus):
             continue
         estimate = _try(model, combined)
         if estimate is None or estimate.peak_bytes > capacity:
@@ -196,21 +199,23 @@ def advise(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup, current: MemoryEst
             slowdown *= change.slowdown
         result_changes = sum(c.changes_result for c in picked)
         caveats = "; ".join(c.caveat for c in picked if c.caveat)
+        settings = settings_changed(setup, combined)
         advice = Advice(
             " + ".join(c.change for c in picked),
-            _merge_flags(flags),
+            flags_for(settings),
             estimate.peak_bytes,
             current.peak_bytes - estimate.peak_bytes,
             True,
             round(slowdown, 3),
             caveats,
+            settings,
         )
         options.append(((result_changes, combined.gpus, slowdown, len(picked)), advice))
     options.sort(key=lambda o: o[0])
     out: list[Advice] = []
     for _, advice in options:
         # Skip supersets of an option already offered with the same trade-off.
-        if any(set(a.flags.split()) <= set(advice.flags.split()) for a in out):
+        if any(set(a.settings) <= set(advice.settings) for a in out):
             continue
         out.append(advice)
         if len(out) == 5:

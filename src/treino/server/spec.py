@@ -28,10 +28,20 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from treino import trackers as tracker_bridges
 from treino.errors import JobError
+from treino.plan.memory import ATTENTIONS, CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, QUANTS
 from treino.server.settings import (
     ARG_STRING_BYTES_MAX,
     ARGV_ENV_BYTES_MAX,
@@ -97,21 +107,44 @@ ArgPath = Annotated[str, Field(min_length=1), AfterValidator(fs_path), AfterVali
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 
 
+def planner_choice(label: str, allowed: tuple[str, ...]) -> Any:
+    """A string the planner knows as a `label` (one of `allowed`, its enum in the OpenAPI schema)."""
+
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"the planner knows no {label} {value!r}. To fix: use one of {', '.join(allowed)}")
+        return value
+
+    return Annotated[str, AfterValidator(check), WithJsonSchema({"type": "string", "enum": list(allowed)})]
+
+
+Precision = planner_choice("precision", PRECISIONS)
+Optimizer = planner_choice("optimizer", OPTIMIZERS)
+Attention = planner_choice("attention", ATTENTIONS)
+Checkpointing = planner_choice("checkpointing", CHECKPOINTING)
+Offload = planner_choice("offload", OFFLOADS)
+Quant = planner_choice("quant", QUANTS)
+
+
 class PlanSpec(BaseModel):
-    """The planner's inputs for admission control (the fields of `treino plan train`)."""
+    """The planner's inputs for admission control: the fields of `treino plan train`, named as treino.plan's
+    TrainSetup fields, so that every change the planner's advice names is a key here (treino.plan.advice)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
     model: ShortText
     micro_batch: int = Field(1, ge=1, le=1_000_000)
     seq_len: int = Field(2048, ge=1, le=100_000_000)
-    precision: ShortText = "bf16-mixed"
-    optimizer: ShortText = "adamw"
-    attention: ShortText = "sdpa"
-    checkpointing: ShortText = "none"
+    grad_accum: int = Field(1, ge=1, le=1_000_000)
+    precision: Precision = "bf16-mixed"
+    optimizer: Optimizer = "adamw"
+    attention: Attention = "sdpa"
+    checkpointing: Checkpointing = "none"
     zero: int = Field(0, ge=0, le=3)
     tp: int = Field(1, ge=1, le=1024)
+    offload: Offload = "none"
     lora_rank: int = Field(0, ge=0, le=65_536)
+    quant: Quant = "none"
 
 
 class JobSpec(BaseModel):
