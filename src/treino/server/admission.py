@@ -57,7 +57,7 @@ def admission_for(gpu: GpuSpec, gpus_per_node: Callable[[], int] | None = None) 
         max_gpus = None if gpus_per_node is None else gpus_per_node() * spec.nodes
         options = [a for a in advise(plan.model, gpu, setup, plan.memory, max_gpus) if a.fits][:3]
         advice = "; ".join(
-            f"{a.change} ({spec_keys_for(a.settings, spec.nodes)}: {a.peak_bytes / GIB:.1f} GiB)" for a in options
+            f"{a.change} ({a.peak_bytes / GIB:.1f} GiB with {spec_keys_for(a.settings, spec.nodes)})" for a in options
         )
         raise SpecError(
             "plan",
