@@ -25,7 +25,6 @@ from treino.plan.hardware import GpuSpec
 from treino.plan.memory import MemoryEstimate, TrainSetup, estimate_training_memory
 from treino.plan.model import ModelSpec
 
-
 Setting = tuple[str, int | str]  # a TrainSetup field and its new value
 
 

@@ -107,23 +107,27 @@ ArgPath = Annotated[str, Field(min_length=1), AfterValidator(fs_path), AfterVali
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 
 
-def planner_choice(label: str, allowed: tuple[str, ...]) -> Any:
-    """A string the planner knows as a `label` (one of `allowed`, its enum in the OpenAPI schema)."""
+def planner_choice(label: str, allowed: tuple[str, ...]) -> AfterValidator:
+    """Refuse a `label` the planner does not know, naming those it does (treino.plan.memory)."""
 
     def check(value: str) -> str:
         if value not in allowed:
             raise ValueError(f"the planner knows no {label} {value!r}. To fix: use one of {', '.join(allowed)}")
         return value
 
-    return Annotated[str, AfterValidator(check), WithJsonSchema({"type": "string", "enum": list(allowed)})]
+    return AfterValidator(check)
 
 
-Precision = planner_choice("precision", PRECISIONS)
-Optimizer = planner_choice("optimizer", OPTIMIZERS)
-Attention = planner_choice("attention", ATTENTIONS)
-Checkpointing = planner_choice("checkpointing", CHECKPOINTING)
-Offload = planner_choice("offload", OFFLOADS)
-Quant = planner_choice("quant", QUANTS)
+def enum(allowed: tuple[str, ...]) -> WithJsonSchema:
+    return WithJsonSchema({"type": "string", "enum": list(allowed)})
+
+
+Precision = Annotated[str, planner_choice("precision", PRECISIONS), enum(PRECISIONS)]
+Optimizer = Annotated[str, planner_choice("optimizer", OPTIMIZERS), enum(OPTIMIZERS)]
+Attention = Annotated[str, planner_choice("attention", ATTENTIONS), enum(ATTENTIONS)]
+Checkpointing = Annotated[str, planner_choice("checkpointing", CHECKPOINTING), enum(CHECKPOINTING)]
+Offload = Annotated[str, planner_choice("offload", OFFLOADS), enum(OFFLOADS)]
+Quant = Annotated[str, planner_choice("quant", QUANTS), enum(QUANTS)]
 
 
 class PlanSpec(BaseModel):
