@@ -15,6 +15,8 @@ memory_gb: 64                  # optional memory limit of one attempt, all its p
                                #   the server has cgroups; the kernel's OOM killer ends it beyond that)
 env: {HF_HOME: /data/hf}
 plan: {model: llama-3.1-8b, micro_batch: 1, seq_len: 4096, precision: bf16-mixed, checkpointing: full}
+                               # admission control (PlanSpec: also grad_accum, zero, tp, offload, lora_rank, quant);
+                               #   a refusal's advice names these keys: `plan: {zero: 3, offload: optimizer}`
 datasets: [clientes-2026]      # enforced by the governance issue
 trackers: [tensorboard, mlflow, wandb]   # what run.log/run.config also write to, in the job's folder (treino.trackers);
                                #   absent: TensorBoard when the job's Python has it; []: none. Each one's package must
