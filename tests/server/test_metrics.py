@@ -184,6 +184,10 @@ def test_a_job_s_keys_are_bounded(shared: ServerProcess) -> None:
         too_long = {"step": 4, "time": 5.0, "values": {"k" * 201: 1.0}}
         r = http.post(f"/api/v1/jobs/{job_id}/metrics", json={"points": [too_long]})
         assert r.status_code == 422 and "200 characters" in r.text, r.text
+        # Keys no job can have logged are keys it did not log (404), on PostgreSQL too, whose text refuses NUL.
+        for odd in ("nul\x00key", "k" * 201):
+            r = http.get(f"/api/v1/jobs/{job_id}/metrics/series", params={"key": odd})
+            assert r.status_code == 404 and "never logged a metric" in r.text, r.text
 
 
 def test_hostile_keys_are_text_to_the_cli(shared: ServerProcess, database: Database, tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from treino.errors import NotFound, TreinoError
 from treino.server.db import JobMetricKey, MetricPoint
-from treino.server.settings import METRIC_KEYS_PER_JOB_MAX, METRIC_STREAM_ROWS
+from treino.server.settings import METRIC_KEY_CHARS_MAX, METRIC_KEYS_PER_JOB_MAX, METRIC_STREAM_ROWS
 
 
 @dataclass
@@ -90,7 +90,9 @@ def keys(s: Session, job_id: int, only: list[str] | None = None) -> list[dict[st
     params: dict[str, Any] = {"job_id": job_id}
     where = ""
     if only is not None:
-        names = list(dict.fromkeys(only))
+        # A key no job can have logged (a NUL byte, which PostgreSQL's text refuses outright, or over the API's
+        # length) matches nothing: it is left out of the query rather than failing it.
+        names = [k for k in dict.fromkeys(only) if "\x00" not in k and len(k) <= METRIC_KEY_CHARS_MAX]
         params |= {f"k{i}": k for i, k in enumerate(names)}
         where = "AND kv.key IN (" + ", ".join(f":k{i}" for i in range(len(names))) + ")" if names else "AND 1 = 0"
     sql = _STATS_SQL.format(value=_VALUE_SQL[dialect].format(), only=where)
