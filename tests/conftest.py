@@ -84,3 +84,16 @@ def database(request: pytest.FixtureRequest) -> Database:
     if request.param == "sqlite":
         return Database()
     return Database("postgresql", request.getfixturevalue("postgres"))
+
+
+@pytest.fixture
+def local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A local run of the job SDK (no server, whatever this process's environment says) whose checkpoint folder is
+    tmp_path/ckpt, keeping 3; finished after the test."""
+    from treino import job
+
+    for name in (job.ENV_URL, job.ENV_JOB_ID, job.ENV_JOB_TOKEN, job.ENV_CHECKPOINT_DIR, job.ENV_ATTEMPT, "RANK"):
+        monkeypatch.delenv(name, raising=False)
+    run = job.init(checkpoint_dir=tmp_path / "ckpt", keep=3)
+    yield run
+    run.finish()

@@ -22,7 +22,6 @@ import pytest
 from tests.conftest import Database
 from tests.server.conftest import ServerProcess, Servers
 from tests.server.test_jobs import job_pids
-from treino import job
 from treino.cli.client import spec_for_submit
 
 JOB_TIMEOUT_S = 180.0  # two attempts, each importing a framework (seconds of CPU on a loaded machine)
@@ -78,16 +77,6 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jobs]:
         yield Jobs(servers.start())
     finally:
         servers.close()
-
-
-@pytest.fixture
-def local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[job.Run]:
-    """A local run (no server) whose checkpoint folder is tmp_path/ckpt."""
-    for name in (job.ENV_URL, job.ENV_JOB_ID, job.ENV_JOB_TOKEN, job.ENV_CHECKPOINT_DIR, job.ENV_ATTEMPT, "RANK"):
-        monkeypatch.delenv(name, raising=False)
-    run = job.init(checkpoint_dir=tmp_path / "ckpt", keep=3)
-    yield run
-    run.finish()
 
 
 def final(state: dict[str, Any]) -> bool:

@@ -30,15 +30,6 @@ WAIT_S = 60.0  # the longest any single wait in these tests may take before fail
 
 
 # --- in-process checkpoint tests ---------------------------------------------------------------------------
-@pytest.fixture
-def local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[job.Run]:
-    for name in (job.ENV_URL, job.ENV_JOB_ID, job.ENV_JOB_TOKEN, job.ENV_CHECKPOINT_DIR, job.ENV_ATTEMPT, "RANK"):
-        monkeypatch.delenv(name, raising=False)
-    run = job.init(checkpoint_dir=tmp_path / "ckpt", keep=3)
-    yield run
-    run.finish()
-
-
 def _state(step: int) -> dict[str, Any]:
     return {"w": torch.full((4,), float(step)), "step": step}
 
