@@ -5,6 +5,7 @@ no route inspects an error's message to pick one (treino.server.api.errors maps 
     ├── PlanError               an estimate cannot be made from these inputs (bad sizes, unsupported family)
     │   └── UnsupportedModelError   a config of a family the analytic planner does not model
     ├── CatalogError            an unknown GPU or model, or a malformed catalog/config file
+    ├── MissingExtra            a command needs an extra of `pip install treino` that is not installed
     ├── JobError                a job spec or job state problem (the run server)
     │   └── SpecError           a spec this server cannot run; names the field at fault (`field`)
     ├── PolicyViolation         a governance rule refused an action; carries the rule's name                403
@@ -44,6 +45,19 @@ class UnsupportedModelError(PlanError):
 
 class CatalogError(TreinoError):
     """A catalog entry is unknown or a data file is malformed."""
+
+
+class MissingExtra(TreinoError):
+    """A command imports a package of one of treino's extras (treino.extras), and this Python lacks it."""
+
+    def __init__(self, command: str, extra: str, module: str) -> None:
+        super().__init__(
+            f"{command} needs the {extra} extra (this Python has no module named '{module}'). "
+            f"To fix: pip install 'treino[{extra}]'"
+        )
+        self.command = command
+        self.extra = extra
+        self.module = module
 
 
 class JobError(TreinoError):

@@ -646,8 +646,11 @@ def recommend_cmd(
 
 def main() -> None:
     """Entry point: TreinoError -> one red line and exit code 2; traceback only with --debug."""
+    from treino.cli.extras import naming_missing_extras
+
     try:
-        app()
+        with naming_missing_extras(app, sys.argv[1:]):  # a package of a missing extra -> MissingExtra, one line
+            app()
     except TreinoError as exc:
         if _state["debug"] or "--debug" in sys.argv:
             raise
