@@ -12,7 +12,7 @@ $(BIN)/treino: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_PIN) $(TRANSFORMERS_PIN)
-	$(BIN)/pip install -q -e '.[dev,postgres]'
+	$(BIN)/pip install -q -e '.[all,dev]'  # every extra: the demo runs the server, the tests everything
 	touch $(BIN)/treino
 
 venv: $(BIN)/treino
@@ -59,6 +59,7 @@ bench: venv
 	$(BIN)/python benchmarks/slurm_bench.py
 	$(BIN)/python benchmarks/trackers_bench.py
 	$(BIN)/python benchmarks/sharded_bench.py
+	$(BIN)/python benchmarks/install_size.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
