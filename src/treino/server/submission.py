@@ -23,7 +23,7 @@ from treino.errors import Conflict, PolicyViolation
 from treino.govern.access import Principal, Site, check_grant, check_residency
 from treino.govern.audit import AuditLog
 from treino.govern.models import Dataset, DatasetVersion, JobDataset, User
-from treino.server import trackers
+from treino.server import quotas, trackers
 from treino.server.db import Job, SubmitKey
 from treino.server.service import Service
 from treino.server.settings import IDEMPOTENCY_S, Settings
@@ -80,6 +80,7 @@ class Submissions:
                     earlier = self._earlier(s, who, key, digest)
                     if earlier is not None:
                         return earlier, False
+                quotas.check_admission(s, spec, who.name)  # the owner's monthly GPU-hours (403, rule "quota")
                 pins, partitions = self._admit_datasets(s, spec, who)
                 self.engine.check_partitions(spec, partitions)
                 job = self.engine.enqueue(s, spec, who.name, partitions)
