@@ -173,6 +173,7 @@ def usage_rows(
     group = keys[by] + ((Job.owner, purpose) if by == "job" else ())
     query = (
         select(*group, func.count(distinct(Job.id)), gpu_s)
+        .select_from(Attempt)
         .join(Job, Attempt.job_id == Job.id)
         .where(overlaps(since, until, now))
         .group_by(*group)
@@ -198,6 +199,7 @@ def gpu_hours_of(s: Session, owner: str, since: float, until: float, now: float 
     now = time.time() if now is None else now
     seconds = s.scalar(
         select(func.sum(gpu_seconds_in(since, until, now)))
+        .select_from(Attempt)
         .join(Job, Attempt.job_id == Job.id)
         .where(overlaps(since, until, now), Job.owner == owner)
     )
