@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests.conftest import Database
-from tests.server.conftest import Servers, ServerProcess, clean_env
+from tests.server.conftest import ServerProcess, Servers, clean_env
 from tests.server.people import call
 
 PRICE_BRL = 12.50
@@ -123,8 +123,9 @@ def test_usage_in_gpu_hours_and_brl_and_quotas(priced: ServerProcess) -> None:
     assert refused.status_code == 403 and "Only admins" in refused.text
 
     # treino usage --csv parses, one row per user, with the figures above.
+    cli = [sys.executable, "-m", "treino", "usage", "--since", "1d", "--url", server.url]
     out = subprocess.run(
-        [sys.executable, "-m", "treino", "usage", "--since", "1d", "--csv", "--url", server.url, "--token", server.token],
+        [*cli, "--csv", "--token", server.token],
         capture_output=True,
         text=True,
         env=clean_env(),
@@ -134,7 +135,7 @@ def test_usage_in_gpu_hours_and_brl_and_quotas(priced: ServerProcess) -> None:
     parsed = {r["key"]: r for r in csv.DictReader(io.StringIO(out))}
     assert float(parsed["ana"]["gpu_hours"]) == 4.5 and parsed["ana"]["cost_brl"] == "56.25"
     table = subprocess.run(
-        [sys.executable, "-m", "treino", "usage", "--since", "1d", "--url", server.url, "--token", ana],
+        [*cli, "--token", ana],
         capture_output=True,
         text=True,
         env=clean_env(COLUMNS="120"),
@@ -152,7 +153,8 @@ def test_usage_in_gpu_hours_and_brl_and_quotas(priced: ServerProcess) -> None:
     assert refusal.status_code == 403, refusal.text
     detail = refusal.json()["detail"]
     assert detail["rule"] == "quota"
-    assert f"ana has used {used:.2f} of {quota['gpu_hours_month']:g} GPU-hours this month (user ana)" in detail["message"]
+    said = f"ana has used {used:.2f} of {quota['gpu_hours_month']:g} GPU-hours this month (user ana)"
+    assert said in detail["message"]
     assert "resets on" in detail["message"] and "To fix:" in detail["message"]
     # One GPU-hour left: a job that may run 2 h on 1 GPU is refused, one of 30 minutes admitted.
     ok(call(server.url, server.token, "PUT", "/api/v1/quotas", json={"user": "ana", "gpu_hours_month": used + 1}))
@@ -172,7 +174,8 @@ def test_usage_in_gpu_hours_and_brl_and_quotas(priced: ServerProcess) -> None:
     assert state_of(server, b3, {"running"}, timeout_s=1) == "queued"
     held = usage(server, bia)["held"]
     assert [h["job_id"] for h in held] == [b3]
-    assert held[0]["reason"].startswith("quota: bia's jobs hold 1 of the 1 GPU(s)") and "role engineer" in held[0]["reason"]
+    reason = held[0]["reason"]
+    assert reason.startswith("quota: bia's jobs hold 1 of the 1 GPU(s)") and "(role engineer)" in reason
     assert usage(server, ana)["held"] == []  # not another user's
     listed = ok(call(server.url, server.token, "GET", "/api/v1/quotas"))["quotas"]
     assert [(q["kind"], q["name"]) for q in listed] == [("role", "engineer"), ("user", "ana")]
