@@ -352,12 +352,11 @@ def report(
         from treino.server.slurm import SlurmError
 
         try:
-            uses = parse_sacct(sacct(sacct_argv(since, until)), slurm_tag)
-        except (
-            SlurmError,
-            BackendUnavailable,
-            OSError,
-        ) as exc:  # accounting storage not configured, slurmdbd down, ...
+            answer = sacct(sacct_argv(since, until))
+            if not answer.startswith(SACCT_FIELDS[0] + "|"):  # --parsable2 always prints its header line first
+                raise SlurmError(f"sacct printed no table of jobs: {answer.strip()[:200]!r}")
+            uses = parse_sacct(answer, slurm_tag)
+        except (SlurmError, BackendUnavailable, OSError) as exc:  # no accounting storage, slurmdbd down, ...
             note = f"the server's records: Slurm's accounting did not answer ({str(exc).strip()[:200]})"
         else:
             rows = slurm_usage_rows(s, uses, since, until, by, owner, now)
