@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
@@ -143,6 +144,13 @@ def test_usage_in_gpu_hours_and_brl_and_quotas(priced: ServerProcess) -> None:
         check=True,
     ).stdout
     assert "R$ 56,25" in table and "bia" not in table
+
+    # The dashboard's page, in pt-BR: the engineer's own usage in reais.
+    with httpx.Client(base_url=server.url, headers={"Accept-Language": "pt-BR"}, timeout=30) as browser:
+        assert browser.post("/login", data={"token": ana, "next": "/"}).status_code == 303
+        page = browser.get("/usage", params={"since": "1d"}).text
+    assert "Uso de GPUs" in page and 'id="nav-usage"' in page
+    assert '<td class="num" id="usage-total"><b>R$ 56,25</b></td>' in page and "bia" not in page
 
     # A monthly quota: spent, a submit is refused with what was used, the limit, the reset and the fix.
     month = usage(server, server.token)["rows"]  # the default window: this calendar month

@@ -148,6 +148,11 @@ def check_admission(s: Session, spec: JobSpec, user: str, now: float | None = No
     )
 
 
+def all_quotas(s: Session) -> list[Quota]:
+    """Every quota, roles' then users', by name."""
+    return list(s.scalars(select(Quota).order_by(Quota.kind, Quota.name)))
+
+
 def set_quota(
     s: Session, kind: str, name: str, gpu_hours_month: float | None, concurrent_gpus: int | None, by: str
 ) -> Quota:

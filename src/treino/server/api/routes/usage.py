@@ -109,7 +109,7 @@ def _out(q: Quota) -> QuotaOut:
 
 @router.get("/quotas", response_model=QuotaList)
 def quota_list(s: SessionDep, _who: ManageUsers) -> QuotaList:
-    return QuotaList(quotas=[_out(q) for q in s.scalars(select(Quota).order_by(Quota.kind, Quota.name))])
+    return QuotaList(quotas=[_out(q) for q in quotas.all_quotas(s)])
 
 
 @router.put("/quotas", response_model=QuotaOut, responses=responses(413))
