@@ -69,8 +69,8 @@ def usage(
     from treino.plan.cost import format_brl
 
     priced = report["brl_per_gpu_hour"] is not None
-    title = f"GPU usage of {report['scope']}, {_day(report['since'])} to {_day(report['until'])}, by {report['by']}"
-    table = Table(title=title, title_justify="left")
+    heading = f"GPU usage of {report['scope']}, {_day(report['since'])} to {_day(report['until'])}, by {report['by']}"
+    table = Table()
     names = {"user": ("user",), "purpose": ("purpose",), "job": ("job", "name", "user", "purpose")}[report["by"]]
     for name in names:
         table.add_column(name, overflow="fold")
@@ -87,6 +87,7 @@ def usage(
     total_cost = (format_brl(report["cost_brl"]),) if priced else ()
     table.add_row(*("total", *[""] * (len(names) - 1)), "", f"{report['gpu_hours']:.2f}", *total_cost, style="bold")
     out = console()
+    out.print(heading, highlight=False)
     out.print(table, highlight=False)
     out.print(
         f"Price: {report['price_basis']}"
@@ -134,8 +135,8 @@ def _limits(row: dict[str, Any]) -> str:
     hours = row["gpu_hours_month"]
     gpus = row["concurrent_gpus"]
     return (
-        f"{'no limit' if hours is None else f'{hours:g}'} GPU-hours a month, "
-        f"{'no limit' if gpus is None else gpus} GPU(s) at once"
+        f"{'no limit on' if hours is None else f'{hours:g}'} GPU-hours a month, "
+        f"{'no limit on' if gpus is None else gpus} GPUs at once"
     )
 
 
