@@ -40,12 +40,25 @@ class Limits:
 
 
 class QuotaBook:
-    """Every quota row, read once (the table holds one row per user or role with a quota): a scheduling pass asks
-    it for each job it is about to start without a query per job when nobody has a quota."""
+    """Every quota row, read once (the table holds one row per user or role with a quota), and what each user's
+    limits are checked against, read once per user: a scheduling pass asks it for each job it is about to start
+    with no query at all when nobody has a quota, and with one per user, not per job, when some do."""
 
     def __init__(self, s: Session) -> None:
         self._rows = {(q.kind, q.name): q for q in s.scalars(select(Quota))}
         self._roles: dict[str, str | None] = {}
+        self._running: dict[str, int] = {}  # user -> GPUs their running jobs hold
+        self._used: dict[str, float] = {}  # user -> GPU-hours this month
+
+    def running(self, s: Session, user: str) -> int:
+        if user not in self._running:
+            self._running[user] = gpus_running(s, user)
+        return self._running[user]
+
+    def used(self, s: Session, user: str, now: float) -> float:
+        if user not in self._used:
+            self._used[user] = gpu_hours_of(s, user, month_start(now), now, now)
+        return self._used[user]
 
     @property
     def empty(self) -> bool:
@@ -87,23 +100,27 @@ def quota_block(
 ) -> str | None:
     """Why `job` may not start now for its owner's quota (beginning "quota: "), or None when it may.
     `starting_gpus`: GPUs of the owner's jobs the same scheduling pass is starting (not yet running)."""
+    need = job.gpus * int(job.spec.get("nodes", 1) or 1)
     now = time.time() if now is None else now
-    limits = (book or QuotaBook(s)).limits_for(s, job.owner)
+    return _block(s, job.owner, need, starting_gpus, now, book or QuotaBook(s))
+
+
+def _block(s: Session, owner: str, need: int, starting_gpus: int, now: float, book: QuotaBook) -> str | None:
+    limits = book.limits_for(s, owner)
     if limits is None:
         return None
-    need = job.gpus * int(job.spec.get("nodes", 1) or 1)
     if limits.concurrent_gpus is not None:
-        held = gpus_running(s, job.owner) + starting_gpus
+        held = book.running(s, owner) + starting_gpus
         if held + need > limits.concurrent_gpus:
             return (
-                f"{RULE}: {job.owner}'s jobs hold {held} of the {limits.concurrent_gpus} GPU(s) their quota allows at "
+                f"{RULE}: {owner}'s jobs hold {held} of the {limits.concurrent_gpus} GPU(s) their quota allows at "
                 f"once ({limits.set_for}); this job needs {need}. It starts when enough of them end."
             )
     if limits.gpu_hours_month is not None:
-        used = gpu_hours_of(s, job.owner, month_start(now), now, now)
+        used = book.used(s, owner, now)
         if used >= limits.gpu_hours_month:
             return (
-                f"{RULE}: {job.owner} has used {used:.2f} of {limits.gpu_hours_month:g} GPU-hours this month "
+                f"{RULE}: {owner} has used {used:.2f} of {limits.gpu_hours_month:g} GPU-hours this month "
                 f"({limits.set_for}). It starts when the quota resets, {_when(next_month_start(now))}."
             )
     return None
@@ -180,11 +197,11 @@ def blocker(s: Session, now: float) -> Blocked | None:
     needs: dict[int, tuple[str, int]] = {}  # job id -> (owner, GPUs), of the jobs asked about in this pass
 
     def blocked(queued: Queued, starts: Sequence[tuple[int, tuple[int, ...]]]) -> str | None:
-        job = s.get(Job, queued.id)
-        if job is None:
+        owner = s.scalar(select(Job.owner).where(Job.id == queued.id))  # the owner only: a spec may be megabytes
+        if owner is None:
             return None
-        needs[queued.id] = (job.owner, queued.devices_needed)
-        starting = sum(gpus for owner, gpus in (needs.get(i, ("", 0)) for i, _ in starts) if owner == job.owner)
-        return quota_block(s, job, starting, now, book)
+        needs[queued.id] = (owner, queued.devices_needed)
+        starting = sum(gpus for who, gpus in (needs.get(i, ("", 0)) for i, _ in starts) if who == owner)
+        return _block(s, owner, queued.devices_needed, starting, now, book)
 
     return blocked
