@@ -13,8 +13,10 @@ import pytest
 
 from treino.catalog.offers import fx_rate, offer
 from treino.errors import CatalogError, SpecError
+from treino.govern.models import User
 from treino.server.db import Attempt, Job, make_engine, make_sessionmaker, migrate, sqlite_url
 from treino.server.inventory import Device
+from treino.server.quotas import quota_block, set_quota
 from treino.server.scheduler import Queued, Running, schedule
 from treino.server.slurm import SlurmError
 from treino.server.usage import alloc_gpus, parse_sacct, parse_since, price_from_offer, report, server_price
@@ -123,4 +125,39 @@ def test_usage_from_slurm_accounting_and_the_fallback_to_the_servers_records(tmp
         fallback = report(s, since, NOW, "user", slurm_tag="ab12cd34", sacct=no_accounting, now=NOW)
         assert fallback.source == "treino" and "accounting storage is disabled" in fallback.source_note
         assert [(r.key, r.gpu_hours) for r in fallback.rows] == [("ana", 1.0)]
+    engine.dispose()
+
+
+def test_quota_block_a_users_own_quota_wins_over_their_roles(tmp_path: Path) -> None:
+    engine = make_engine(sqlite_url(tmp_path))
+    migrate(engine)
+    sessions = make_sessionmaker(engine)
+    with sessions.begin() as s:
+        s.add(User(name="ana", role="engineer"))
+        running = Job(name="r", spec={}, owner="ana", gpus=1, state="running", job_token_hash="-")
+        queued = Job(name="q", spec={"nodes": 1}, owner="ana", gpus=1, job_token_hash="-")
+        s.add_all([running, queued])
+        s.flush()
+        s.add(Attempt(job_id=running.id, number=1, devices=[0], handle={}, started_at=NOW - 2 * 3600))
+        set_quota(s, "role", "engineer", None, 1, "admin")
+    with sessions() as s:
+        job = s.get(Job, queued.id)
+        assert job is not None
+        why = quota_block(s, job, now=NOW)
+        assert why is not None and why.startswith("quota: ana's jobs hold 1 of the 1 GPU(s)")
+    with sessions.begin() as s:
+        set_quota(s, "user", "ana", 1.5, None, "admin")  # hers wins: no concurrent limit, 1.5 GPU-hours a month
+    with sessions() as s:
+        job = s.get(Job, queued.id)
+        assert job is not None
+        why = quota_block(s, job, now=NOW)  # the running job has used 2 GPU-hours this month
+        assert why is not None and "has used 2.00 of 1.5 GPU-hours this month (user ana)" in why
+        assert "resets, 2027-01-01 00:00" in why
+    with sessions.begin() as s:
+        set_quota(s, "user", "ana", None, None, "admin")  # removed: the role's applies again
+        set_quota(s, "role", "engineer", None, 2, "admin")
+    with sessions() as s:
+        job = s.get(Job, queued.id)
+        assert job is not None and quota_block(s, job, now=NOW) is None
+        assert quota_block(s, job, starting_gpus=1, now=NOW) is not None  # one more starting in the same pass
     engine.dispose()
