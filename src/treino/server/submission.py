@@ -3,7 +3,8 @@
 `submit` refuses, before anything is stored, a spec this server could never run (capacity), a plan the planner says
 does not fit (`PlanCheck`, treino.server.admission), and datasets the submitter may not use: each must exist, the
 submitter must hold a grant for the spec's purpose, and the server's site (on Slurm: each partition's) must satisfy
-its residency. The latest version of each dataset is pinned to the job. Admissions and denials, naming their rule,
+its residency; and a job its owner's quota refuses (treino.server.quotas: the month's GPU-hours spent, or more GPUs
+than the owner may ever hold at once). The latest version of each dataset is pinned to the job. Admissions and denials, naming their rule,
 go into the audit chain either way.
 """
 
