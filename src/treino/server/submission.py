@@ -4,8 +4,8 @@
 does not fit (`PlanCheck`, treino.server.admission), and datasets the submitter may not use: each must exist, the
 submitter must hold a grant for the spec's purpose, and the server's site (on Slurm: each partition's) must satisfy
 its residency; and a job its owner's quota refuses (treino.server.quotas: the month's GPU-hours spent, or more GPUs
-than the owner may ever hold at once). The latest version of each dataset is pinned to the job. Admissions and denials, naming their rule,
-go into the audit chain either way.
+than the owner may ever hold at once). The latest version of each dataset is pinned to the job. Admissions and
+denials, naming their rule, go into the audit chain either way.
 """
 
 from __future__ import annotations
