@@ -20,7 +20,7 @@ from treino.govern.models import Role
 from treino.server import quotas
 from treino.server.api.deps import Ctx, ManageUsers, ReadJobs, SessionDep
 from treino.server.context import ServerContext
-from treino.server.db import Job, Quota
+from treino.server.db import Job, JobState, Quota
 from treino.server.schemas import HeldJob, QuotaIn, QuotaList, QuotaOut, UsageOut, UsageRowOut, responses
 from treino.server.settings import NAME_PATTERN
 from treino.server.usage import By, parse_since, report
@@ -50,7 +50,9 @@ def usage_out(ctx: ServerContext, who: Principal, since: str | None, by: By, use
     with ctx.sessions() as s:
         found = report(s, start, now, by, user, getattr(ctx.backend, "tag", None) if slurm else None, sacct, now)
         waits = ctx.engine.waits
-        owners = {i: o for i, o in s.execute(select(Job.id, Job.owner).where(Job.id.in_(list(waits))))}
+        # the last pass's reasons, of the jobs still queued (one cancelled since may be in them)
+        queued = select(Job.id, Job.owner).where(Job.id.in_(list(waits)), Job.state == JobState.QUEUED)
+        owners = {i: o for i, o in s.execute(queued)}
     price = ctx.settings.gpu_hour_price
     rows = [
         UsageRowOut(
