@@ -185,6 +185,9 @@ def test_usage_in_gpu_hours_and_brl_and_quotas(priced: ServerProcess) -> None:
     reason = held[0]["reason"]
     assert reason.startswith("quota: bia's jobs hold 1 of the 1 GPU(s)") and "(role engineer)" in reason
     assert usage(server, ana)["held"] == []  # not another user's
+    standing = usage(server, bia)["quota"]
+    assert standing["set_for"] == "role engineer" and standing["concurrent_gpus"] == 1
+    assert standing["gpus_running"] == 1 and standing["gpu_hours_month"] is None
     listed = ok(call(server.url, server.token, "GET", "/api/v1/quotas"))["quotas"]
     assert [(q["kind"], q["name"]) for q in listed] == [("role", "engineer"), ("user", "ana")]
     ok(call(server.url, server.token, "POST", f"/api/v1/jobs/{a6}/cancel"))

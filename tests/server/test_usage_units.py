@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from treino.catalog.offers import fx_rate, offer
+from treino.cli.usage import quota_line
 from treino.errors import CatalogError, SpecError
 from treino.govern.models import User
 from treino.server.db import Attempt, Job, make_engine, make_sessionmaker, migrate, sqlite_url
@@ -161,3 +162,13 @@ def test_quota_block_a_users_own_quota_wins_over_their_roles(tmp_path: Path) -> 
         assert job is not None and quota_block(s, job, now=NOW) is None
         assert quota_block(s, job, starting_gpus=1, now=NOW) is not None  # one more starting in the same pass
     engine.dispose()
+
+
+def test_the_cli_says_where_a_user_stands_against_their_quota() -> None:
+    resets = dt.datetime(2027, 1, 1).timestamp()
+    q = {"set_for": "role engineer", "gpu_hours_month": 500.0, "concurrent_gpus": 4}
+    line = quota_line({**q, "used_gpu_hours_month": 3.2, "gpus_running": 1, "resets_at": resets})
+    assert line == (
+        "Quota (role engineer): 3.20 of 500 GPU-hours this month (resets 2027-01-01 00:00); 1 GPU(s) held now, "
+        "4 GPUs at once."
+    )

@@ -38,6 +38,19 @@ def usage_csv(report: dict[str, Any]) -> str:
     return out.getvalue()
 
 
+def quota_line(q: dict[str, Any]) -> str:
+    """'Quota (role engineer): 3.20 of 500 GPU-hours this month (resets 2027-01-01 00:00); 1 of 4 GPUs at once.'"""
+    hours = (
+        f"{q['used_gpu_hours_month']:.2f} GPU-hours used this month, no limit"
+        if q["gpu_hours_month"] is None
+        else f"{q['used_gpu_hours_month']:.2f} of {q['gpu_hours_month']:g} GPU-hours this month"
+    )
+    gpus = "no limit on GPUs at once" if q["concurrent_gpus"] is None else f"{q['concurrent_gpus']} GPUs at once"
+    return (
+        f"Quota ({q['set_for']}): {hours} (resets {_day(q['resets_at'])}); {q['gpus_running']} GPU(s) held now, {gpus}."
+    )
+
+
 def usage(
     since: Annotated[
         str | None,
@@ -98,6 +111,8 @@ def usage(
         soft_wrap=False,
     )
     out.print(f"Source: {report['source_note']}", highlight=False)
+    if (quota := report.get("quota")) is not None:
+        out.print(quota_line(quota), highlight=False)
     for held in report["held"]:
         out.print(f"Job {held['job_id']} ({held['owner']}) waits: {held['reason']}", highlight=False)
 

@@ -126,6 +126,15 @@ def _block(s: Session, owner: str, need: int, starting_gpus: int, now: float, bo
     return None
 
 
+def standing(s: Session, user: str, now: float) -> tuple[Limits, float, int, float] | None:
+    """`user`'s limits, GPU-hours used this month, GPUs held now and when the month resets; None: no quota."""
+    book = QuotaBook(s)
+    limits = book.limits_for(s, user)
+    if limits is None:
+        return None
+    return limits, book.used(s, user, now), book.running(s, user), next_month_start(now)
+
+
 def check_admission(s: Session, spec: JobSpec, user: str, now: float | None = None) -> None:
     """PolicyViolation("quota") for a submit that its owner's quota refuses: the month's GPU-hours spent, or its
     worst case (GPUs x timeout) past what is left, or more GPUs than it may ever hold at once."""

@@ -338,6 +338,17 @@ class HeldJob(BaseModel):
     reason: str  # why a quota keeps it queued
 
 
+class QuotaStanding(BaseModel):
+    """One user's quota and where they stand against it."""
+
+    set_for: str  # "user ana" or "role engineer": whose quota applies
+    gpu_hours_month: float | None
+    concurrent_gpus: int | None
+    used_gpu_hours_month: float  # this calendar month, up to now
+    gpus_running: int
+    resets_at: float  # the next month's first instant (unix seconds)
+
+
 class UsageOut(BaseModel):
     since: float  # unix seconds
     until: float
@@ -351,6 +362,7 @@ class UsageOut(BaseModel):
     gpu_hours: float
     cost_brl: float | None
     held: list[HeldJob]  # queued jobs a quota holds back now
+    quota: QuotaStanding | None  # the one user's quota (a report of one user); None: none applies, or everyone's
 
 
 class QuotaIn(Schema):

@@ -224,6 +224,9 @@ PT: dict[str, str] = {
     "set by": "definida por",
     "set": "definida em",
     "No quotas: set one with treino quotas set.": "Nenhuma cota: defina uma com treino quotas set.",
+    "Quota": "Cota",
+    "GPU-hours this month": "GPU-horas neste mês",
+    "resets": "renova em",
 }
 
 

@@ -21,7 +21,16 @@ from treino.server import quotas
 from treino.server.api.deps import Ctx, ManageUsers, ReadJobs, SessionDep
 from treino.server.context import ServerContext
 from treino.server.db import Job, JobState, Quota
-from treino.server.schemas import HeldJob, QuotaIn, QuotaList, QuotaOut, UsageOut, UsageRowOut, responses
+from treino.server.schemas import (
+    HeldJob,
+    QuotaIn,
+    QuotaList,
+    QuotaOut,
+    QuotaStanding,
+    UsageOut,
+    UsageRowOut,
+    responses,
+)
 from treino.server.settings import NAME_PATTERN
 from treino.server.usage import By, parse_since, report
 
@@ -53,6 +62,7 @@ def usage_out(ctx: ServerContext, who: Principal, since: str | None, by: By, use
         # the last pass's reasons, of the jobs still queued (one cancelled since may be in them)
         queued = select(Job.id, Job.owner).where(Job.id.in_(list(waits)), Job.state == JobState.QUEUED)
         owners = {i: o for i, o in s.execute(queued)}
+        held_by = quotas.standing(s, user, now) if user is not None else None
     price = ctx.settings.gpu_hour_price
     rows = [
         UsageRowOut(
@@ -84,6 +94,16 @@ def usage_out(ctx: ServerContext, who: Principal, since: str | None, by: By, use
             for i, why in sorted(waits.items())
             if i in owners and (user is None or owners[i] == user)
         ],
+        quota=None
+        if held_by is None
+        else QuotaStanding(
+            set_for=held_by[0].set_for,
+            gpu_hours_month=held_by[0].gpu_hours_month,
+            concurrent_gpus=held_by[0].concurrent_gpus,
+            used_gpu_hours_month=held_by[1],
+            gpus_running=held_by[2],
+            resets_at=held_by[3],
+        ),
     )
 
 
