@@ -169,6 +169,5 @@ def test_the_cli_says_where_a_user_stands_against_their_quota() -> None:
     q = {"set_for": "role engineer", "gpu_hours_month": 500.0, "concurrent_gpus": 4}
     line = quota_line({**q, "used_gpu_hours_month": 3.2, "gpus_running": 1, "resets_at": resets})
     assert line == (
-        "Quota (role engineer): 3.20 of 500 GPU-hours this month (resets 2027-01-01 00:00); 1 GPU(s) held now, "
-        "4 GPUs at once."
+        "Quota (role engineer): 3.20 of 500 GPU-hours this month (resets 2027-01-01 00:00); 1 of 4 GPUs held at once."
     )

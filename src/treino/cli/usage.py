@@ -39,16 +39,19 @@ def usage_csv(report: dict[str, Any]) -> str:
 
 
 def quota_line(q: dict[str, Any]) -> str:
-    """'Quota (role engineer): 3.20 of 500 GPU-hours this month (resets 2027-01-01 00:00); 1 of 4 GPUs at once.'"""
+    """'Quota (role engineer): 3.20 of 500 GPU-hours this month (resets 2027-01-01 00:00); 1 of 4 GPUs held at
+    once.'"""
     hours = (
         f"{q['used_gpu_hours_month']:.2f} GPU-hours used this month, no limit"
         if q["gpu_hours_month"] is None
         else f"{q['used_gpu_hours_month']:.2f} of {q['gpu_hours_month']:g} GPU-hours this month"
     )
-    gpus = "no limit on GPUs at once" if q["concurrent_gpus"] is None else f"{q['concurrent_gpus']} GPUs at once"
-    return (
-        f"Quota ({q['set_for']}): {hours} (resets {_day(q['resets_at'])}); {q['gpus_running']} GPU(s) held now, {gpus}."
+    gpus = (
+        f"{q['gpus_running']} GPU(s) held now, no limit at once"
+        if q["concurrent_gpus"] is None
+        else f"{q['gpus_running']} of {q['concurrent_gpus']} GPUs held at once"
     )
+    return f"Quota ({q['set_for']}): {hours} (resets {_day(q['resets_at'])}); {gpus}."
 
 
 def usage(
