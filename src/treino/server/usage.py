@@ -17,6 +17,7 @@ The price (`GpuHourPrice`) is `treino server --gpu-hour-brl 12.50`, or an offer 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 import time
@@ -295,39 +296,27 @@ def slurm_usage_rows(
     ids = sorted({u.job_id for u in uses})
     purpose = func.coalesce(Job.spec["purpose"].as_string(), NO_PURPOSE)
     jobs = {row[0]: row for row in s.execute(select(Job.id, Job.name, Job.owner, purpose).where(Job.id.in_(ids)))}
-    grouped: dict[str, tuple[UsageRow, set[int]]] = {}
+    grouped: dict[str, UsageRow] = {}
+    counted: dict[str, set[int]] = {}  # key -> the treino jobs in its row
     for u in uses:
         if u.job_id not in jobs or (owner is not None and jobs[u.job_id][2] != owner):
             continue
         _, name, user, why = jobs[u.job_id]
         seconds = max(0.0, min(u.end if u.end is not None else now, until) - max(u.start, since))
         key = {"user": user, "purpose": why, "job": str(u.job_id)}[by]
-        row, seen = grouped.get(key) or (
-            UsageRow(
-                key,
-                user if by != "purpose" else None,
-                why if by != "user" else None,
-                u.job_id if by == "job" else None,
-                name if by == "job" else None,
-                0,
-                0.0,
-            ),
-            set(),
+        row = grouped.get(key) or UsageRow(
+            key,
+            user if by != "purpose" else None,
+            why if by != "user" else None,
+            u.job_id if by == "job" else None,
+            name if by == "job" else None,
+            0,
+            0.0,
         )
-        seen.add(u.job_id)
-        grouped[key] = (
-            UsageRow(
-                row.key,
-                row.user,
-                row.purpose,
-                row.job_id,
-                row.job_name,
-                len(seen),
-                row.gpu_hours + u.gpus * seconds / SECONDS_PER_HOUR,
-            ),
-            seen,
-        )
-    return sorted((row for row, _ in grouped.values()), key=lambda r: (-r.gpu_hours, r.key))
+        counted.setdefault(key, set()).add(u.job_id)
+        hours = row.gpu_hours + u.gpus * seconds / SECONDS_PER_HOUR
+        grouped[key] = dataclasses.replace(row, jobs=len(counted[key]), gpu_hours=hours)
+    return sorted(grouped.values(), key=lambda r: (-r.gpu_hours, r.key))
 
 
 SacctRunner = Callable[[Sequence[str]], str]
