@@ -11,6 +11,7 @@ from typing import Annotated, TypedDict, cast
 import typer
 
 from treino import catalog
+from treino.cli import usage
 from treino.cli.bench import bench
 from treino.cli.client import cancel, jobs, logs, show, submit
 from treino.cli.govern import (
@@ -58,6 +59,7 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(lineage_app, name="lineage")
 app.command("erase")(erase)
 app.add_typer(subject_app, name="subject")
+usage.register(app)  # treino usage, treino quotas
 
 _state = {"debug": False}
 

@@ -14,6 +14,8 @@ Rules (the issue's, and Slurm's EASY backfill, which small GPU clusters use):
    so behind a head whose reservation is unknown nothing backfills: backfill never delays the head.
 4. Preemption: a head that outranks running jobs takes their devices: the lowest priority first, then the most
    recently started (the least progress to lose), only as many as it needs, and only when that is enough.
+5. Quotas: `blocked(job, starts so far)` (the engine's, treino.server.quotas) may hold a job back before it starts
+   or becomes the head: it waits, with the reason in `Decision.waits`, and the pass goes on as if it were not queued.
 
 Cost: one pass reads each queued job at most once, with one fit test per job *shape* (GPUs, nodes, node groups),
 not per job, and stops behind the head as soon as no shape in the queue fits in the free devices (nothing behind
@@ -27,7 +29,7 @@ import bisect
 import dataclasses
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from treino.server.inventory import Device
@@ -56,6 +58,8 @@ class Queued:
 
 
 Shape = tuple[int, int, tuple[frozenset[str], ...] | None]  # what a fit depends on: gpus, nodes, node groups
+# Why a job may not start now (None: it may), given the starts this pass has decided so far (rule 5)
+Blocked = Callable[["Queued", Sequence[tuple[int, tuple[int, ...]]]], str | None]
 
 
 def shape_of(job: Queued) -> Shape:
@@ -83,6 +87,7 @@ class Decision:
     preempt: tuple[int, ...]  # job ids to stop and requeue
     head: int | None  # the job holding the reservation, if any
     reservation_at: float | None  # when the head is expected to start (None: unknown)
+    waits: tuple[tuple[int, str], ...] = ()  # (job id, why) of jobs `blocked` held back (a quota)
 
 
 def order_key(q: Queued) -> tuple[int, float, int]:
@@ -184,6 +189,7 @@ def schedule(
     *,
     ordered: bool = False,
     shapes: Collection[Shape] | None = None,
+    blocked: Blocked | None = None,
 ) -> Decision:
     """The jobs to start now and the running ones to preempt. `ordered`: `queue` is already in `order`'s order.
     `shapes`: every shape in `queue`, when the caller knows them: behind the head, the pass stops as soon as none
@@ -199,6 +205,7 @@ def schedule(
     # (cleared whenever a start takes devices). Thousands of queued jobs come in a handful of shapes.
     ever_fits: dict[Shape, bool] = {}
     fits_now: dict[Shape, tuple[int, ...] | None] = {}
+    waits: list[tuple[int, str]] = []  # rule 5: asked only of a job about to start or become the head
 
     def fit(shape: Shape) -> tuple[int, ...] | None:
         if shape not in fits_now:
@@ -214,8 +221,8 @@ def schedule(
         ever = ever_fits.get(shape)
         if ever is None:
             ever = ever_fits[shape] = could_ever_fit(devices, job)
-        if not ever:
-            continue  # refused at submit (or its machines are down); never blocks the queue
+        if not ever or (head is None and _held_back(blocked, job, starts, waits)):
+            continue  # refused at submit (or its machines are down), or a quota holds it: never blocks the queue
         chosen = fit(shape)
         if head is None:
             if chosen is not None:
@@ -241,7 +248,7 @@ def schedule(
         if chosen is None:
             continue
         ends_in_time = job.timeout_s is not None and not math.isinf(reservation) and now + job.timeout_s <= reservation
-        if ends_in_time or job.devices_needed <= spare_at_reservation:
+        if (ends_in_time or job.devices_needed <= spare_at_reservation) and not _held_back(blocked, job, starts, waits):
             starts.append((job.id, chosen))
             free = [d for d in free if d.index not in chosen]
             fits_now.clear()
@@ -254,7 +261,18 @@ def schedule(
         tuple(preempt),
         head.id if head else None,
         None if head is None or math.isinf(reservation) else reservation,
+        tuple(waits),
     )
+
+
+def _held_back(
+    blocked: Blocked | None, job: Queued, starts: Sequence[tuple[int, tuple[int, ...]]], waits: list[tuple[int, str]]
+) -> bool:
+    """Rule 5: whether `blocked` holds `job` back (noted in `waits` with its reason)."""
+    why = blocked(job, starts) if blocked is not None else None
+    if why is not None:
+        waits.append((job.id, why))
+    return why is not None
 
 
 def _on(r: Running, eligible: set[int]) -> Running:

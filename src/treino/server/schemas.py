@@ -320,6 +320,73 @@ class Revoked(BaseModel):
     revoked_at: float
 
 
+# --- usage and quotas (treino.server.usage, treino.server.quotas) ---------------------------------------------------
+class UsageRowOut(BaseModel):
+    key: str  # the user, the purpose or the job's id
+    user: str | None
+    purpose: str | None
+    job_id: int | None
+    job_name: str | None
+    jobs: int
+    gpu_hours: float
+    cost_brl: float | None  # None: the server has no price (treino server --offer or --gpu-hour-brl)
+
+
+class HeldJob(BaseModel):
+    job_id: int
+    owner: str
+    reason: str  # why a quota keeps it queued
+
+
+class QuotaStanding(BaseModel):
+    """One user's quota and where they stand against it."""
+
+    set_for: str  # "user ana" or "role engineer": whose quota applies
+    gpu_hours_month: float | None
+    concurrent_gpus: int | None
+    used_gpu_hours_month: float  # this calendar month, up to now
+    gpus_running: int
+    resets_at: float  # the next month's first instant (unix seconds)
+
+
+class UsageOut(BaseModel):
+    since: float  # unix seconds
+    until: float
+    by: str  # user, purpose or job
+    scope: str  # "everyone" (an admin's view) or the one user it covers
+    source: str  # "treino" (the server's records) or "slurm" (Slurm's accounting)
+    source_note: str
+    brl_per_gpu_hour: float | None
+    price_basis: str | None  # the formula, the offer's price date and source; None: no price is set
+    rows: list[UsageRowOut]  # most GPU-hours first
+    gpu_hours: float
+    cost_brl: float | None
+    held: list[HeldJob]  # queued jobs a quota holds back now
+    quota: QuotaStanding | None  # the one user's quota (a report of one user); None: none applies, or everyone's
+
+
+class QuotaIn(Schema):
+    """Exactly one of `user` and `role`; a limit left out (null) is no limit, and both null remove the quota."""
+
+    user: Name | None = None
+    role: Role | None = Field(None, strict=False)
+    gpu_hours_month: float | None = Field(None, ge=0, le=1e9)
+    concurrent_gpus: Count | None = None
+
+
+class QuotaOut(BaseModel):
+    kind: str  # user or role
+    name: str
+    gpu_hours_month: float | None
+    concurrent_gpus: int | None
+    set_by: str
+    set_at: float
+
+
+class QuotaList(BaseModel):
+    quotas: list[QuotaOut]
+
+
 # --- grants and transfers -------------------------------------------------------------------------------------------
 class GrantIn(Schema):
     user: Text

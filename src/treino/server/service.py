@@ -37,7 +37,7 @@ from sqlalchemy import event, select
 from sqlalchemy.orm import Session, object_session, sessionmaker
 
 from treino.errors import Conflict, NotFound, SpecError
-from treino.server import scheduler
+from treino.server import quotas, scheduler
 from treino.server.auth import dead_token_hash, new_job_token, token_hash
 from treino.server.backend import Backend, BackendUnavailable, ExitInfo, LaunchRequest, Placement
 from treino.server.db import (
@@ -61,6 +61,7 @@ from treino.server.settings import (
     KILL_MARGIN_S,
     LOST_ATTEMPTS_MAX,
     QUEUE_READ_IDS_MAX,
+    QUOTA_RECHECK_S,
     Settings,
 )
 from treino.server.spec import DEFAULT_GRACE_S, JobSpec
@@ -163,6 +164,8 @@ class Service:
         self._devices_seen: tuple[Device, ...] | None = None
         self._groups_seen: tuple[tuple[str, tuple[str, ...]], ...] | None = None  # nodes and their partitions
         self._submitted: collections.deque[int] = collections.deque()  # committed by submits, not yet read back
+        self.waits: dict[int, str] = {}  # job id -> why the last pass held it back (a quota: treino.server.quotas)
+        self._recheck_at = float("inf")  # monotonic: a pass then, though nothing changed (a monthly quota resets)
         event.listen(sessions, "after_commit", self._committed)
         event.listen(sessions, "after_soft_rollback", self._rolled_back)
 
@@ -238,6 +241,12 @@ class Service:
         s.info.setdefault(self, []).append(_Change(job.id, None, JobState.QUEUED, None))
         self.meters.submitted(s)
         return job
+
+    def quotas_changed(self) -> None:
+        """A quota was set (treino.server.quotas): the next pass looks at the queue again, at once."""
+        with self.lock:
+            self._dirty = True
+        self.wake()
 
     def cancel(self, job_id: int) -> Job:
         with self.lock, self.sessions.begin() as s:
@@ -328,9 +337,9 @@ class Service:
     def _schedule(self, s: Session, now: float, to_start: list[tuple[int, LaunchRequest]]) -> None:
         if time.monotonic() < self.backend_unavailable_until:
             return  # `_dirty` stays set: the pass runs once the backend may be tried again
-        if not self._dirty or not self._queue:
+        if (not self._dirty and time.monotonic() < self._recheck_at) or not self._queue:
             return  # nothing the decision reads has changed since the last pass (module docstring)
-        self._dirty = False
+        self._dirty, self._recheck_at = False, float("inf")
         queue = self._queue
         inventory = self.inventory
         active = list(s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES))))) if self._active else []
@@ -355,11 +364,20 @@ class Service:
             queue.add(q)
         try:
             decision = scheduler.schedule(
-                inventory.devices, queue.ordered(), running, now, ordered=True, shapes=queue.shapes()
+                inventory.devices,
+                queue.ordered(),
+                running,
+                now,
+                ordered=True,
+                shapes=queue.shapes(),
+                blocked=quotas.blocker(s, now),
             )
         finally:
             for q in joining:
                 queue.discard(q.id)
+        self.waits = dict(decision.waits)
+        if decision.waits:  # time alone lifts a spent monthly quota, at the month's turn: look again now and then
+            self._recheck_at = time.monotonic() + QUOTA_RECHECK_S
         by_id = {j.id: j for j in active}
         for job_id in decision.preempt:
             self._request_stop(s, by_id[job_id], StopRequest.PREEMPT)

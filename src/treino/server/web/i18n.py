@@ -198,6 +198,35 @@ PT: dict[str, str] = {
     "not visible to you": "não visível para você",
     "could not be read": "não pôde ser lido",
     "none of the jobs shown logged it": "nenhum dos jobs mostrados a registrou",
+    # the usage page (treino.server.usage, treino.server.quotas)
+    "Usage": "Uso",
+    "GPU usage": "Uso de GPUs",
+    "everyone": "todos",
+    "since": "desde",
+    "by": "por",
+    "user": "usuário",
+    "role": "papel",
+    "jobs": "jobs",
+    "GPU-hours": "GPU-horas",
+    "cost": "custo",
+    "Show": "Mostrar",
+    "No GPU use in this window.": "Nenhum uso de GPU neste período.",
+    "Price": "Preço",
+    "No price is set: GPU-hours only (treino server --offer or --gpu-hour-brl).": (
+        "Nenhum preço definido: só GPU-horas (treino server --offer ou --gpu-hour-brl)."
+    ),
+    "Source": "Fonte",
+    "Held by a quota": "Retidos por uma cota",
+    "Quotas": "Cotas",
+    "for": "para",
+    "GPU-hours a month": "GPU-horas por mês",
+    "GPUs at once": "GPUs ao mesmo tempo",
+    "set by": "definida por",
+    "set": "definida em",
+    "No quotas: set one with treino quotas set.": "Nenhuma cota: defina uma com treino quotas set.",
+    "Quota": "Cota",
+    "GPU-hours this month": "GPU-horas neste mês",
+    "resets": "renova em",
 }
 
 

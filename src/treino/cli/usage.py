@@ -1,0 +1,190 @@
+"""`treino usage` (GPU-hours and their cost in BRL) and `treino quotas set | list`, over the server's API
+(treino.server.api.routes.usage)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+from typing import Annotated, Any
+
+import typer
+
+from treino.cli.client import JsonOpt, TokenOpt, UrlOpt, _client, _print_json
+from treino.errors import TreinoError
+
+quotas_app = typer.Typer(no_args_is_help=True, help="Limits on users' and roles' GPUs: GPU-hours a month, at once.")
+CSV_COLUMNS = ("key", "user", "purpose", "job_id", "job_name", "jobs", "gpu_hours", "cost_brl")
+
+
+def _day(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def usage_csv(report: dict[str, Any]) -> str:
+    """One line per row, numbers as numbers (a point for decimals: spreadsheets and scripts read it as is)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in report["rows"]:
+        cost = row["cost_brl"]
+        writer.writerow(
+            [
+                *(row[c] if row[c] is not None else "" for c in CSV_COLUMNS[:6]),
+                f"{row['gpu_hours']:.4f}",
+                "" if cost is None else f"{cost:.2f}",
+            ]
+        )
+    return out.getvalue()
+
+
+def quota_line(q: dict[str, Any]) -> str:
+    """'Quota (role engineer): 3.20 of 500 GPU-hours this month (resets 2027-01-01 00:00); 1 of 4 GPUs held at
+    once.'"""
+    hours = (
+        f"{q['used_gpu_hours_month']:.2f} GPU-hours used this month, no limit"
+        if q["gpu_hours_month"] is None
+        else f"{q['used_gpu_hours_month']:.2f} of {q['gpu_hours_month']:g} GPU-hours this month"
+    )
+    gpus = (
+        f"{q['gpus_running']} GPU(s) held now, no limit at once"
+        if q["concurrent_gpus"] is None
+        else f"{q['gpus_running']} of {q['concurrent_gpus']} GPUs held at once"
+    )
+    return f"Quota ({q['set_for']}): {hours} (resets {_day(q['resets_at'])}); {gpus}."
+
+
+def usage(
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="From a date (2026-11-01) or a duration back (30d, 12h). Default: this month."),
+    ] = None,
+    by: Annotated[str, typer.Option("--by", help="Group by user, purpose or job.")] = "user",
+    user: Annotated[str | None, typer.Option("--user", help="One user's usage (admins; others see their own).")] = None,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout (cost_brl with a decimal point).")] = False,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """GPU-hours per user, purpose or job, and what they cost in BRL at the server's price (treino server --offer
+    or --gpu-hour-brl). Running jobs count up to now."""
+    if by not in ("user", "purpose", "job"):
+        raise TreinoError(f"--by {by!r}: not user, purpose or job. To fix: e.g. --by purpose.")
+    params = {k: v for k, v in {"since": since, "by": by, "user": user}.items() if v is not None}
+    with _client(url, token) as client:
+        report = client.request("GET", "/api/v1/usage", "the usage", params=params)
+    if as_json:
+        _print_json(report)
+        return
+    if as_csv:
+        typer.echo(usage_csv(report), nl=False)
+        return
+    from rich.table import Table
+
+    from treino.cli.render import console
+    from treino.plan.cost import format_brl
+
+    priced = report["brl_per_gpu_hour"] is not None
+    heading = f"GPU usage of {report['scope']}, {_day(report['since'])} to {_day(report['until'])}, by {report['by']}"
+    table = Table()
+    names = {"user": ("user",), "purpose": ("purpose",), "job": ("job", "name", "user", "purpose")}[report["by"]]
+    for name in names:
+        table.add_column(name, overflow="fold")
+    for name in ("jobs", "GPU-hours", *(("cost",) if priced else ())):
+        table.add_column(name, justify="right")
+    for row in report["rows"]:
+        keys = (
+            (row["key"],)
+            if report["by"] != "job"
+            else (str(row["job_id"]), row["job_name"] or "", row["user"] or "", row["purpose"] or "")
+        )
+        cost = (format_brl(row["cost_brl"]),) if priced else ()
+        table.add_row(*keys, str(row["jobs"]), f"{row['gpu_hours']:.2f}", *cost)
+    total_cost = (format_brl(report["cost_brl"]),) if priced else ()
+    table.add_row(*("total", *[""] * (len(names) - 1)), "", f"{report['gpu_hours']:.2f}", *total_cost, style="bold")
+    out = console()
+    out.print(heading, highlight=False)
+    out.print(table, highlight=False)
+    out.print(
+        f"Price: {report['price_basis']}"
+        if priced
+        else "No price is set: GPU-hours only. To price them: "
+        "treino server --offer ID (see treino offers) or --gpu-hour-brl 12.50.",
+        highlight=False,
+        soft_wrap=False,
+    )
+    out.print(f"Source: {report['source_note']}", highlight=False)
+    if (quota := report.get("quota")) is not None:
+        out.print(quota_line(quota), highlight=False)
+    for held in report["held"]:
+        out.print(f"Job {held['job_id']} ({held['owner']}) waits: {held['reason']}", highlight=False)
+
+
+@quotas_app.command("set")
+def quotas_set(
+    user: Annotated[str | None, typer.Option("--user", help="The user the quota is for.")] = None,
+    role: Annotated[str | None, typer.Option("--role", help="Or the role (a user's own quota wins).")] = None,
+    gpu_hours_month: Annotated[
+        float | None, typer.Option("--gpu-hours-month", min=0, help="GPU-hours per calendar month.")
+    ] = None,
+    concurrent_gpus: Annotated[
+        int | None, typer.Option("--concurrent-gpus", min=0, help="GPUs held at once; more waits in the queue.")
+    ] = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Set a user's or a role's quota (admins). A limit left out is no limit; with neither, the quota is removed."""
+    if (user is None) == (role is None):
+        raise TreinoError("Give --user NAME or --role ROLE (one of them). To fix: e.g. --user ana.")
+    body = {"user": user, "role": role, "gpu_hours_month": gpu_hours_month, "concurrent_gpus": concurrent_gpus}
+    with _client(url, token) as client:
+        row = client.request("PUT", "/api/v1/quotas", "the quota", json=body)
+    if as_json:
+        _print_json(row)
+        return
+    if gpu_hours_month is None and concurrent_gpus is None:
+        typer.echo(f"Removed the quota of {row['kind']} {row['name']}.")
+        return
+    typer.echo(f"Quota of {row['kind']} {row['name']}: {_limits(row)}.")
+
+
+def _limits(row: dict[str, Any]) -> str:
+    hours = row["gpu_hours_month"]
+    gpus = row["concurrent_gpus"]
+    return (
+        f"{'no limit on' if hours is None else f'{hours:g}'} GPU-hours a month, "
+        f"{'no limit on' if gpus is None else gpus} GPUs at once"
+    )
+
+
+@quotas_app.command("list")
+def quotas_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """Every quota (admins)."""
+    with _client(url, token) as client:
+        rows = client.request("GET", "/api/v1/quotas", "the quotas")["quotas"]
+    if as_json:
+        _print_json(rows)
+        return
+    from rich.table import Table
+
+    from treino.cli.render import console
+
+    table = Table(title=f"{len(rows)} quota(s)", title_justify="left")
+    for name in ("for", "GPU-hours/month", "GPUs at once", "set by", "set"):
+        table.add_column(name, justify="right" if name.startswith("GPU") else "left", overflow="fold")
+    for q in rows:
+        table.add_row(
+            f"{q['kind']} {q['name']}",
+            "-" if q["gpu_hours_month"] is None else f"{q['gpu_hours_month']:g}",
+            "-" if q["concurrent_gpus"] is None else str(q["concurrent_gpus"]),
+            q["set_by"],
+            _day(q["set_at"]),
+        )
+    console().print(table, highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """`treino usage` and `treino quotas` on the CLI's app."""
+    app.command("usage")(usage)
+    app.add_typer(quotas_app, name="quotas")
