@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from treino.govern.access import Principal
 from treino.govern.models import Role
+from treino.server import progress
 from treino.server.db import Job
 from treino.server.inventory import Device, Node
 from treino.server.settings import INT_MAX, METRIC_KEY_CHARS_MAX, METRIC_POINTS_PER_POST_MAX, NAME_PATTERN
 from treino.server.spec import FsPath, no_nul
+from treino.server.waits import Wait
 
 Text = Annotated[str, AfterValidator(no_nul)]
 Count = Annotated[int, Field(ge=0, le=INT_MAX)]
@@ -87,6 +89,36 @@ class InventoryOut(BaseModel):
 
 
 # --- jobs -----------------------------------------------------------------------------------------------------------
+class WaitOut(BaseModel):
+    """Why a job waits (treino.server.waits), from the scheduler's last pass."""
+
+    reason: str  # quota, resources, backfill, priority, queue, slurm (pending in Slurm), backend
+    detail: str  # the reason in one English sentence
+    position: int | None  # in the queue, 1 = next; None for a job pending in Slurm
+    blocked_by: list[int]  # resources: the jobs holding the devices; backfill, priority, queue: the job ahead
+    gpus_needed: int | None
+    gpus_free: int | None
+    until: float | None  # resources, backfill: when the job ahead is expected to start (None: unknown)
+    preempting: bool  # resources: `blocked_by` are being stopped for it
+    note: str | None  # the quota's message, or Slurm's reason (squeue %r)
+
+    @classmethod
+    def of(cls, wait: Wait | None) -> WaitOut | None:
+        if wait is None:
+            return None
+        return cls(
+            reason=wait.reason.value,
+            detail=wait.detail(),
+            position=wait.position,
+            blocked_by=list(wait.blocked_by),
+            gpus_needed=wait.gpus_needed,
+            gpus_free=wait.gpus_free,
+            until=wait.until,
+            preempting=wait.preempting,
+            note=wait.note,
+        )
+
+
 class JobSummary(BaseModel):
     """A job as a list shows it: never its spec (which may hold megabytes), read from its columns alone."""
 
@@ -112,6 +144,26 @@ class JobSummary(BaseModel):
     steps_per_s: float | None
     continues_from: int | None  # a resubmit: the job whose checkpoint this one started from, ...
     continues_from_step: int | None  # ... and that checkpoint's step (None: not a continuation)
+    # Computed, not columns (treino.server.progress, treino.server.waits):
+    wait: WaitOut | None = None  # why a queued job (or one pending in Slurm) waits; None otherwise, or not yet known
+    total_steps: int | None = None  # the spec's total_steps, else `--steps N` in its args
+    eta_at: float | None = None  # a running job's expected end at its measured steps/s (unix s)
+    queue_wait_s: float | None = None  # submit to first start
+    duration_s: float | None = None  # first start to end (time requeued between attempts included)
+
+    def with_progress(self, spec_total: Any, args: Any, last_metric_at: float | None, wait: Wait | None) -> Self:
+        """This summary with its computed fields (treino.server.progress), from the columns it was read with."""
+        total = progress.total_steps(spec_total, args)
+        self.wait = WaitOut.of(wait)
+        self.total_steps = total
+        self.eta_at = progress.eta_at(self.state, total, self.last_step, last_metric_at, self.steps_per_s)
+        self.queue_wait_s = progress.queue_wait_s(self.submitted_at, self.started_at)
+        self.duration_s = progress.duration_s(self.started_at, self.ended_at)
+        return self
+
+
+COMPUTED_FIELDS = frozenset({"wait", "total_steps", "eta_at", "queue_wait_s", "duration_s"})
+SUMMARY_COLUMNS = tuple(f for f in JobSummary.model_fields if f not in COMPUTED_FIELDS)  # read from the jobs table
 
 
 class ResubmitIn(Schema):
@@ -127,9 +179,12 @@ class JobPublic(JobSummary):
     spec: dict[str, Any]  # as submitted (JobSpec), env values hidden from all but the owner and admins
 
     @classmethod
-    def of(cls, job: Job, show_env: bool = False) -> JobPublic:
-        fields = {name: getattr(job, name) for name in cls.model_fields if name != "spec"}
-        return cls(**fields, spec=visible_spec(job.spec, show_env))
+    def of(cls, job: Job, show_env: bool = False, wait: Wait | None = None) -> JobPublic:
+        names = (n for n in cls.model_fields if n != "spec" and n not in COMPUTED_FIELDS)
+        public = cls(**{name: getattr(job, name) for name in names}, spec=visible_spec(job.spec, show_env))
+        spec = job.spec or {}
+        public.with_progress(spec.get("total_steps"), spec.get("args"), job.last_metric_at, wait)
+        return public
 
 
 def visible_spec(spec: dict[str, Any], show_env: bool) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from sqlalchemy import event, select
 from sqlalchemy.orm import Session, object_session, sessionmaker
 
 from treino.errors import Conflict, NotFound, SpecError
-from treino.server import scheduler
+from treino.server import scheduler, waits
 from treino.server.auth import dead_token_hash, new_job_token, token_hash
 from treino.server.backend import Backend, BackendUnavailable, ExitInfo, LaunchRequest, Placement
 from treino.server.db import (
@@ -156,6 +156,13 @@ class Service:
         self.lock = threading.RLock()
         self.wakeup = threading.Event()  # set by submit and cancel: the scheduling task runs at once
         self.backend_unavailable_until = 0.0  # no starts before this (monotonic), after a BackendUnavailable
+        self.backend_unavailable_why = ""  # its message
+        # Rule 5 of treino.server.scheduler: why a job may not start now under a quota, or None. Whoever sets it
+        # calls `reschedule()` when its answers change for a reason the engine does not see (usage accrued, a
+        # quota edited): the engine runs a pass only when what it reads changes.
+        self.quota_block: scheduler.QuotaBlock | None = None
+        self._snapshot: waits.Snapshot | None = None  # the last scheduling pass, for why each queued job waits
+        self._backend_pending: dict[int, str] = {}  # running jobs the backend has not started yet: its reason
         # What the scheduler reads, kept from the engine's commits (module docstring). Changed under `lock` only.
         self._queue: scheduler.Queue | None = None  # None: (re)read from the database at the next tick
         self._active: set[int] = set()  # ids of the running and stopping jobs
@@ -172,6 +179,17 @@ class Service:
 
     def wake(self) -> None:
         self.wakeup.set()
+
+    def reschedule(self) -> None:
+        """Run a scheduling pass at the next tick, and wake it (a quota's answers changed)."""
+        self._dirty = True
+        self.wake()
+
+    def waits(self) -> waits.Waits:
+        """Why the queued jobs wait, as the last scheduling pass decided (treino.server.waits): read it once per
+        job list, then ask it about each row. Lock-free: it reads only what the engine replaces whole."""
+        down = self.backend_unavailable_why if time.monotonic() < self.backend_unavailable_until else None
+        return waits.Waits(self._snapshot, self._backend_pending, down)
 
     def job_dir(self, job_id: int) -> Path:
         return self.settings.jobs_dir / str(job_id)
@@ -290,11 +308,14 @@ class Service:
             # wait for) only from there to its commit, not across the backend's calls.
             attempts = [(job, self._latest_attempt(s, job)) for job in active]
             polled = [(job, attempt, self.backend.poll(attempt.handle)) for job, attempt in attempts]
+            pending: dict[int, str] = {}
             for job, attempt, info in polled:
                 if info is not None:
                     self._finish(s, job, attempt, info)
                     continue
                 self._place(s, job, attempt)
+                if (placed := attempt.handle.get("placement") or {}).get("state") == "pending":
+                    pending[job.id] = str(placed.get("reason") or "")  # Slurm's own reason (squeue's %r)
                 timeout = _timeout_s(job)
                 if job.state == JobState.RUNNING and timeout and now > attempt.started_at + timeout:
                     self._request_stop(s, job, StopRequest.TIMEOUT)
@@ -304,6 +325,7 @@ class Service:
                     and now > job.stop_requested_at + _grace_s(job) + KILL_MARGIN_S
                 ):
                     self.backend.kill(attempt.handle)  # the supervisor did not finish the job off: we do
+            self._backend_pending = pending
             self._schedule(s, now, to_start)
 
     def _place(self, s: Session, job: Job, attempt: Attempt) -> None:
@@ -355,8 +377,16 @@ class Service:
             queue.add(q)
         try:
             decision = scheduler.schedule(
-                inventory.devices, queue.ordered(), running, now, ordered=True, shapes=queue.shapes()
+                inventory.devices,
+                queue.ordered(),
+                running,
+                now,
+                ordered=True,
+                shapes=queue.shapes(),
+                quota_block=self.quota_block,
             )
+            # Kept for why each job waits (treino.server.waits): a copy of the queue's references, no other work.
+            self._snapshot = waits.Snapshot(decision, tuple(queue.ordered()), tuple(inventory.devices))
         finally:
             for q in joining:
                 queue.discard(q.id)
@@ -552,6 +582,7 @@ class Service:
         except BackendUnavailable as exc:
             # Nothing started (e.g. slurmctld down): the job goes back to the queue as it was, attempt undone.
             log.warning("job %s: not started, will retry: %s", request.job_id, exc)
+            self.backend_unavailable_why = str(exc)
             self._unlaunch(attempt_id)
             return
         except Exception as exc:  # refused (e.g. sbatch's error): the attempt fails with the reason
