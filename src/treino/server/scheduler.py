@@ -241,11 +241,11 @@ def schedule(
         if not ever:
             continue  # refused at submit (or its machines are down); never blocks the queue
         chosen = fit(shape)
-        if quota_block is not None and (head is None or chosen is not None):
-            held_by_quota = quota_block(job, starting)
-            if held_by_quota is not None:
-                blocked.append((job.id, held_by_quota))
-                continue  # rule 5: passed over, as a job that never fits is
+        if chosen is None and head is not None:
+            continue  # behind the head, only a job that fits in the free devices may start
+        if (why := _held(quota_block, job, starting)) is not None:
+            blocked.append((job.id, why))
+            continue  # rule 5: passed over, as a job that never fits is
         if head is None:
             if chosen is not None:
                 starts.append((job.id, chosen))
@@ -254,35 +254,26 @@ def schedule(
                 fits_now.clear()
                 continue
             head = job
-            # Counted on the machines it may use only (its data's residency): free GPUs elsewhere do not seat it.
-            eligible = {d.index for d in job.eligible(devices)}
-            free_for_head = sum(1 for d in free if d.index in eligible)
-            mine = [_on(r, eligible) for r in running]
-            holders = tuple(r.id for r in sorted(mine, key=lambda r: r.expected_end()) if r.devices)
-            reservation, spare_at_reservation = _reservation(free_for_head, mine, job.devices_needed)
-            victims = _victims(job, free_for_head, mine)
-            if victims:
-                # The head takes the next devices to come free: nothing backfills in this decision (a victim's
-                # expected end is its timeout, not the grace period it is about to get).
-                preempt.extend(victims)
-                reservation, spare_at_reservation = now, 0
+            free_for_head, holders, reservation, spare_at_reservation, victims = _reserve(
+                job, devices, free, running, now
+            )
+            preempt.extend(victims)
             if none_fits():
                 break
             continue
-        if chosen is None:
-            continue
+        assert chosen is not None
         ends_in_time = job.timeout_s is not None and not math.isinf(reservation) and now + job.timeout_s <= reservation
-        if ends_in_time or job.devices_needed <= spare_at_reservation:
-            starts.append((job.id, chosen))
-            starting.append(job)
-            free = [d for d in free if d.index not in chosen]
-            fits_now.clear()
-            if not ends_in_time:
-                spare_at_reservation -= job.devices_needed
-            if none_fits():
-                break
-        else:
-            refused.append(job.id)
+        if not (ends_in_time or job.devices_needed <= spare_at_reservation):
+            refused.append(job.id)  # it could delay the head's start
+            continue
+        starts.append((job.id, chosen))
+        starting.append(job)
+        free = [d for d in free if d.index not in chosen]
+        fits_now.clear()
+        if not ends_in_time:
+            spare_at_reservation -= job.devices_needed
+        if none_fits():
+            break
     return Decision(
         tuple(starts),
         tuple(preempt),
@@ -294,6 +285,30 @@ def schedule(
         head_holders=holders,
         free=len(free),
     )
+
+
+def _reserve(
+    head: Queued, devices: Sequence[Device], free: Sequence[Device], running: Sequence[Running], now: float
+) -> tuple[int, tuple[int, ...], float, int, list[int]]:
+    """Rules 3 and 4 for the head: the free devices it may use, the jobs holding the others (soonest expected end
+    first), its reservation and the devices to spare then, and the jobs to preempt for it."""
+    # Counted on the machines it may use only (its data's residency): free GPUs elsewhere do not seat it.
+    eligible = {d.index for d in head.eligible(devices)}
+    free_for_head = sum(1 for d in free if d.index in eligible)
+    mine = [_on(r, eligible) for r in running]
+    holders = tuple(r.id for r in sorted(mine, key=lambda r: r.expected_end()) if r.devices)
+    reservation, spare = _reservation(free_for_head, mine, head.devices_needed)
+    victims = _victims(head, free_for_head, mine)
+    if victims:
+        # The head takes the next devices to come free: nothing backfills in this decision (a victim's expected
+        # end is its timeout, not the grace period it is about to get).
+        reservation, spare = now, 0
+    return free_for_head, holders, reservation, spare, victims
+
+
+def _held(quota_block: QuotaBlock | None, job: Queued, starting: Sequence[Queued]) -> str | None:
+    """Rule 5: why a quota holds `job`, or None (no quotas: None)."""
+    return None if quota_block is None else quota_block(job, starting)
 
 
 def _on(r: Running, eligible: set[int]) -> Running:

@@ -125,9 +125,7 @@ class Snapshot:
             return Wait(WaitReason.QUOTA, position, gpus_needed=need, note=self._blocked[job_id])
         if job_id == d.head:
             blockers = d.preempt or d.head_holders
-            return Wait(
-                WaitReason.RESOURCES, position, blockers, need, d.head_free, d.reservation_at, bool(d.preempt)
-            )
+            return Wait(WaitReason.RESOURCES, position, blockers, need, d.head_free, d.reservation_at, bool(d.preempt))
         if not self._seats_ever(job):
             return Wait(WaitReason.RESOURCES, position, gpus_needed=need)
         head = self._index.get(d.head) if d.head is not None else None

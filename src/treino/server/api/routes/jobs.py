@@ -46,6 +46,7 @@ from treino.server.db import Attempt, Checkpoint, Job, JobState, MetricPoint
 from treino.server.lineage import record_checkpoint
 from treino.server.resubmission import resubmit as resubmit_job
 from treino.server.schemas import (
+    SUMMARY_COLUMNS,
     AttemptOut,
     CheckpointAck,
     CheckpointIn,
@@ -55,7 +56,6 @@ from treino.server.schemas import (
     JobPublic,
     JobSummary,
     LogChunk,
-    SUMMARY_COLUMNS,
     MetricOut,
     MetricsIn,
     MetricsOut,
