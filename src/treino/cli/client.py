@@ -364,7 +364,7 @@ def show(
     from rich.table import Table
     from rich.text import Text
 
-    from treino.cli.job_status import show_fields
+    from treino.cli.job_status import progress, show_fields
     from treino.cli.render import console
 
     out = console()
@@ -385,7 +385,7 @@ def show(
         ("started", _when(job["started_at"])),
         ("ended", _when(job["ended_at"])),
         ("exit code", _num(job["exit_code"], "d")),
-        ("step", _num(job["last_step"], "d")),
+        ("step", progress(job)),
         ("loss", _num(job["last_loss"], ".4g")),
         ("steps/s", _num(job["steps_per_s"], ".2f")),
         ("checkpoint", _num(job["checkpoint_step"], "d")),

@@ -92,7 +92,7 @@ def status(job: dict[str, Any], now: float) -> str:
 
 
 def show_fields(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
-    """`treino show`'s lines on waiting, progress and times (those that apply to the job's state)."""
+    """`treino show`'s lines on waiting, ETA and times (those that apply to the job's state)."""
     rows: list[tuple[str, str]] = []
     wait = job.get("wait")
     if wait:
@@ -100,8 +100,6 @@ def show_fields(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
         rows.append(("waiting", f"{place}{wait['reason']}: {wait['detail']}"))
     elif job["state"] == "queued":
         rows.append(("waiting", "not yet considered by the scheduler (just submitted)"))
-    if job.get("last_step") is not None or job.get("total_steps") is not None:
-        rows.append(("progress", progress(job)))
     if job.get("eta_at") is not None and job["state"] == "running":
         rows.append(("ETA", f"{span(job['eta_at'] - now)} (at {clock(job['eta_at'])}, at the last measured steps/s)"))
     if job.get("queue_wait_s") is not None:
