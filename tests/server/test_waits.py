@@ -1,9 +1,20 @@
-"""Why each queued job waits, read off the scheduler's own decision (treino.server.waits), on hand-made queues."""
+"""Why each queued job waits, read off the scheduler's own decision (treino.server.waits): on hand-made queues, and
+as the engine keeps its last pass (in-process, a real database, the local backend's real processes)."""
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from treino.server.inventory import Device
+from tests.conftest import Database
+from tests.server.conftest import kill_jobs
+from treino.govern.access import Principal, Role
+from treino.server.backend import LocalBackend, Placement
+from treino.server.context import ServerContext
+from treino.server.db import make_engine, make_sessionmaker, migrate, sqlite_url
+from treino.server.inventory import Device, cpu_inventory
 from treino.server.scheduler import Queue, Queued, Running, schedule
+from treino.server.settings import Settings
+from treino.server.spec import JobSpec
 from treino.server.waits import Snapshot, Wait, WaitReason, Waits
 
 NOW = 1000.0
@@ -84,3 +95,35 @@ def test_a_job_pending_in_slurm_and_an_unreachable_backend() -> None:
     down = Waits(snapshot, {}, "slurmctld down").of(1, "queued")
     assert down is not None and (down.reason, down.position, down.note) == (WaitReason.BACKEND, 1, "slurmctld down")
     assert Waits(snapshot, {}).of(1, "succeeded") is None
+
+
+class PendingInSlurm(LocalBackend):
+    """The local backend, whose attempts say what a Slurm job pending in its queue says (treino.server.slurm)."""
+
+    def placement(self, handle: dict[str, Any]) -> Placement | None:
+        return Placement((), "pending", "ReqNodeNotAvail, UnavailableNodes:gpu-01")
+
+
+def test_the_engine_keeps_its_last_pass_and_the_backend_s_reasons(tmp_path: Path, database: Database) -> None:
+    db = make_engine(database.new_url() or sqlite_url(tmp_path))
+    migrate(db)
+    settings = Settings(tmp_path, "http://127.0.0.1:0", key=b"k" * 32)
+    ctx = ServerContext.create(settings, make_sessionmaker(db), PendingInSlurm(cpu_inventory(1)))
+    admin = Principal("admin", Role.ADMIN, 0, None)
+    try:
+        holder = ctx.submissions.submit(JobSpec(name="hold", command=["sleep", "600"], priority=9), admin).id
+        for _ in range(3):
+            ctx.engine.tick()
+        queued = [ctx.submissions.submit(JobSpec(name=f"q{i}", command=["true"]), admin).id for i in range(2)]
+        for _ in range(3):
+            ctx.engine.tick()
+        waits = ctx.engine.waits()
+        assert waits.of(holder, "running") == Wait(
+            WaitReason.SLURM, None, note="ReqNodeNotAvail, UnavailableNodes:gpu-01"
+        )
+        first, second = (waits.of(i, "queued") for i in queued)
+        assert first is not None and (first.reason, first.position, first.blocked_by) == ("resources", 1, (holder,))
+        assert second is not None and (second.reason, second.position, second.blocked_by) == ("queue", 2, (queued[0],))
+    finally:
+        kill_jobs(tmp_path)
+        db.dispose()
