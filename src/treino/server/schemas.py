@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -102,21 +102,22 @@ class WaitOut(BaseModel):
     preempting: bool  # resources: `blocked_by` are being stopped for it
     note: str | None  # the quota's message, or Slurm's reason (squeue %r)
 
-    @classmethod
-    def of(cls, wait: Wait | None) -> WaitOut | None:
+    @staticmethod
+    def fields(wait: Wait | None) -> dict[str, Any] | None:
+        """`wait` as this model's fields (validated with the summary that holds it: one validation per row)."""
         if wait is None:
             return None
-        return cls(
-            reason=wait.reason.value,
-            detail=wait.detail(),
-            position=wait.position,
-            blocked_by=list(wait.blocked_by),
-            gpus_needed=wait.gpus_needed,
-            gpus_free=wait.gpus_free,
-            until=wait.until,
-            preempting=wait.preempting,
-            note=wait.note,
-        )
+        return {
+            "reason": wait.reason.value,
+            "detail": wait.detail(),
+            "position": wait.position,
+            "blocked_by": list(wait.blocked_by),
+            "gpus_needed": wait.gpus_needed,
+            "gpus_free": wait.gpus_free,
+            "until": wait.until,
+            "preempting": wait.preempting,
+            "note": wait.note,
+        }
 
 
 class JobSummary(BaseModel):
@@ -151,19 +152,25 @@ class JobSummary(BaseModel):
     queue_wait_s: float | None = None  # submit to first start
     duration_s: float | None = None  # first start to end (time requeued between attempts included)
 
-    def with_progress(self, spec_total: Any, args: Any, last_metric_at: float | None, wait: Wait | None) -> Self:
-        """This summary with its computed fields (treino.server.progress), from the columns it was read with."""
-        total = progress.total_steps(spec_total, args)
-        self.wait = WaitOut.of(wait)
-        self.total_steps = total
-        self.eta_at = progress.eta_at(self.state, total, self.last_step, last_metric_at, self.steps_per_s)
-        self.queue_wait_s = progress.queue_wait_s(self.submitted_at, self.started_at)
-        self.duration_s = progress.duration_s(self.started_at, self.ended_at)
-        return self
-
 
 COMPUTED_FIELDS = frozenset({"wait", "total_steps", "eta_at", "queue_wait_s", "duration_s"})
 SUMMARY_COLUMNS = tuple(f for f in JobSummary.model_fields if f not in COMPUTED_FIELDS)  # read from the jobs table
+
+
+def computed_fields(
+    columns: dict[str, Any], spec_total: Any, args: Any, last_metric_at: float | None, wait: Wait | None
+) -> dict[str, Any]:
+    """A job's computed summary fields (treino.server.progress, treino.server.waits) from its columns, the spec's
+    `total_steps` and `args`, and its last metric's time."""
+    total = progress.total_steps(spec_total, args)
+    state, started, ended = columns["state"], columns["started_at"], columns["ended_at"]
+    return {
+        "wait": WaitOut.fields(wait),
+        "total_steps": total,
+        "eta_at": progress.eta_at(state, total, columns["last_step"], last_metric_at, columns["steps_per_s"]),
+        "queue_wait_s": progress.queue_wait_s(columns["submitted_at"], started),
+        "duration_s": progress.duration_s(started, ended),
+    }
 
 
 class ResubmitIn(Schema):
@@ -180,11 +187,10 @@ class JobPublic(JobSummary):
 
     @classmethod
     def of(cls, job: Job, show_env: bool = False, wait: Wait | None = None) -> JobPublic:
-        names = (n for n in cls.model_fields if n != "spec" and n not in COMPUTED_FIELDS)
-        public = cls(**{name: getattr(job, name) for name in names}, spec=visible_spec(job.spec, show_env))
+        columns = {n: getattr(job, n) for n in cls.model_fields if n != "spec" and n not in COMPUTED_FIELDS}
         spec = job.spec or {}
-        public.with_progress(spec.get("total_steps"), spec.get("args"), job.last_metric_at, wait)
-        return public
+        computed = computed_fields(columns, spec.get("total_steps"), spec.get("args"), job.last_metric_at, wait)
+        return cls(**columns, **computed, spec=visible_spec(spec, show_env))
 
 
 def visible_spec(spec: dict[str, Any], show_env: bool) -> dict[str, Any]:

@@ -60,6 +60,7 @@ from treino.server.schemas import (
     MetricsIn,
     MetricsOut,
     ResubmitIn,
+    computed_fields,
     may_see_env,
     path_exists,
     responses,
@@ -128,9 +129,10 @@ async def jobs(
             rows, after = keyset_page(s, query, Job.id, limit, before_id)
             summaries = []
             for r in rows:
-                summary = JobSummary.model_validate(r, from_attributes=True)
+                columns = dict(zip(SUMMARY_COLUMNS, r, strict=False))
                 last_metric_at, total, args = r[-3:]
-                summaries.append(summary.with_progress(total, args, last_metric_at, waits.of(r.id, r.state)))
+                computed = computed_fields(columns, total, args, last_metric_at, waits.of(r.id, r.state))
+                summaries.append(JobSummary.model_validate(columns | computed))
             page = JobList(jobs=summaries, next=after)
         return page.model_dump_json().encode()
 
