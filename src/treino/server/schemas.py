@@ -20,7 +20,7 @@ from treino.server.db import Job
 from treino.server.inventory import Device, Node
 from treino.server.settings import INT_MAX, METRIC_KEY_CHARS_MAX, METRIC_POINTS_PER_POST_MAX, NAME_PATTERN
 from treino.server.spec import FsPath, no_nul
-from treino.server.waits import Wait
+from treino.server.waits import Wait, WaitReason
 
 Text = Annotated[str, AfterValidator(no_nul)]
 Count = Annotated[int, Field(ge=0, le=INT_MAX)]
@@ -92,7 +92,7 @@ class InventoryOut(BaseModel):
 class WaitOut(BaseModel):
     """Why a job waits (treino.server.waits), from the scheduler's last pass."""
 
-    reason: str  # quota, resources, backfill, priority, queue, slurm (pending in Slurm), backend
+    reason: WaitReason  # quota, resources, backfill, priority, queue, slurm (pending in Slurm), backend
     detail: str  # the reason in one English sentence
     position: int | None  # in the queue, 1 = next; None for a job pending in Slurm
     blocked_by: list[int]  # resources: the jobs holding the devices; backfill, priority, queue: the job ahead
