@@ -60,22 +60,24 @@ def devices(n: int) -> list[Device]:
 def test_a_job_a_quota_holds_waits_without_blocking_or_preempting_and_sees_the_starts_so_far() -> None:
     asked: list[tuple[int, list[int]]] = []
 
-    def blocked(job: Queued, starts: Sequence[tuple[int, tuple[int, ...]]]) -> str | None:
-        asked.append((job.id, [i for i, _ in starts]))
+    def blocked(job: Queued, starting: Sequence[Queued]) -> str | None:
+        asked.append((job.id, [q.id for q in starting]))
         return "quota: over" if job.id == 2 else None
 
     # Job 2 has the highest priority and would preempt job 9 (priority -1): held, it neither starts nor preempts,
     # and job 3 behind it takes the free device.
     running = [Running(9, -1, (0, 1), 0.0, None)]
-    d = schedule(devices(3), [Queued(2, 5, 3, 1.0, None), Queued(3, 0, 1, 2.0, None)], running, NOW, blocked=blocked)
+    d = schedule(
+        devices(3), [Queued(2, 5, 3, 1.0, None), Queued(3, 0, 1, 2.0, None)], running, NOW, quota_block=blocked
+    )
     assert d.start == ((3, (2,)),) and d.preempt == () and d.head is None
-    assert d.waits == ((2, "quota: over"),)
+    assert d.quota_blocked == ((2, "quota: over"),)
     assert asked == [(2, []), (3, [])]
     # Without the hold, job 2 is the head and preempts job 9.
     assert schedule(devices(3), [Queued(2, 5, 3, 1.0, None)], running, NOW).preempt == (9,)
     # The second job of a pass is asked with the first's start.
     asked.clear()
-    schedule(devices(2), [Queued(3, 0, 1, 1.0, None), Queued(4, 0, 1, 2.0, None)], [], NOW, blocked=blocked)
+    schedule(devices(2), [Queued(3, 0, 1, 1.0, None), Queued(4, 0, 1, 2.0, None)], [], NOW, quota_block=blocked)
     assert asked == [(3, []), (4, [3])]
 
 

@@ -306,25 +306,33 @@ def jobs(
         return
     from rich.table import Table
 
+    from treino.cli.job_status import devices_short, progress, status
     from treino.cli.render import console
 
     now = time.time()
     table = Table(title_justify="left", title=f"{len(rows)} job(s)" + (f", {state}" if state else ""))
-    # Short headers, so the ten columns fit 80 characters; the state is never cut.
-    for col in ("id", "name", "state", "gpus", "prio", "tries", "step", "loss", "steps/s", "age"):
-        table.add_column(col, justify="left" if col in ("name", "state") else "right", no_wrap=col != "name")
+    # Short headers, so the columns fit 80 characters: ids and states never cut, a long name or device list folds,
+    # the status (a queued job's place and why it waits, a running job's ETA, a finished job's duration) wraps.
+    # The loss and the rest: 'treino show ID'.
+    min_widths = {"state": len("succeeded")}
+    for col in ("id", "name", "state", "gpus", "prio", "step", "status"):
+        wraps = col in ("name", "gpus", "status")
+        table.add_column(
+            col,
+            justify="left" if col in ("name", "state", "status") else "right",
+            no_wrap=not wraps,
+            overflow="fold" if wraps else "ellipsis",
+            min_width=min_widths.get(col),
+        )
     for j in rows:
         table.add_row(
             str(j["id"]),
             j["name"],
             _state(j["state"]),
-            _devices(j),
+            devices_short(j),
             str(j["priority"]),
-            str(j["attempts"]),
-            _num(j["last_step"], "d"),
-            _num(j["last_loss"], ".4g"),
-            _num(j["steps_per_s"], ".2f"),
-            age(now - j["submitted_at"]),
+            progress(j),
+            status(j, now),
         )
     console().print(table)
     if page.get("next") is not None:
@@ -356,6 +364,7 @@ def show(
     from rich.table import Table
     from rich.text import Text
 
+    from treino.cli.job_status import progress, show_fields
     from treino.cli.render import console
 
     out = console()
@@ -376,10 +385,11 @@ def show(
         ("started", _when(job["started_at"])),
         ("ended", _when(job["ended_at"])),
         ("exit code", _num(job["exit_code"], "d")),
-        ("step", _num(job["last_step"], "d")),
+        ("step", progress(job)),
         ("loss", _num(job["last_loss"], ".4g")),
         ("steps/s", _num(job["steps_per_s"], ".2f")),
         ("checkpoint", _num(job["checkpoint_step"], "d")),
+        *show_fields(job, time.time()),
     ):
         fields.add_row(label, value)
     out.print(Text(f"Job {job['id']} ({job['name']})", style="bold"))

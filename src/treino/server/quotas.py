@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from treino.errors import PolicyViolation
 from treino.govern.models import User
 from treino.server.db import ACTIVE_STATES, Job, Quota
-from treino.server.scheduler import Blocked, Queued
+from treino.server.scheduler import Queued, QuotaBlock
 from treino.server.spec import JobSpec
 from treino.server.usage import gpu_hours_of, gpus_held, month_start, next_month_start
 
@@ -197,20 +197,20 @@ def set_quota(
     return row
 
 
-def blocker(s: Session, now: float) -> Blocked | None:
-    """The scheduler's `blocked` for one pass (treino.server.scheduler, rule 5): `quota_block` of each job it is
+def blocker(s: Session, now: float) -> QuotaBlock | None:
+    """The scheduler's `quota_block` for one pass (treino.server.scheduler, rule 5): `quota_block` of each job it is
     about to start, counting the GPUs of the owner's jobs this pass already starts. None when nobody has a quota."""
     book = QuotaBook(s)
     if book.empty:
         return None
     needs: dict[int, tuple[str, int]] = {}  # job id -> (owner, GPUs), of the jobs asked about in this pass
 
-    def blocked(queued: Queued, starts: Sequence[tuple[int, tuple[int, ...]]]) -> str | None:
+    def blocked(queued: Queued, starting: Sequence[Queued]) -> str | None:
         owner = s.scalar(select(Job.owner).where(Job.id == queued.id))  # the owner only: a spec may be megabytes
         if owner is None:
             return None
         needs[queued.id] = (owner, queued.devices_needed)
-        starting = sum(gpus for who, gpus in (needs.get(i, ("", 0)) for i, _ in starts) if who == owner)
-        return _block(s, owner, queued.devices_needed, starting, now, book)
+        theirs = sum(gpus for who, gpus in (needs.get(q.id, ("", 0)) for q in starting) if who == owner)
+        return _block(s, owner, queued.devices_needed, theirs, now, book)
 
     return blocked

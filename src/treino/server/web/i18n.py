@@ -227,6 +227,26 @@ PT: dict[str, str] = {
     "Quota": "Cota",
     "GPU-hours this month": "GPU-horas neste mês",
     "resets": "renova em",
+    # why a job waits, its times (treino.server.waits, treino.server.progress)
+    "status": "situação",
+    "position": "posição",
+    "preempting": "preemptando",
+    "no machine it may use can seat it now": "nenhuma máquina que ele pode usar o comporta agora",
+    "waiting for devices": "aguardando dispositivos",
+    "needed": "necessários",
+    "held by": "ocupados por",
+    "expected free at": "previstos livres em",
+    "fits now, but would delay": "cabe agora, mas atrasaria",
+    "due to start at": "com início previsto em",
+    "a higher-priority job goes first": "um job de prioridade maior vai antes",
+    "an earlier job goes first": "um job enviado antes vai primeiro",
+    "held by a quota": "retido por uma cota",
+    "the cluster cannot be reached": "o cluster está inacessível",
+    "took": "durou",
+    "waited": "esperou",
+    "from the first start to the end, time requeued between attempts included": (
+        "do primeiro início ao fim, incluindo o tempo de volta à fila entre tentativas"
+    ),
 }
 
 

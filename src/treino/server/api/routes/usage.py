@@ -58,7 +58,7 @@ def usage_out(ctx: ServerContext, who: Principal, since: str | None, by: By, use
         sacct = run
     with ctx.sessions() as s:
         found = report(s, start, now, by, user, getattr(ctx.backend, "tag", None) if slurm else None, sacct, now)
-        waits = ctx.engine.waits
+        waits = ctx.engine.quota_holds
         # the last pass's reasons, of the jobs still queued (one cancelled since may be in them)
         queued = select(Job.id, Job.owner).where(Job.id.in_(list(waits)), Job.state == JobState.QUEUED)
         owners = {i: o for i, o in s.execute(queued)}
