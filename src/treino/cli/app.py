@@ -12,6 +12,7 @@ import typer
 
 from treino import catalog
 from treino.cli.bench import bench
+from treino.cli.catalog_cmds import FxRateOpt, fx_json, fx_line, fx_rate, offers_cmd, sites_cmd
 from treino.cli.client import cancel, jobs, logs, show, submit
 from treino.cli.govern import (
     audit_app,
@@ -28,11 +29,18 @@ from treino.cli.govern import (
 from treino.cli.metrics import metrics
 from treino.cli.resubmit import resubmit
 from treino.cli.server import server
-from treino.errors import TreinoError
+from treino.errors import EXIT_NO_FIT, TreinoError, UsageError
+
+EXIT_CODES_HELP = (
+    "Exit codes, the same with --json: 0 done; 1 a runtime failure (the server, a file, a failed job); "
+    "2 a usage error (a bad option or value); 3 the answer is no (the plan does not fit, no offer qualifies). "
+    "Settings: ~/.config/treino/config.yaml (url:, token:); see the README."
+)
 
 app = typer.Typer(
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish and PowerShell
+    epilog=EXIT_CODES_HELP,
     pretty_exceptions_enable=False,
     help="Plan, benchmark, run and govern ML training on dedicated GPU servers.",
 )
@@ -40,6 +48,8 @@ plan_app = typer.Typer(no_args_is_help=True, help="Will it fit, and with which s
 app.add_typer(plan_app, name="plan")
 
 app.command("bench")(bench)
+app.command("offers")(offers_cmd)
+app.command("sites")(sites_cmd)
 app.command("server")(server)
 app.command("submit")(submit)
 app.command("jobs")(jobs)
@@ -129,9 +139,10 @@ def plan_train(
     cpu_cores: Annotated[int, typer.Option("--cpu-cores", help="Server CPU cores (default: 8 per GPU).")] = 0,
     ram_gb: Annotated[float, typer.Option("--ram-gb", help="Server RAM, GB (default: 128 per GPU).")] = 0,
     dataset_gb: Annotated[float, typer.Option("--dataset-gb", help="Dataset size on disk, GB.")] = 0,
-    offer: Annotated[str, typer.Option("--offer", help="Price the run on this offer (see offers.csv).")] = "",
+    offer: Annotated[str, typer.Option("--offer", help="Price the run on this offer (see 'treino offers').")] = "",
     runs_per_month: Annotated[float, typer.Option("--runs-per-month")] = 1,
     months: Annotated[int, typer.Option("--months")] = 1,
+    fx_given: FxRateOpt = None,
     profile: Annotated[
         Path | None, typer.Option("--profile", help="Hardware profile from 'treino bench --save': measured figures.")
     ] = None,
@@ -175,11 +186,11 @@ def plan_train(
     elif method == "analytic":
         result = plan_training(catalog.model(model), gpu_spec, setup)
     else:
-        raise TreinoError(f"Unknown --method {method!r}. To fix: use analytic or trace.")
+        raise UsageError(f"Unknown --method {method!r}. To fix: use analytic or trace.")
     from treino.plan.performance import estimate_time
 
     if epochs < 1:
-        raise TreinoError(f"--epochs must be at least 1, got {epochs}.")
+        raise UsageError(f"--epochs must be at least 1, got {epochs}.")
     link = interconnect or ("pcie" if gpu_spec.gpu_link == "none" else "nvlink")
     timing = estimate_time(result.model, gpu_spec, setup, tokens=tokens * epochs, interconnect=link, mfu=mfu)
     from treino.plan.pipeline import estimate_pipeline
@@ -196,7 +207,9 @@ def plan_train(
         seq_len=setup.seq_len,
         storage_read_gb_s=measured.storage_read_gb_s if measured else None,  # the profile's disk beats --storage
     )
-    cost = _job_cost(offer, gpu_spec.name, setup.gpus, timing.total_seconds, runs_per_month, months, dataset_gb)
+    cost = _job_cost(
+        offer, gpu_spec.name, setup.gpus, timing.total_seconds, runs_per_month, months, dataset_gb, fx_given
+    )
     if as_json:
         _print_json(
             {
@@ -207,6 +220,8 @@ def plan_train(
                 **({"profile": measured.to_json()} if measured else {}),
             }
         )
+        if not result.fits:
+            raise typer.Exit(EXIT_NO_FIT)
         return
     from treino.cli.render import console, pipeline_line, time_line, train_plan
 
@@ -222,8 +237,10 @@ def plan_train(
             f"Cost on {offer}: {format_brl(cost['total_brl'])} for {months} month(s) "
             f"({format_brl(cost['per_month_brl'])} a month; prices as of {cost['price_as_of']})."
         )
+        if cost["fx_brl_per_usd"] is not None:
+            console().print(fx_line(fx_rate(fx_given)), style="dim", highlight=False)
     if not result.fits:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_NO_FIT)
 
 
 @plan_app.command("scale")
@@ -247,7 +264,7 @@ def plan_scale(
     from treino.plan.performance import scale
 
     if not 1 <= max_gpus <= 1024:
-        raise TreinoError(f"--max-gpus must be between 1 and 1024, got {max_gpus}.")
+        raise UsageError(f"--max-gpus must be between 1 and 1024, got {max_gpus}.")
     counts = [2**i for i in range(max_gpus.bit_length()) if 2**i <= max_gpus]
     setup = TrainSetup(
         micro_batch=micro_batch,
@@ -289,7 +306,7 @@ def plan_shared(
     from treino.plan.shared import SharedGpu, estimate_shared, seed_table
 
     if bool(mig) == bool(time_slice):
-        raise TreinoError("Say how the GPU is shared. To fix: give --mig 3g, or --time-slice 1 (one neighbour).")
+        raise UsageError("Say how the GPU is shared. To fix: give --mig 3g, or --time-slice 1 (one neighbour).")
     setup = TrainSetup(
         micro_batch=micro_batch, seq_len=seq_len, precision=precision, checkpointing=checkpointing, lora_rank=lora_rank
     )
@@ -358,6 +375,7 @@ def plan_cost(
     checkpoint_gb: Annotated[float, typer.Option("--checkpoint-gb", help="Downloaded after each run.")] = 0,
     fx_move: Annotated[float, typer.Option("--fx-move", help="Exchange-rate move to show, %.")] = 20,
     offers_file: Annotated[str, typer.Option("--offers", help="Your own quotes (CSV or YAML).")] = "",
+    fx_given: FxRateOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Dedicated server against cloud for this job: total cost in BRL, break-even, exchange-rate risk."""
@@ -366,7 +384,7 @@ def plan_cost(
     from treino.plan.tco import compare
 
     local = offer_catalog.load_offers_file(offers_file) if offers_file else {}
-    fx = offer_catalog.fx_rate()
+    fx = fx_rate(fx_given)
     result = compare(
         catalog.model(model),
         offer_catalog.candidate(dedicated, local),
@@ -382,7 +400,7 @@ def plan_cost(
         fx_move_pct=fx_move,
     )
     if as_json:
-        _print_json({**asdict(result), "fx": {"brl_per_usd": fx.brl_per_usd, "date": fx.date, "source": fx.source}})
+        _print_json({**asdict(result), "fx": fx_json(fx)})
         return
     from rich.table import Table
     from rich.text import Text
@@ -419,7 +437,7 @@ def plan_cost(
     )
     console().print(
         Text(
-            f"Rate: {fx.brl_per_usd} BRL/USD on {fx.date} ({fx.source}). Prices: "
+            f"{fx_line(fx)} Prices: "
             f"{result.dedicated.cost.price_source} ({result.dedicated.cost.price_as_of}); "
             f"{result.cloud.cost.price_source} ({result.cloud.cost.price_as_of}).",
             style="dim",
@@ -455,12 +473,12 @@ def plan_infer(
                 "headroom_bytes": gpu_spec.memory_bytes - est.peak_bytes,
             }
         )
-        return
-    from treino.cli.render import console, infer_plan
+    else:
+        from treino.cli.render import console, infer_plan
 
-    console().print(infer_plan(spec, gpu_spec, est, batch, context, weights))
+        console().print(infer_plan(spec, gpu_spec, est, batch, context, weights))
     if not fits:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_NO_FIT)
 
 
 @app.command("gpus")
@@ -520,7 +538,14 @@ class _JobCost(TypedDict):
 
 
 def _job_cost(
-    offer_name: str, gpu: str, gpus: int, run_seconds: float, runs_per_month: float, months: int, dataset_gb: float
+    offer_name: str,
+    gpu: str,
+    gpus: int,
+    run_seconds: float,
+    runs_per_month: float,
+    months: int,
+    dataset_gb: float,
+    fx_given: float | None = None,
 ) -> _JobCost | None:
     """The `cost` object of `plan train --json`: this run on `offer_name`, enough servers for `gpus`."""
     if not offer_name:
@@ -530,11 +555,11 @@ def _job_cost(
 
     offer = offer_catalog.offer(offer_name)
     if offer.gpu != gpu:
-        raise TreinoError(f"Offer {offer.name!r} has {offer.gpu} GPUs, not {gpu}. To fix: --gpu {offer.gpu}.")
+        raise UsageError(f"Offer {offer.name!r} has {offer.gpu} GPUs, not {gpu}. To fix: --gpu {offer.gpu}.")
     if run_seconds <= 0:
-        raise TreinoError("Pricing a run needs its length. To fix: add --tokens.")
+        raise UsageError("Pricing a run needs its length. To fix: add --tokens.")
     servers = -(-gpus // offer.gpus)
-    fx = offer_catalog.fx_rate()
+    fx = fx_rate(fx_given)
     one = project_cost(offer, fx, run_seconds / 3600, runs_per_month, months, dataset_gb)
     total = one.compute_brl * servers + one.egress_brl
     # asdict is typed dict[str, Any]; its keys are CostBreakdown's fields, as _JobCost lists them.
@@ -557,7 +582,7 @@ def _hours(text: str) -> float:
     try:
         return float(value) * units[unit]
     except ValueError as exc:
-        raise TreinoError(f"Cannot read the deadline {text!r}. To fix: write e.g. 3d, 72h or 90m.") from exc
+        raise UsageError(f"Cannot read the deadline {text!r}. To fix: write e.g. 3d, 72h or 90m.") from exc
 
 
 def _brl(text: str) -> float:
@@ -570,7 +595,7 @@ def _brl(text: str) -> float:
     try:
         return float(cleaned)
     except ValueError as exc:
-        raise TreinoError(f'Cannot read the budget {text!r}. To fix: write e.g. "R$ 50.000" or 50000.') from exc
+        raise UsageError(f'Cannot read the budget {text!r}. To fix: write e.g. "R$ 50.000" or 50000.') from exc
 
 
 @app.command("recommend")
@@ -586,6 +611,7 @@ def recommend_cmd(
         str, typer.Option("--offers", help="Your own quotes (CSV or YAML), added to the catalog.")
     ] = "",
     max_gpus: Annotated[int, typer.Option("--max-gpus")] = 64,
+    fx_given: FxRateOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     html: Annotated[str, typer.Option("--html", help="Also write a self-contained HTML report with plots.")] = "",
 ) -> None:
@@ -595,7 +621,7 @@ def recommend_cmd(
     from treino.plan.recommend import recommend
 
     candidates = offer_catalog.candidates(offers_file)
-    spec, fx = catalog.model(model), offer_catalog.fx_rate()
+    spec, fx = catalog.model(model), fx_rate(fx_given)
     deadline_hours, budget_brl = (_hours(deadline) if deadline else None), (_brl(budget) if budget else None)
     result = recommend(
         spec,
@@ -634,18 +660,23 @@ def recommend_cmd(
                 "rejected": [asdict(r) for r in result.rejected],
                 "best_effort": asdict(result.best_effort) if result.best_effort else None,
                 "miss": result.miss,
+                "fx": fx_json(fx),
             }
         )
-        return
-    from treino.cli.render import console, recommendation
+    else:
+        from treino.cli.render import console, recommendation
 
-    console().print(recommendation(result))
-    if html:
-        print(f"Report: {written}")
+        console().print(recommendation(result))
+        console().print(fx_line(fx), style="dim", highlight=False)
+        if html:
+            print(f"Report: {written}")
+    if not result.choices:
+        raise typer.Exit(EXIT_NO_FIT)
 
 
 def main() -> None:
-    """Entry point: TreinoError -> one red line and exit code 2; traceback only with --debug."""
+    """Entry point: TreinoError -> one red line and its exit code (treino.errors: 1 a failure, 2 a usage error);
+    traceback only with --debug."""
     try:
         app()
     except TreinoError as exc:
@@ -656,4 +687,4 @@ def main() -> None:
 
         # escape(): a message may hold brackets ("pip install 'treino[torch]'") that are not Rich markup.
         Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(exc.exit_code)

@@ -312,7 +312,9 @@ def jobs(
     table = Table(title_justify="left", title=f"{len(rows)} job(s)" + (f", {state}" if state else ""))
     # Short headers, so the ten columns fit 80 characters; the state is never cut.
     for col in ("id", "name", "state", "gpus", "prio", "tries", "step", "loss", "steps/s", "age"):
-        table.add_column(col, justify="left" if col in ("name", "state") else "right", no_wrap=col != "name")
+        table.add_column(
+            col, justify="left" if col in ("name", "state") else "right", no_wrap=col != "name", overflow="fold"
+        )
     for j in rows:
         table.add_row(
             str(j["id"]),
