@@ -118,7 +118,7 @@ def test_malformed_config_names_the_problem(tmp_path: Path) -> None:
         )
     )
     out = treino("plan", "train", "--model", str(broken), "--gpu", "l4")
-    assert out.returncode == 1 and "lacks 'intermediate_size'" in out.stderr
+    assert out.returncode == 2 and "lacks 'intermediate_size'" in out.stderr  # a PlanError: its input is wrong
 
 
 def test_debug_shows_the_traceback() -> None:

@@ -213,7 +213,10 @@ def _yaml_offers(path: Path) -> dict[str, Offer]:
         assert isinstance(root, yaml.MappingNode)
         root = next(v for k, v in root.value if k.value == "offers")
     if not isinstance(data, list) or not isinstance(root, yaml.SequenceNode):
-        raise CatalogError(f"{where} must hold a list of offers (or 'offers:' with a list). To fix: see `treino offers --json` for the fields.")
+        raise CatalogError(
+            f"{where} must hold a list of offers (or 'offers:' with a list). To fix: see the fields of "
+            "`treino offers --json`."
+        )
     out: dict[str, Offer] = {}
     for item, node in zip(data, root.value, strict=True):
         line = node.start_mark.line + 1

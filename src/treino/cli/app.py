@@ -14,6 +14,7 @@ from treino import catalog
 from treino.cli.bench import bench
 from treino.cli.catalog_cmds import FxRateOpt, fx_json, fx_line, fx_rate, offers_cmd, sites_cmd
 from treino.cli.client import cancel, jobs, logs, show, submit
+from treino.cli.completion import completion
 from treino.cli.govern import (
     audit_app,
     data_app,
@@ -48,6 +49,7 @@ plan_app = typer.Typer(no_args_is_help=True, help="Will it fit, and with which s
 app.add_typer(plan_app, name="plan")
 
 app.command("bench")(bench)
+app.command("completion")(completion)
 app.command("offers")(offers_cmd)
 app.command("sites")(sites_cmd)
 app.command("server")(server)

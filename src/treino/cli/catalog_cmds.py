@@ -46,7 +46,7 @@ def fx_line(fx: FxRate) -> str:
     """The rate a command used and where it came from, for its output."""
     if fx.source == FX_GIVEN_SOURCE:
         return f"Rate: {fx.brl_per_usd:g} BRL/USD ({FX_GIVEN_SOURCE})."
-    return f"Rate: {fx.brl_per_usd:g} BRL/USD on {fx.date} (catalog fx.csv: {fx.source}); override it with --fx-rate."
+    return f"Rate: {fx.brl_per_usd:g} BRL/USD on {fx.date} (catalog fx.csv: {fx.source})."
 
 
 def fx_json(fx: FxRate) -> dict[str, object]:
@@ -114,25 +114,20 @@ def offers_cmd(
 
     from treino.cli.render import console, identity_column
 
+    # Four columns, so 80 characters hold them: under each offer's name its provider and site, under its price
+    # the price's date; the name is never cut.
     grid = Table(title=f"{len(rows)} offer(s)", title_justify="left", show_edge=False)
     identity_column(grid, "offer")
-    grid.add_column("provider")
-    grid.add_column("site")
-    grid.add_column("GPUs", no_wrap=True)
-    grid.add_column("price", justify="right")
+    grid.add_column("GPUs")
+    grid.add_column("price, as of", justify="right", no_wrap=True)
     grid.add_column("R$/GPU-h", justify="right", no_wrap=True)
-    grid.add_column("as of", no_wrap=True)
     for o in rows:
-        where = f"{o.site} ({sites[o.site].country})" if o.site else "-"
-        grid.add_row(
-            o.name,
-            o.provider,
-            where,
-            f"{o.gpus}× {o.gpu}",
-            _price(o) + (" *" if o.example else ""),
-            format_brl(_brl_per_gpu_hour(o, fx)),
-            o.as_of,
-        )
+        where = f"{o.site} ({sites[o.site].country})" if o.site else "no site on record"
+        name = Text(o.name, style="bold")
+        name.append(f"\n{o.provider}, {where}", style="dim")
+        price = Text(_price(o))
+        price.append(f"\n{o.as_of}" + (" *" if o.example else ""), style="dim")
+        grid.add_row(name, f"{o.gpus}× {o.gpu}", price, format_brl(_brl_per_gpu_hour(o, fx)))
     out = console()
     out.print(grid)
     if any(o.example for o in rows):
