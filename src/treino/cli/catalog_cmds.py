@@ -99,7 +99,7 @@ def offers_cmd(
     ]
     fx = fx_rate(fx_given)
     if as_json:
-        out = [
+        listed = [
             {
                 **asdict(o),
                 "country": sites[o.site].country if o.site else None,
@@ -107,7 +107,7 @@ def offers_cmd(
             }
             for o in rows
         ]
-        typer.echo(json.dumps({"offers": out, "fx": fx_json(fx)}, indent=2, ensure_ascii=False))
+        typer.echo(json.dumps({"offers": listed, "fx": fx_json(fx)}, indent=2, ensure_ascii=False))
         return
     from rich.table import Table
     from rich.text import Text
