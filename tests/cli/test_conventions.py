@@ -3,13 +3,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
+import pty
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+
+from treino.cli.progress import steps
 
 SRC = Path(__file__).resolve().parents[2] / "src"  # this checkout's treino
 BIN = Path(sys.executable).parent  # the venv's `treino` entry point
@@ -117,10 +124,12 @@ def test_fx_rate_overrides_the_catalog_and_says_so() -> None:
 
 def test_no_internal_citation_codes_in_what_users_read(tmp_path: Path) -> None:
     report = tmp_path / "report.html"
+    html = treino("recommend", "--model", "llama-3-8b", "--tokens", "2e9", "--html", str(report), columns=200)
+    assert html.returncode == 0 and html.stderr == "", html.stderr  # no progress bar off a terminal
     shown = [
         treino(*L4, "--tokens", "1e9", "--cpu-cores", "1", columns=200).stdout,
         treino(*L4, "--tokens", "1e9", "--offer", "example-eveo-sp1-1x-l4", columns=200).stdout,
-        treino("recommend", "--model", "llama-3-8b", "--tokens", "2e9", "--html", str(report), columns=200).stdout,
+        html.stdout,
         report.read_text(),
         treino(*COST, columns=200).stdout,
         treino("offers", "--sources", columns=200).stdout,
@@ -128,3 +137,47 @@ def test_no_internal_citation_codes_in_what_users_read(tmp_path: Path) -> None:
     ]
     for text in shown:
         assert text and not CITATION.findall(text), CITATION.findall(text)
+
+
+def _on_a_terminal(*args: str) -> tuple[int, str, str]:
+    """`treino ARGS` with stderr on a pseudo-terminal, as in an interactive shell: (exit code, stdout, stderr)."""
+    master, slave = pty.openpty()
+    env = {"COLUMNS": "100", "PATH": f"{BIN}:/usr/bin:/bin", "PYTHONPATH": str(SRC), "TERM": "xterm"}
+    proc = subprocess.Popen([sys.executable, "-m", "treino", *args], stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    assert proc.stdout is not None
+    stdout = proc.stdout.read().decode()
+    proc.wait(timeout=120)
+    chunks = []
+    with contextlib.suppress(OSError):  # EIO once the child has closed its end
+        while chunk := os.read(master, 65536):
+            chunks.append(chunk)
+    os.close(master)
+    return proc.returncode, stdout, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_on_a_terminal_only_and_never_with_json() -> None:
+    args = ("recommend", "--model", "llama-3-8b", "--tokens", "2e9")
+    code, stdout, stderr = _on_a_terminal(*args)
+    assert code == 0 and "recommend: planning 30 offers" in stderr and "1/1" in stderr
+    assert "Cheapest configurations" in stdout and "\x1b" not in stdout  # the bar never goes to stdout
+    code, stdout, stderr = _on_a_terminal(*args, "--json")
+    assert code == 0 and stderr == "" and json.loads(stdout)["choices"]
+    assert treino(*args).stderr == ""  # not a terminal: no bar
+
+
+def test_steps_name_each_step_in_turn() -> None:
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=100)
+    with steps("trace", 3, console=console) as on_step:
+        for name in ("importing PyTorch", "building the model", "measuring a step"):
+            on_step(name)
+    shown = buffer.getvalue()
+    assert all(f"trace: {name}" in shown for name in ("importing PyTorch", "building the model", "measuring a step"))
+    assert "3/3" in shown
+    quiet = io.StringIO()
+    with steps("trace", 3, console=Console(file=quiet, force_terminal=False)) as on_step:
+        on_step("importing PyTorch")
+    with steps("trace", 3, enabled=False, console=Console(file=quiet, force_terminal=True)) as on_step:
+        on_step("importing PyTorch")
+    assert quiet.getvalue() == ""

@@ -182,9 +182,11 @@ def plan_train(
         measured = measured_spec(gpu_spec, profile)
         gpu_spec = measured.spec
     if method == "trace":
-        from treino.trace.plan import plan_by_trace
+        from treino.cli.progress import steps
+        from treino.trace.plan import TRACE_STEPS, plan_by_trace
 
-        result = plan_by_trace(model, gpu_spec, setup)
+        with steps("trace", TRACE_STEPS, enabled=not as_json) as on_step:
+            result = plan_by_trace(model, gpu_spec, setup, on_step)
     elif method == "analytic":
         result = plan_training(catalog.model(model), gpu_spec, setup)
     else:
@@ -620,41 +622,50 @@ def recommend_cmd(
     """Which server to rent: the cheapest configurations that fit, meet the deadline and budget, and keep
     the data where it may be."""
     from treino.catalog import offers as offer_catalog
+    from treino.cli.progress import steps
     from treino.plan.recommend import recommend
 
     candidates = offer_catalog.candidates(offers_file)
     spec, fx = catalog.model(model), fx_rate(fx_given)
     deadline_hours, budget_brl = (_hours(deadline) if deadline else None), (_brl(budget) if budget else None)
-    result = recommend(
-        spec,
-        candidates,
-        fx,
-        tokens=tokens,
-        seq_len=seq_len,
-        precision=precision,
-        deadline_hours=deadline_hours,
-        budget_brl=budget_brl,
-        residency=residency or None,
-        max_gpus=max_gpus,
-    )
+    total = 1
     if html:
-        from treino.report import write_recommendation_report
+        from treino.report.html import REPORT_STEPS
 
-        written = write_recommendation_report(
-            html,
+        total += REPORT_STEPS
+    with steps("recommend", total, enabled=not as_json) as on_step:
+        on_step(f"planning {len(candidates)} offers")
+        result = recommend(
             spec,
-            result,
             candidates,
             fx,
-            tokens,
-            seq_len,
+            tokens=tokens,
+            seq_len=seq_len,
             precision=precision,
             deadline_hours=deadline_hours,
             budget_brl=budget_brl,
             residency=residency or None,
+            max_gpus=max_gpus,
         )
-        if as_json:  # stderr, so stdout stays one JSON document
-            print(f"Report: {written}", file=sys.stderr)
+        if html:
+            from treino.report import write_recommendation_report
+
+            written = write_recommendation_report(
+                html,
+                spec,
+                result,
+                candidates,
+                fx,
+                tokens,
+                seq_len,
+                precision=precision,
+                deadline_hours=deadline_hours,
+                budget_brl=budget_brl,
+                residency=residency or None,
+                on_step=on_step,
+            )
+    if html and as_json:  # stderr, so stdout stays one JSON document
+        print(f"Report: {written}", file=sys.stderr)
     if as_json:
         _print_json(
             {
