@@ -311,6 +311,6 @@ def test_without_torch_the_cli_says_how_to_install_it() -> None:
         cwd=REPO,
         env={**os.environ, "COLUMNS": "200"},
     )
-    assert out.returncode == 2
+    assert out.returncode == 1
     assert "Trace mode needs the torch extras. To fix: pip install 'treino[torch]'" in out.stderr
     assert "Traceback" not in out.stderr

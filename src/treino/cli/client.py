@@ -2,7 +2,7 @@
 
 The server and token come from, first to last: `--url`/`--token`, the TREINO_URL/TREINO_TOKEN environment variables,
 then `url:`/`token:` in $XDG_CONFIG_HOME/treino/config.yaml (default ~/.config/treino/config.yaml).
-Every failure is a TreinoError, so the CLI prints one red line and exits with code 2.
+Every failure is a TreinoError, so the CLI prints one red line and exits with code 1 (2 for a bad option).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from treino.cli.client import JsonOpt, ServerClient, TokenOpt, UrlOpt, _client, _print_json, sparkline
-from treino.errors import TreinoError
+from treino.errors import TreinoError, UsageError
 from treino.server.settings import METRIC_POINTS_MAX, METRIC_SERIES_KEYS_MAX
 
 METRIC_ROWS_SHOWN = 10  # points `show --metric` lists, evenly spaced, the first and last included
@@ -93,7 +93,7 @@ def metrics(
 ) -> None:
     """Every metric a job logged: a summary of each key, or every point with --csv or --json."""
     if as_csv and as_json:
-        raise TreinoError("--csv and --json are two formats of the same points. To fix: give one of them.")
+        raise UsageError("--csv and --json are two formats of the same points. To fix: give one of them.")
     with _client(url, token) as client:
         keys = metric_keys(client, job_id)
         if as_csv or as_json:
