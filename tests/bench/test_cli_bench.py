@@ -125,7 +125,7 @@ def test_profile_for_another_gpu_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "profile.json"
     save_profile(_h200_profile(2400.0), path)
     out = treino("plan", "train", "-m", "llama-3-8b", "-g", "a100-80gb-sxm", "--profile", str(path))
-    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "To fix: --gpu h200-sxm" in out.stderr
 
 
@@ -139,5 +139,5 @@ def test_save_on_a_cpu_machine_writes_a_profile_the_planner_refuses_clearly(tmp_
         return
     assert profile["gpu"] is None
     out = treino(*PLAN, "--profile", str(path))
-    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "The profile holds no GPU measurements" in out.stderr

@@ -149,9 +149,9 @@ def test_cancel_a_running_job(shared: ServerProcess, tmp_path: Path) -> None:
     job = wait_state(shared, job_id, {"cancelled", "failed", "succeeded"})
     assert job["state"] == "cancelled" and [a["outcome"] for a in job["history"]] == ["cancel"]  # type: ignore[attr-defined]
     out = treino("cancel", str(job_id), cwd=tmp_path, server=shared)
-    assert (out.returncode, out.stderr) == (2, f"error: Job {job_id} is already cancelled; nothing to cancel.\n")
+    assert (out.returncode, out.stderr) == (1, f"error: Job {job_id} is already cancelled; nothing to cancel.\n")
     out = treino("show", "999", cwd=tmp_path, server=shared)
-    assert (out.returncode, out.stderr) == (2, "error: No job 999. To fix: list jobs with 'treino jobs'.\n")
+    assert (out.returncode, out.stderr) == (1, "error: No job 999. To fix: list jobs with 'treino jobs'.\n")
 
 
 def test_url_and_token_resolution_order(shared: ServerProcess, tmp_path: Path) -> None:
@@ -170,7 +170,7 @@ def test_url_and_token_resolution_order(shared: ServerProcess, tmp_path: Path) -
     assert out.returncode == 0, out.stderr
     out = treino("jobs", cwd=tmp_path, TREINO_TOKEN="trn_wrong")
     assert (out.returncode, out.stderr) == (
-        2,
+        1,
         "error: Invalid, expired or revoked token. To fix: use a valid API token.\n",
     )
 

@@ -1,6 +1,6 @@
 """`treino users | tokens | grant | grants | transfer | data | audit | lineage | erase | subject`: the LGPD side of
 the job server, over its governance routes (treino.server.govern_api). Server, token and errors as in
-treino.cli.client: `--url`/`--token`, TREINO_URL/TREINO_TOKEN, the config file; a refusal is one red line, exit 2.
+treino.cli.client: `--url`/`--token`, TREINO_URL/TREINO_TOKEN, the config file; a refusal is one red line, exit 1.
 
 Subject ids (CPFs, customer ids) travel in request bodies only, never in URLs, and are never printed back except
 the one the user typed: the server answers with keyed pseudonyms.

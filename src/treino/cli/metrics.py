@@ -5,7 +5,7 @@
     treino metrics 12 --json     {"job": 12, "keys": [...], "points": [{"step", "time", "values"}]}
     treino show 12 --metric lr   one key: a sparkline, last/min/max and a few of its points
 
-A key the job never logged is an error (exit code 2) naming the keys it did log. Per-key reads use
+A key the job never logged is an error (exit code 1) naming the keys it did log. Per-key reads use
 /api/v1/jobs/{id}/metrics/keys and .../series (treino.server.metric_series); --csv and --json read every raw point
 from /api/v1/jobs/{id}/metrics, a page of METRIC_POINTS_MAX at a time.
 """
