@@ -1,4 +1,4 @@
-"""What a start refuses, in one line and exit code 1 (a runtime failure), before it touches the database or says it listens: a data dir
+"""What a start refuses, in one line and exit code 1, before it touches the database or says it listens: a data dir
 another server runs on (its lock, released by the kernel when that server dies, SIGKILL included) and a port in
 use. And `treino --version`.
 
