@@ -99,7 +99,7 @@ def train_plan(plan: TrainPlan) -> Group:
     if advice:
         tips = Table(title="What makes it fit, cheapest first", title_justify="left", show_edge=False)
         tips.add_column("change")
-        tips.add_column("flags")
+        tips.add_column("flags", overflow="fold")  # a flag is never cut to an ellipsis
         tips.add_column("peak", justify="right", no_wrap=True)
         tips.add_column("fits")
         tips.add_column("speed", justify="right", no_wrap=True)
