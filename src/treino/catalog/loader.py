@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from treino.errors import CatalogError, PlanError
+from treino.errors import CatalogError, PlanError, UnknownNameError
 from treino.plan.hardware import GpuSpec
 from treino.plan.model import ModelSpec, model_from_config
 
@@ -105,10 +105,11 @@ def _normalise(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(" ", "-")
 
 
-def _did_you_mean(kind: str, name: str, known: list[str], listing: str) -> CatalogError:
+def _did_you_mean(kind: str, name: str, known: list[str], listing: str) -> UnknownNameError:
+    """`listing` is the command that lists the known names (`treino gpus`)."""
     close = difflib.get_close_matches(_normalise(name), known, n=3, cutoff=0.5)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    return CatalogError(f"Unknown {kind} {name!r}.{hint} See '{listing}'.")
+    return UnknownNameError(f"Unknown {kind} {name!r}.{hint} To fix: run '{listing}' for the list.")
 
 
 def gpu(name: str) -> GpuSpec:

@@ -2,7 +2,7 @@
 
 The server and token come from, first to last: `--url`/`--token`, the TREINO_URL/TREINO_TOKEN environment variables,
 then `url:`/`token:` in $XDG_CONFIG_HOME/treino/config.yaml (default ~/.config/treino/config.yaml).
-Every failure is a TreinoError, so the CLI prints one red line and exits with code 2.
+Every failure is a TreinoError, so the CLI prints one red line and exits with code 1 (2 for a bad option).
 """
 
 from __future__ import annotations
@@ -275,6 +275,12 @@ def _devices(job: dict[str, Any]) -> str:
 # --- commands ------------------------------------------------------------------------------------------------
 def submit(
     spec_file: Annotated[Path, typer.Argument(help="Job spec, YAML or JSON (see treino.server.spec).")],
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait until the job ends; exit 0 if it succeeded, 1 if not.")
+    ] = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Print its output until it ends (implies --wait).")
+    ] = False,
     as_json: JsonOpt = False,
     url: UrlOpt = None,
     token: TokenOpt = None,
@@ -283,10 +289,24 @@ def submit(
     spec = spec_for_submit(spec_file)
     with _client(url, token) as client:
         job = client.submit(spec, what=f"the job spec {spec_file}")
+        if not as_json:
+            typer.echo(f"Submitted job {job['id']} ({job['name']}), {job['state']}.")
+        if wait or follow:
+            from treino.cli.wait import outcome, wait_for
+
+            try:
+                job = wait_for(client, job["id"], follow=follow and not as_json)
+            except KeyboardInterrupt:
+                typer.echo(f"Stopped waiting; job {job['id']} goes on (treino cancel {job['id']} stops it).", err=True)
+                raise typer.Exit(130) from None
+            line, code = outcome(job)
+            if as_json:
+                _print_json(job)
+            else:
+                typer.echo(line)
+            raise typer.Exit(code)
     if as_json:
         _print_json(job)
-        return
-    typer.echo(f"Submitted job {job['id']} ({job['name']}), {job['state']}.")
 
 
 def jobs(

@@ -133,7 +133,7 @@ def server(
     from rich.console import Console
 
     from treino import catalog
-    from treino.errors import TreinoError
+    from treino.errors import UsageError
     from treino.govern.access import log_readers
     from treino.govern.access import site as find_site
     from treino.server.admission import admission_for, gpu_for
@@ -189,10 +189,10 @@ def server(
         the_backend = slurm
     elif backend == "local":
         if partition or slurm_account:
-            raise TreinoError("--partition and --slurm-account go with --backend slurm. To fix: add --backend slurm.")
+            raise UsageError("--partition and --slurm-account go with --backend slurm. To fix: add --backend slurm.")
         the_backend = LocalBackend(discover(devices), runs_as)
     else:
-        raise TreinoError(f"Unknown --backend {backend!r}. To fix: use 'local' or 'slurm'.")
+        raise UsageError(f"Unknown --backend {backend!r}. To fix: use 'local' or 'slurm'.")
     inventory = the_backend.inventory()
     engine = make_engine(db or sqlite_url(data_dir))
     check_database(engine)  # a corrupt database refuses to start, rather than fail request by request
@@ -336,12 +336,12 @@ def _webhooks(urls: list[str], secret_file: Path | None, data_dir: Path, out: Co
 
 def _job_user(backend: str, name: str, data_dir: Path, shared_dir: Path | None) -> JobUser | None:
     """The user local jobs run as (None: the server's own), its folders reachable and the data dir secured."""
-    from treino.errors import TreinoError
+    from treino.errors import UsageError
     from treino.server.isolation import check_reachable, resolve_job_user, secure_data_dir
 
     if backend != "local":
         if name:
-            raise TreinoError("--job-user goes with --backend local. To fix: leave it out with --backend slurm.")
+            raise UsageError("--job-user goes with --backend local. To fix: leave it out with --backend slurm.")
         return None
     job_user = resolve_job_user(name or None)
     if job_user is not None:

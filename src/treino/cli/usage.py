@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from treino.cli.client import JsonOpt, TokenOpt, UrlOpt, _client, _print_json
-from treino.errors import TreinoError
+from treino.errors import UsageError
 
 quotas_app = typer.Typer(no_args_is_help=True, help="Limits on users' and roles' GPUs: GPU-hours a month, at once.")
 CSV_COLUMNS = ("key", "user", "purpose", "job_id", "job_name", "jobs", "gpu_hours", "cost_brl")
@@ -69,7 +69,7 @@ def usage(
     """GPU-hours per user, purpose or job, and what they cost in BRL at the server's price (treino server --offer
     or --gpu-hour-brl). Running jobs count up to now."""
     if by not in ("user", "purpose", "job"):
-        raise TreinoError(f"--by {by!r}: not user, purpose or job. To fix: e.g. --by purpose.")
+        raise UsageError(f"--by {by!r}: not user, purpose or job. To fix: e.g. --by purpose.")
     params = {k: v for k, v in {"since": since, "by": by, "user": user}.items() if v is not None}
     with _client(url, token) as client:
         report = client.request("GET", "/api/v1/usage", "the usage", params=params)
@@ -136,7 +136,7 @@ def quotas_set(
 ) -> None:
     """Set a user's or a role's quota (admins). A limit left out is no limit; with neither, the quota is removed."""
     if (user is None) == (role is None):
-        raise TreinoError("Give --user NAME or --role ROLE (one of them). To fix: e.g. --user ana.")
+        raise UsageError("Give --user NAME or --role ROLE (one of them). To fix: e.g. --user ana.")
     body = {"user": user, "role": role, "gpu_hours_month": gpu_hours_month, "concurrent_gpus": concurrent_gpus}
     with _client(url, token) as client:
         row = client.request("PUT", "/api/v1/quotas", "the quota", json=body)

@@ -97,7 +97,7 @@ def hardware_flops_per_token(model: ModelSpec, setup: TrainSetup) -> float:
 
 def mfu_prior(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup) -> tuple[float, str]:
     base = MFU_PRIOR.get(gpu.name)
-    source = f"prior for {gpu.name} (hardware-and-prices §7)"
+    source = f"prior for {gpu.name} (docs/catalog.md, MFU priors)"
     if base is None:
         base, source = MFU_PRIOR_UNVERIFIED, f"unverified prior for {gpu.name}"
     size = min(1.0, max(SMALL_MODEL_FLOOR, SMALL_MODEL_FLOOR + 0.15 * math.log2(model.hidden_size / 768)))

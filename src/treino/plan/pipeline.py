@@ -107,7 +107,7 @@ def estimate_pipeline(
     if bottleneck == "cpu" or worker_cores == 0:
         cores = int(-(-samples_per_s // rate)) + gpus + 4
         advice.append(
-            f"Data loading needs about {cores} CPU cores (GPUs x (workers + 1) + 4, S04); the server "
+            f"Data loading needs about {cores} CPU cores (GPUs x (workers + 1) + 4, docs/catalog.md); the server "
             f"has {cpu_cores}. Pre-tokenise or pre-decode the data, or pick a server with more cores."
         )
     return PipelineEstimate(

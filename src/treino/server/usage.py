@@ -28,7 +28,7 @@ from typing import Any, Literal
 from sqlalchemy import Float, case, cast, distinct, func, literal, select
 from sqlalchemy.orm import Session
 
-from treino.errors import CatalogError, SpecError
+from treino.errors import SpecError, UsageError
 from treino.plan.cost import HOURS_PER_MONTH, FxRate, Offer, format_brl, hourly_brl
 from treino.server.db import Attempt, Job
 
@@ -79,7 +79,7 @@ def price_from_brl(brl_per_gpu_hour: float) -> GpuHourPrice:
 def server_price(offer_name: str, brl_per_gpu_hour: float | None) -> GpuHourPrice | None:
     """The price `treino server --offer ID` or `--gpu-hour-brl X` gives (not both); None without either."""
     if offer_name and brl_per_gpu_hour is not None:
-        raise CatalogError("Give --offer or --gpu-hour-brl, not both. To fix: drop one of them.")
+        raise UsageError("Give --offer or --gpu-hour-brl, not both. To fix: drop one of them.")
     if brl_per_gpu_hour is not None:
         return price_from_brl(brl_per_gpu_hour)
     if not offer_name:
