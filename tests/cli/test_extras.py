@@ -111,7 +111,21 @@ def test_the_planner_only_install_lacks_the_server_stack() -> None:
 @pytest.mark.parametrize(
     ("args", "expect"),
     [
-        (["plan", "train", "--model", "llama-3-8b", "--gpu", "h200-sxm", "--json"], '"fits": true'),
+        (
+            [
+                "plan",
+                "train",
+                "--model",
+                "llama-3-8b",
+                "--gpu",
+                "h200-sxm",
+                "--micro-batch",
+                "1",
+                "--precision",
+                "bf16-true",
+            ],
+            "FITS:",
+        ),
         (["plan", "infer", "--model", "llama-3-8b", "--gpu", "l4"], "llama-3-8b"),
         (["recommend", "--model", "llama-3-8b", "--tokens", "2e9", "--deadline", "3d", "--json"], '"choices"'),
         (["gpus"], "h200-sxm"),
