@@ -49,6 +49,10 @@ CGROUP_EMPTY_WAIT_S = 5.0  # after SIGKILL: how long to wait for the cgroup to e
 # --- periodic work (treino.server.tasks): one task each ------------------------------------------------------------
 TICK_S = 0.2  # the job engine's loop: collect exits, enforce timeouts, schedule; submits and cancels wake it at once
 AUDIT_CHECKPOINT_S = 300.0  # a signed checkpoint of the audit head, besides one every AuditLog.checkpoint_every
+# An anchor of the audit head outside the data dir (treino.server.anchors; `--audit-anchor-interval-s`), when the head
+# moved since the last one; and one at shutdown.
+AUDIT_ANCHOR_S = 300.0
+AUDIT_ANCHOR_QUEUE_FILE = "audit-anchors.jsonl"  # in the data dir: --audit-anchor-url deliveries pending a (re)try
 SWEEP_S = 5.0  # the backend's hygiene (the local backend: NVML's processes vs the running jobs)
 TASK_STOP_S = 10.0  # how long shutdown waits for a task's current run
 
@@ -190,6 +194,11 @@ class Settings:
     webhook_secret: bytes = b""
     erasure_warn_days: float = ERASURE_WARN_DAYS
     gpu_hour_price: GpuHourPrice | None = None  # --offer or --gpu-hour-brl: usage in BRL (treino.server.usage)
+    # Anchors of the audit head (treino.server.anchors): --audit-anchor FILE, --audit-anchor-url URLs (signed with
+    # webhook_secret), every audit_anchor_interval_s
+    audit_anchor_file: Path | None = None
+    audit_anchor_urls: tuple[str, ...] = ()
+    audit_anchor_interval_s: float = AUDIT_ANCHOR_S
 
     def __post_init__(self) -> None:
         from treino.govern.audit import KEY_MIN_BYTES
