@@ -120,6 +120,8 @@ class Action(enum.StrEnum):
     TRANSFER_RECORD = "transfer.record"
     MODEL_REGISTER = "model.register"
     MODEL_MARK = "model.mark"  # a model marked as affected by an erasure
+    MODEL_QUARANTINE = "model.quarantine"  # detail: {"model", "erasure"}; its file is no longer served
+    MODEL_DELETE = "model.delete"  # detail: {"model", "erasure", "paths": removed, "with": the model it went with}
 
 
 # --- hashing ---------------------------------------------------------------------------------------------------

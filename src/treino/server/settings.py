@@ -109,6 +109,7 @@ METRIC_SERIES_POINTS_DEFAULT = 1000
 METRIC_SERIES_KEYS_MAX = 100
 METRIC_STREAM_ROWS = 1000  # metric points fetched at a time while a series is read (a server-side cursor on PostgreSQL)
 LOG_CHUNK_BYTES_MAX = 1024**2  # of an attempt's output per GET
+MODEL_READ_CHUNK_BYTES = 1024**2  # GET /api/v1/models/{id}/file streams the file in chunks of this size
 REQUEST_BYTES_MAX = 16 * 1024**2  # the largest body any route takes; larger ones get 413 before they are read
 # Each route's body ceiling (treino.server.api.errors.body_limit), checked after the token and before a byte is read:
 SPEC_BYTES_MAX = 1024**2  # POST /api/v1/jobs: a JobSpec
