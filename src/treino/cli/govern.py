@@ -611,6 +611,10 @@ def lineage_model(
     if m["affected_by_erasure"]:
         note = f": {m['erasure_note']}" if m["erasure_note"] else ""
         _print(_styled(f"affected by erasure #{m['affected_by_erasure']}{note}", "bold red"))
+    if m.get("deleted_at"):
+        _print(_styled(f"deleted {_when(m['deleted_at'])} by {m['deleted_by']}: its files are gone", "bold red"))
+    elif m.get("quarantined_at"):
+        _print(_styled(f"quarantined {_when(m['quarantined_at'])} by {m['quarantined_by']}: not served", "bold red"))
     table = _table("trained on", ("dataset", "version", "sha256", "purpose", "state"))
     for r in m["trained_on"]:
         table.add_row(
@@ -650,6 +654,40 @@ def lineage_models(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt
             style="bold red" if m["affected_by_erasure"] else "",
         )
     _print(table)
+
+
+def _model_action(model_id: int, action: str, as_json: bool, url: str | None, token: str | None) -> None:
+    with _client(url, token) as client:
+        m = client.request("POST", f"/api/v1/models/{model_id}/{action}", f"model {model_id}")
+    if as_json:
+        _print_json(m)
+        return
+    if action == "quarantine":
+        typer.echo(f"Model {m['id']} quarantined by {m['quarantined_by']}: its file is no longer served.")
+    else:
+        typer.echo(f"Model {m['id']} deleted by {m['deleted_by']}: its files and job {m['job']}'s checkpoints gone.")
+
+
+@lineage_app.command("quarantine")
+def lineage_quarantine(
+    model_id: Annotated[int, typer.Argument(help="Id of a model an erasure marked ('treino lineage models').")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Quarantine a model an erasure marked: it stays on disk, but its file is no longer served."""
+    _model_action(model_id, "quarantine", as_json, url, token)
+
+
+@lineage_app.command("delete")
+def lineage_delete(
+    model_id: Annotated[int, typer.Argument(help="Id of a model an erasure marked ('treino lineage models').")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Delete a model an erasure marked: its files and its job's checkpoint folder are removed; the record stays."""
+    _model_action(model_id, "delete", as_json, url, token)
 
 
 # --- data subjects -------------------------------------------------------------------------------------------
