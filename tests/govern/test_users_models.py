@@ -48,7 +48,7 @@ def test_disable_kills_tokens_and_sessions_at_once_and_enable_restores_them(
         own = call(server.url, server.token, "POST", "/api/v1/users/admin/disable")
         assert own.status_code == 409 and "their own account" in own.text
     records = [json.loads(line) for line in admin("audit", "export", "--actor", "admin").splitlines()]
-    changes = [(r["action"], r["detail"]) for r in records if r["detail"].get("user") == "eng9"]
+    changes = [(r["action"], r["detail"]) for r in records if r["action"].startswith("user.") and "eng9" in str(r)]
     assert changes[1:] == [("user.disable", {"user": "eng9", "tokens": 1}), ("user.enable", {"user": "eng9"})]
 
 
