@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import subprocess
 import sys
@@ -17,10 +19,11 @@ from sqlalchemy.orm import Session
 from tests.conftest import Database
 from tests.govern.test_cli_govern import one_line, treino
 from tests.server.conftest import ServerProcess, Servers, clean_env, free_port
+from tests.server.test_webhooks import Receiver
 from treino.govern.audit import checkpoint_hmac, record_hash
 from treino.govern.models import AuditCheckpoint, AuditRecord
 from treino.server.db import make_engine
-from treino.server.settings import KEY_FILE
+from treino.server.settings import KEY_FILE, WEBHOOK_SECRET_FILE
 
 ANCHOR_WAIT_S = 10.0
 
@@ -72,7 +75,9 @@ def test_verify_with_anchors_catches_a_rewrite_by_someone_holding_the_key(server
     witness = tmp_path / "witness"
     witness.mkdir()
     anchors = witness / "anchors.jsonl"
-    server = servers.start(extra_args=["--audit-anchor", str(anchors), "--audit-anchor-interval-s", "0.2"])
+    receiver = Receiver(statuses=(503,))  # the first delivery is retried
+    args = ["--audit-anchor", str(anchors), "--audit-anchor-url", receiver.url, "--audit-anchor-interval-s", "0.2"]
+    server = servers.start(extra_args=args)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return treino(*args, cwd=tmp_path, url=server.url, token=server.token)
@@ -114,6 +119,15 @@ def test_verify_with_anchors_catches_a_rewrite_by_someone_holding_the_key(server
     before = len(anchors_of(anchors))
     server.stop()
     assert anchors_of(anchors)[before:][-1]["reason"] == "shutdown"
+    # The same anchors went to the URL, signed with the webhook secret (the 503 retried).
+    secret = (server.data_dir / WEBHOOK_SECRET_FILE).read_bytes().strip()
+    posted = receiver.requests
+    receiver.close()
+    for headers, body in posted:
+        assert headers["x-treino-event"] == "audit.anchor"
+        assert headers["x-treino-signature"] == "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+    sent = {(b["seq"], b["hash"]) for b in (json.loads(body) for _, body in posted[1:])}
+    assert {(a["seq"], a["hash"]) for a in anchors_of(anchors)} <= sent  # the shutdown anchor too
 
 
 def test_an_anchor_file_inside_the_data_dir_is_refused(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from treino.errors import TreinoError
 from treino.govern.anchors import make_anchor
 from treino.govern.models import AuditRecord
-from treino.server.settings import AUDIT_ANCHOR_QUEUE_FILE, Settings
+from treino.server.settings import AUDIT_ANCHOR_FLUSH_S, AUDIT_ANCHOR_QUEUE_FILE, Settings
 from treino.server.tasks import PeriodicTask
 from treino.server.webhooks import Webhooks
 
@@ -83,11 +83,15 @@ class Anchors:
             self.webhooks.start()
 
     def stop(self) -> None:
-        """The shutdown anchor, then the sender stopped (what it could not deliver stays queued for the next start)."""
+        """The shutdown anchor, delivered if the URLs answer within AUDIT_ANCHOR_FLUSH_S; then the sender stopped
+        (what it could not deliver stays queued for the next start)."""
         try:
             self.anchor("shutdown")
         finally:
             if self.webhooks is not None:
+                deadline = time.monotonic() + AUDIT_ANCHOR_FLUSH_S
+                while not self.webhooks.idle() and time.monotonic() < deadline:
+                    time.sleep(0.05)
                 self.webhooks.stop()
 
     def anchor(self, reason: str) -> dict[str, object] | None:

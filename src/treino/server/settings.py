@@ -52,6 +52,7 @@ AUDIT_CHECKPOINT_S = 300.0  # a signed checkpoint of the audit head, besides one
 # An anchor of the audit head outside the data dir (treino.server.anchors; `--audit-anchor-interval-s`), when the head
 # moved since the last one; and one at shutdown.
 AUDIT_ANCHOR_S = 300.0
+AUDIT_ANCHOR_FLUSH_S = 5.0  # at shutdown, how long the last anchor's webhook may take before it is left queued
 AUDIT_ANCHOR_QUEUE_FILE = "audit-anchors.jsonl"  # in the data dir: --audit-anchor-url deliveries pending a (re)try
 SWEEP_S = 5.0  # the backend's hygiene (the local backend: NVML's processes vs the running jobs)
 TASK_STOP_S = 10.0  # how long shutdown waits for a task's current run

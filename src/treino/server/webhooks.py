@@ -234,6 +234,10 @@ class Webhooks:
             event.remove(self.sessions, "after_soft_rollback", _forget_ended)
         self._client.close()
 
+    def idle(self) -> bool:
+        """Nothing waiting in the inbox nor for a (re)try."""
+        return self._inbox.empty() and not self._pending
+
     def _committed(self, s: Session) -> None:
         for payload in s.info.pop(_ENDED_KEY + ".payloads", ()):
             self.notify("job.ended", payload)
