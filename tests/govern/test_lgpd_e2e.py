@@ -151,6 +151,8 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("POST", "/api/v1/jobs/1/cancel", None, "jobs.cancel"),
     ("GET", "/api/v1/users", None, "users.manage"),
     ("POST", "/api/v1/users", {"name": "u-{role}", "role": "viewer"}, "users.manage"),
+    ("POST", "/api/v1/users/u-admin/disable", None, "users.manage"),
+    ("POST", "/api/v1/users/u-admin/enable", None, "users.manage"),
     ("GET", "/api/v1/tokens", None, "tokens.manage"),
     ("GET", "/api/v1/usage", None, "jobs.read"),  # each their own; an admin everyone's
     ("GET", "/api/v1/quotas", None, "users.manage"),
@@ -172,6 +174,9 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("GET", "/api/v1/audit/records", None, "audit.read"),
     ("GET", "/api/v1/models", None, "lineage.read"),
     ("GET", "/api/v1/lineage/datasets/clientes", None, "lineage.read"),
+    ("GET", "/api/v1/models/1/file", None, "lineage.read"),
+    ("POST", "/api/v1/models/1/quarantine", None, "erasure.run"),
+    ("POST", "/api/v1/models/1/delete", None, "erasure.run"),
     ("POST", "/api/v1/subjects/report", {"subject": "000.000.001-91"}, "subject.report"),
     ("POST", "/api/v1/erasures", {"subject": "000.000.001-91"}, "erasure.run"),
 ]

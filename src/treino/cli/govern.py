@@ -106,6 +106,38 @@ def users_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = N
     _print(table)
 
 
+def _set_disabled(name: str, action: str, as_json: bool, url: str | None, token: str | None) -> None:
+    with _client(url, token) as client:
+        user = client.request("POST", f"/api/v1/users/{name}/{action}", f"the user {name}")
+    if as_json:
+        _print_json(user)
+        return
+    typer.echo(f"User {user['name']} ({user['role']}) {action}d" + (": every token of theirs now fails." if
+               user["disabled"] else ": their tokens work again."))  # fmt: skip
+
+
+@users_app.command("disable")
+def users_disable(
+    name: Annotated[str, typer.Argument(help="User name.")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Disable a user: their tokens and dashboard sessions fail at once; their running jobs go on."""
+    _set_disabled(name, "disable", as_json, url, token)
+
+
+@users_app.command("enable")
+def users_enable(
+    name: Annotated[str, typer.Argument(help="User name.")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Enable a disabled user again: their tokens that are not revoked or expired work again."""
+    _set_disabled(name, "enable", as_json, url, token)
+
+
 @tokens_app.command("create")
 def tokens_create(
     user: Annotated[str, typer.Argument(help="The user the token acts as (its role is theirs).")],
@@ -392,14 +424,46 @@ def _versions_table(versions: list[dict[str, Any]]) -> Any:
 
 # --- audit ---------------------------------------------------------------------------------------------------
 @audit_app.command("verify")
-def audit_verify(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """Recompute the hash chain and check its signed checkpoints. Exit 1 at the first bad record."""
+def audit_verify(
+    anchors: Annotated[
+        Path | None,
+        typer.Option(
+            "--anchors",
+            help="An anchor file the server wrote (--audit-anchor): also recompute the chain here from the export "
+            "and prove every record up to the last anchor unchanged, even by someone holding the database and key.",
+        ),
+    ] = None,
+    key_file: Annotated[
+        Path | None,
+        typer.Option(help="With --anchors: the server key (DATA_DIR/server-key), to check each anchor's HMAC too."),
+    ] = None,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Recompute the hash chain and check its signed checkpoints (and anchors). Exit 1 at the first bad record."""
+    found = _read_anchors(anchors) if anchors is not None else None
+    key = _read_key(key_file) if key_file is not None else None
     with _client(url, token) as client:
         result = client.request("GET", "/api/v1/audit/verify")
+        exported = client.request_text("GET", "/api/v1/audit/export", "the audit export") if found is not None else ""
+    if found is not None and result["ok"]:
+        from treino.govern.anchors import check
+        from treino.govern.audit import read_export
+
+        anchored = check(read_export(exported.splitlines(), "jsonl"), found, key)
+        result["anchors"] = {"ok": anchored.ok, "checked": anchored.anchors, "reason": anchored.reason}
+        if anchored.first_bad_anchor is not None:
+            result["anchors"]["first_bad_line"] = anchored.first_bad_anchor.line
+        if not anchored.ok:
+            result["ok"], result["first_bad_seq"], result["reason"] = False, anchored.first_bad_seq, anchored.reason
     if as_json:
         _print_json(result)
     elif result["ok"]:
         typer.echo(f"chain intact: {result['records']:,} records; {result['reason']}.")
+        if "anchors" in result:
+            signed = "" if key is not None else " (anchor HMACs not checked: --key-file)"
+            typer.echo(f"anchors: {result['anchors']['reason']}{signed}.")
     else:
         from rich.console import Console
         from rich.markup import escape
@@ -410,6 +474,23 @@ def audit_verify(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt =
         )
     if not result["ok"]:
         raise typer.Exit(1)
+
+
+def _read_anchors(path: Path) -> Any:
+    from treino.govern.anchors import parse_anchors
+
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"Cannot read --anchors {path}: {exc}. To fix: name the file --audit-anchor writes.") from exc
+    return parse_anchors(text.splitlines(), str(path))
+
+
+def _read_key(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"Cannot read --key-file {path}: {exc}. To fix: name DATA_DIR/server-key.") from exc
 
 
 @audit_app.command("export")
@@ -530,6 +611,10 @@ def lineage_model(
     if m["affected_by_erasure"]:
         note = f": {m['erasure_note']}" if m["erasure_note"] else ""
         _print(_styled(f"affected by erasure #{m['affected_by_erasure']}{note}", "bold red"))
+    if m.get("deleted_at"):
+        _print(_styled(f"deleted {_when(m['deleted_at'])} by {m['deleted_by']}: its files are gone", "bold red"))
+    elif m.get("quarantined_at"):
+        _print(_styled(f"quarantined {_when(m['quarantined_at'])} by {m['quarantined_by']}: not served", "bold red"))
     table = _table("trained on", ("dataset", "version", "sha256", "purpose", "state"))
     for r in m["trained_on"]:
         table.add_row(
@@ -569,6 +654,40 @@ def lineage_models(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt
             style="bold red" if m["affected_by_erasure"] else "",
         )
     _print(table)
+
+
+def _model_action(model_id: int, action: str, as_json: bool, url: str | None, token: str | None) -> None:
+    with _client(url, token) as client:
+        m = client.request("POST", f"/api/v1/models/{model_id}/{action}", f"model {model_id}")
+    if as_json:
+        _print_json(m)
+        return
+    if action == "quarantine":
+        typer.echo(f"Model {m['id']} quarantined by {m['quarantined_by']}: its file is no longer served.")
+    else:
+        typer.echo(f"Model {m['id']} deleted by {m['deleted_by']}: its files and job {m['job']}'s checkpoints gone.")
+
+
+@lineage_app.command("quarantine")
+def lineage_quarantine(
+    model_id: Annotated[int, typer.Argument(help="Id of a model an erasure marked ('treino lineage models').")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Quarantine a model an erasure marked: it stays on disk, but its file is no longer served."""
+    _model_action(model_id, "quarantine", as_json, url, token)
+
+
+@lineage_app.command("delete")
+def lineage_delete(
+    model_id: Annotated[int, typer.Argument(help="Id of a model an erasure marked ('treino lineage models').")],
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Delete a model an erasure marked: its files and its job's checkpoint folder are removed; the record stays."""
+    _model_action(model_id, "delete", as_json, url, token)
 
 
 # --- data subjects -------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from treino.server.settings import (
+    AUDIT_ANCHOR_S,
     AUTH_FAILURE_WINDOW_S,
     AUTH_FAILURES_MAX,
     COOKIE_MAX_AGE_S,
@@ -126,6 +127,20 @@ def server(
     gpu_hour_brl: Annotated[
         float | None, typer.Option(help="Price of one GPU-hour in BRL for `treino usage` (instead of --offer).")
     ] = None,
+    audit_anchor: Annotated[
+        Path | None,
+        typer.Option(
+            help="File outside the data dir (best write-once or remote) to append signed anchors of the audit head "
+            "to, for 'treino audit verify --anchors'. docs/govern.md"
+        ),
+    ] = None,
+    audit_anchor_url: Annotated[
+        list[str] | None,
+        typer.Option("--audit-anchor-url", help="URL to POST each audit anchor to, signed as --webhook; repeatable."),
+    ] = None,
+    audit_anchor_interval_s: Annotated[
+        float, typer.Option(min=0.1, help="Seconds between audit anchors (written when the head moved).")
+    ] = AUDIT_ANCHOR_S,
 ) -> None:
     """Queue and run training jobs on this machine's GPUs, or on a Slurm cluster: whole GPUs per job, priorities,
     preemption, restarts from checkpoints, live metrics. Jobs survive a server crash and are adopted when it
@@ -156,6 +171,10 @@ def server(
     data_dir_lock = lock_data_dir(data_dir)
     listener = bind_port(host, port)
     webhooks, webhook_secret = _webhooks(webhook or [], webhook_secret_file, data_dir, out)
+    anchor_file, anchor_urls, webhook_secret = _anchors(
+        audit_anchor, audit_anchor_url or [], webhook_secret, webhook_secret_file, data_dir, shared_dir
+    )
+    _say_anchors(out, anchor_file, anchor_urls, audit_anchor_interval_s)
     price = server_price(offer, gpu_hour_brl)
     if shared_dir is not None:
         shared_dir = shared_dir.expanduser().resolve()
@@ -215,6 +234,9 @@ def server(
         webhook_secret=webhook_secret,
         erasure_warn_days=erasure_warn_days,
         gpu_hour_price=price,
+        audit_anchor_file=anchor_file,
+        audit_anchor_urls=anchor_urls,
+        audit_anchor_interval_s=audit_anchor_interval_s,
         **({"controller": controller} if controller else {}),
     )
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None
@@ -332,6 +354,31 @@ def _webhooks(urls: list[str], secret_file: Path | None, data_dir: Path, out: Co
         f"Webhooks: {len(checked)} URL(s), signed with the secret in {secret_file or data_dir / WEBHOOK_SECRET_FILE}"
     )
     return checked, secret
+
+
+def _anchors(
+    path: Path | None,
+    urls: list[str],
+    secret: bytes,
+    secret_file: Path | None,
+    data_dir: Path,
+    shared_dir: Path | None,
+) -> tuple[Path | None, tuple[str, ...], bytes]:
+    """--audit-anchor's file (outside the data and shared dirs, else TreinoError), --audit-anchor-url's URLs, and the
+    webhook secret that signs them (made when only anchor URLs need it)."""
+    from treino.server.anchors import check_anchor_path
+    from treino.server.webhooks import check_url, load_or_create_secret
+
+    checked = tuple(check_url(url) for url in urls)
+    if checked and not secret:
+        secret = load_or_create_secret(data_dir, secret_file)
+    return (check_anchor_path(path, data_dir, shared_dir) if path else None), checked, secret
+
+
+def _say_anchors(out: Console, path: Path | None, urls: tuple[str, ...], interval_s: float) -> None:
+    if path or urls:
+        where = ", ".join([*([str(path)] if path else []), *urls])
+        out.print(f"Audit anchors: to {where}, every {interval_s:g} s and at shutdown")
 
 
 def _job_user(backend: str, name: str, data_dir: Path, shared_dir: Path | None) -> JobUser | None:

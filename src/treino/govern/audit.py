@@ -114,10 +114,14 @@ class Action(enum.StrEnum):
     TOKEN_REVOKE = "token.revoke"
     TOKEN_USE = "token.use"  # a token used on a sensitive endpoint (access.SENSITIVE_PERMISSIONS)
     USER_CREATE = "user.create"
+    USER_DISABLE = "user.disable"  # detail: {"user": name, "tokens": live tokens it held}; they fail at once
+    USER_ENABLE = "user.enable"
     QUOTA_SET = "quota.set"  # detail: {"user" or "role": name, "gpu_hours_month", "concurrent_gpus"}
     TRANSFER_RECORD = "transfer.record"
     MODEL_REGISTER = "model.register"
     MODEL_MARK = "model.mark"  # a model marked as affected by an erasure
+    MODEL_QUARANTINE = "model.quarantine"  # detail: {"model", "erasure"}; its file is no longer served
+    MODEL_DELETE = "model.delete"  # detail: {"model", "erasure", "paths": removed, "with": the model it went with}
 
 
 # --- hashing ---------------------------------------------------------------------------------------------------

@@ -129,6 +129,12 @@ class Model(Base):
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
     erasure_id: Mapped[int | None] = mapped_column(ForeignKey("erasures.id"), default=None)  # marked as affected
     erasure_note: Mapped[str | None] = mapped_column(Text, default=None)
+    # A marked model taken out of use (treino.server.quarantine): its file no longer served; deleted: its files gone
+    # from disk, the row kept as a tombstone
+    quarantined_at: Mapped[float | None] = mapped_column(Float, default=None)
+    quarantined_by: Mapped[str | None] = mapped_column(String(100), default=None)
+    deleted_at: Mapped[float | None] = mapped_column(Float, default=None)
+    deleted_by: Mapped[str | None] = mapped_column(String(100), default=None)
 
 
 class Erasure(Base):

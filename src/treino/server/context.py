@@ -8,6 +8,7 @@ audit         the hash-chained audit log (treino.govern.audit)
 submissions   the one submit path, with admission (treino.server.submission)
 tasks         periodic work (treino.server.tasks)
 webhooks      notifications on job end and erasure deadlines (treino.server.webhooks), when --webhook is given
+anchors       the audit head written outside the data dir (treino.server.anchors), when --audit-anchor(-url) is given
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from treino.govern.audit import AuditLog
+from treino.server.anchors import Anchors
 from treino.server.auth import Authenticator, FailureBudget, create_admin_token
 from treino.server.backend import Backend
 from treino.server.lineage import GovernanceEvents
@@ -92,6 +94,7 @@ class ServerContext:
     tasks: list[PeriodicTask]
     job_lists: JobListCache = field(default_factory=JobListCache)
     webhooks: Webhooks | None = None
+    anchors: Anchors | None = None
 
     @classmethod
     def create(
@@ -111,6 +114,10 @@ class ServerContext:
             )
             webhooks.watch_jobs()
             tasks.append(webhooks.erasure_task())
+        anchors = None
+        if settings.audit_anchor_file is not None or settings.audit_anchor_urls:
+            anchors = Anchors(settings, sessions)
+            tasks.append(anchors.task())
         return cls(
             settings=settings,
             sessions=sessions,
@@ -120,6 +127,7 @@ class ServerContext:
             submissions=Submissions(settings, sessions, engine, audit, plan_check),
             tasks=tasks,
             webhooks=webhooks,
+            anchors=anchors,
         )
 
     @property
@@ -133,6 +141,8 @@ class ServerContext:
         """Start the periodic tasks (reconcile first: treino.server.service.Service.reconcile)."""
         if self.webhooks is not None:
             self.webhooks.start()
+        if self.anchors is not None:
+            self.anchors.start()
         for task in self.tasks:
             task.start()
 
@@ -146,6 +156,8 @@ class ServerContext:
         with self.sessions.begin() as s:
             signed = self.audit.checkpoint(s)
             seq = signed.seq if signed is not None else 0
+        if self.anchors is not None:  # after the last record: the anchor holds the head the checkpoint signed
+            self.anchors.stop()
         return Shutdown(audit_seq_signed=seq, jobs_left_running=len(self.engine.active_handles()))
 
 

@@ -138,6 +138,10 @@ def model_out(s: Session, m: Model) -> ModelOut:
         created_at=m.created_at,
         affected_by_erasure=m.erasure_id,
         erasure_note=m.erasure_note,
+        quarantined_at=m.quarantined_at,
+        quarantined_by=m.quarantined_by,
+        deleted_at=m.deleted_at,
+        deleted_by=m.deleted_by,
         trained_on=[
             TrainedOn(dataset=n, version=v, sha256=sha, erased=purged is not None, purpose=purpose)
             for n, v, sha, purged, purpose in reads

@@ -589,6 +589,10 @@ class ModelOut(BaseModel):
     affected_by_erasure: int | None
     erasure_note: str | None
     trained_on: list[TrainedOn]
+    quarantined_at: float | None = None  # its file is no longer served (treino models quarantine)
+    quarantined_by: str | None = None
+    deleted_at: float | None = None  # its files are gone from disk; the row is a tombstone (treino models delete)
+    deleted_by: str | None = None
 
 
 class ModelList(BaseModel):

@@ -49,6 +49,11 @@ CGROUP_EMPTY_WAIT_S = 5.0  # after SIGKILL: how long to wait for the cgroup to e
 # --- periodic work (treino.server.tasks): one task each ------------------------------------------------------------
 TICK_S = 0.2  # the job engine's loop: collect exits, enforce timeouts, schedule; submits and cancels wake it at once
 AUDIT_CHECKPOINT_S = 300.0  # a signed checkpoint of the audit head, besides one every AuditLog.checkpoint_every
+# An anchor of the audit head outside the data dir (treino.server.anchors; `--audit-anchor-interval-s`), when the head
+# moved since the last one; and one at shutdown.
+AUDIT_ANCHOR_S = 300.0
+AUDIT_ANCHOR_FLUSH_S = 5.0  # at shutdown, how long the last anchor's webhook may take before it is left queued
+AUDIT_ANCHOR_QUEUE_FILE = "audit-anchors.jsonl"  # in the data dir: --audit-anchor-url deliveries pending a (re)try
 SWEEP_S = 5.0  # the backend's hygiene (the local backend: NVML's processes vs the running jobs)
 TASK_STOP_S = 10.0  # how long shutdown waits for a task's current run
 
@@ -105,6 +110,7 @@ METRIC_SERIES_POINTS_DEFAULT = 1000
 METRIC_SERIES_KEYS_MAX = 100
 METRIC_STREAM_ROWS = 1000  # metric points fetched at a time while a series is read (a server-side cursor on PostgreSQL)
 LOG_CHUNK_BYTES_MAX = 1024**2  # of an attempt's output per GET
+MODEL_READ_CHUNK_BYTES = 1024**2  # GET /api/v1/models/{id}/file streams the file in chunks of this size
 REQUEST_BYTES_MAX = 16 * 1024**2  # the largest body any route takes; larger ones get 413 before they are read
 # Each route's body ceiling (treino.server.api.errors.body_limit), checked after the token and before a byte is read:
 SPEC_BYTES_MAX = 1024**2  # POST /api/v1/jobs: a JobSpec
@@ -190,6 +196,11 @@ class Settings:
     webhook_secret: bytes = b""
     erasure_warn_days: float = ERASURE_WARN_DAYS
     gpu_hour_price: GpuHourPrice | None = None  # --offer or --gpu-hour-brl: usage in BRL (treino.server.usage)
+    # Anchors of the audit head (treino.server.anchors): --audit-anchor FILE, --audit-anchor-url URLs (signed with
+    # webhook_secret), every audit_anchor_interval_s
+    audit_anchor_file: Path | None = None
+    audit_anchor_urls: tuple[str, ...] = ()
+    audit_anchor_interval_s: float = AUDIT_ANCHOR_S
 
     def __post_init__(self) -> None:
         from treino.govern.audit import KEY_MIN_BYTES

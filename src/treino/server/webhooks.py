@@ -143,12 +143,13 @@ class Webhooks:
         data_dir: Path,
         sessions: sessionmaker[Session],
         erasure_warn_days: float,
+        queue_file: str = WEBHOOK_QUEUE_FILE,
     ) -> None:
         self.urls = urls
         self.secret = secret
         self.sessions = sessions
         self.erasure_warn_days = erasure_warn_days
-        self.path = data_dir / WEBHOOK_QUEUE_FILE
+        self.path = data_dir / queue_file
         self._inbox: queue.Queue[tuple[str, dict[str, Any], str | None]] = queue.Queue(WEBHOOK_INBOX_MAX)
         self._pending: list[_Delivery] = []  # a heap by due time; the sender thread's only
         self._marks: set[str] = set()  # "erasure ID:DAYS" already notified
@@ -232,6 +233,10 @@ class Webhooks:
         if event.contains(self.sessions, "after_soft_rollback", _forget_ended):
             event.remove(self.sessions, "after_soft_rollback", _forget_ended)
         self._client.close()
+
+    def idle(self) -> bool:
+        """Nothing waiting in the inbox nor for a (re)try."""
+        return self._inbox.empty() and not self._pending
 
     def _committed(self, s: Session) -> None:
         for payload in s.info.pop(_ENDED_KEY + ".payloads", ()):

@@ -2,6 +2,8 @@
 
 POST /api/v1/users                {name, role}                    users.manage
 GET  /api/v1/users?limit=&before_id=                             users.manage    (newest first, `next` page)
+POST /api/v1/users/{name}/disable                                 users.manage    (every token and session of
+POST /api/v1/users/{name}/enable                                  users.manage     the user fails at once)
 POST /api/v1/tokens               {user, name?, expires_days?}    tokens.manage   (the token is shown once)
 GET  /api/v1/tokens?limit=&before_id=                            tokens.manage   (never the secret; dashboard
                                                                                   sessions are "session:<token id>")
@@ -14,7 +16,7 @@ import time
 from typing import Annotated
 
 from fastapi import APIRouter, Path
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from treino.errors import Conflict, NotFound, SpecError
@@ -23,10 +25,11 @@ from treino.server.api.deps import BeforeId, Ctx, ManageTokens, ManageUsers, Pag
 from treino.server.auth import SESSION_PREFIX, new_user_token, token_hash
 from treino.server.db import Token
 from treino.server.schemas import NewToken, Revoked, TokenIn, TokenList, TokenOut, UserIn, UserList, UserOut, responses
-from treino.server.settings import INT_MAX, PAGE_DEFAULT
+from treino.server.settings import INT_MAX, NAME_PATTERN, PAGE_DEFAULT
 
 router = APIRouter(prefix="/api/v1", tags=["users"], responses=responses(401, 403, 422))
 TokenId = Annotated[int, Path(ge=1, le=INT_MAX)]
+UserName = Annotated[str, Path(pattern=NAME_PATTERN)]
 
 
 def user_named(s: Session, name: str) -> User:
@@ -55,6 +58,43 @@ def users(s: SessionDep, _who: ManageUsers, limit: PageLimit = PAGE_DEFAULT, bef
         users=[UserOut(id=u.id, name=u.name, role=Role(u.role), disabled=bool(u.disabled_at)) for u in rows],
         next=after,
     )
+
+
+@router.post("/users/{name}/disable", response_model=UserOut, responses=responses(404, 409))
+def disable_user(name: UserName, ctx: Ctx, who: ManageUsers) -> UserOut:
+    """The user's tokens and dashboard sessions stop working at the next request (auth checks `disabled_at`; the
+    cache is cleared). Their running jobs go on, but a job of theirs may no longer read a dataset."""
+    with ctx.sessions.begin() as s:
+        user = user_named(s, name)
+        if user.id == who.user_id:
+            raise Conflict(f"{name} is you: an admin may not disable their own account. To fix: ask another admin.")
+        if user.disabled_at is None:
+            user.disabled_at = time.time()
+            live = s.scalar(
+                select(func.count()).where(
+                    Token.user_id == user.id,
+                    Token.revoked_at.is_(None),
+                    ~Token.name.startswith(SESSION_PREFIX, autoescape=True),
+                )
+            )
+            ctx.audit.append(s, actor=who.name, action="user.disable", detail={"user": name, "tokens": live or 0})
+        out = UserOut(id=user.id, name=user.name, role=Role(user.role), disabled=True)
+    ctx.auth.forget()  # no cached check may vouch for their tokens any longer
+    return out
+
+
+@router.post("/users/{name}/enable", response_model=UserOut, responses=responses(404))
+def enable_user(name: UserName, ctx: Ctx, who: ManageUsers) -> UserOut:
+    """Their tokens that are neither revoked nor expired work again (dashboard sessions opened before stay dead only
+    if they expired meanwhile)."""
+    with ctx.sessions.begin() as s:
+        user = user_named(s, name)
+        if user.disabled_at is not None:
+            user.disabled_at = None
+            ctx.audit.append(s, actor=who.name, action="user.enable", detail={"user": name})
+        out = UserOut(id=user.id, name=user.name, role=Role(user.role), disabled=False)
+    ctx.auth.forget()
+    return out
 
 
 @router.post("/tokens", status_code=201, response_model=NewToken, responses=responses(404, 413))

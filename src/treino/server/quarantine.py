@@ -1,0 +1,143 @@
+"""What a DPO does with a model an erasure marked (its training data held the erased subject; models memorise):
+
+    quarantine   the model stays on disk but is no longer served: GET /api/v1/models/{id}/file answers 403 (rule
+                 "quarantine") with who quarantined it, when, and which erasure marked it
+    delete       its files are removed from disk, and with them the checkpoint folder of the job that produced it
+                 (every checkpoint of that job: they hold the same data); each model whose files lived there becomes
+                 a tombstone (deleted_at, deleted_by), never a dangling path. Its file then answers 410.
+
+Only a marked model (`erasure_id` set) may be quarantined or deleted: these are an erasure's consequences, not a
+general way to drop lineage. A model of a job still running may not be deleted (its files are still being written).
+Each is audited (model.quarantine, model.delete) in the transaction that sets it; the files are removed after the
+commit, so a crash in between leaves a tombstone whose files a second `delete` removes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from treino.errors import Conflict, Forbidden, Gone, NotFound, PolicyViolation
+from treino.govern.access import Principal
+from treino.govern.audit import Action
+from treino.govern.models import Model, Role
+from treino.server.context import ServerContext
+from treino.server.db import ACTIVE_STATES, Job
+from treino.server.settings import MODEL_READ_CHUNK_BYTES
+
+
+def marked_model(s: Session, model_id: int) -> Model:
+    m = s.get(Model, model_id)
+    if m is None:
+        raise NotFound(f"No model {model_id}. To fix: see 'treino lineage models'.")
+    if m.erasure_id is None:
+        raise Conflict(
+            f"Model {model_id} is not marked by an erasure: quarantine and deletion are for models trained on an "
+            "erased subject's data. To fix: see 'treino lineage model ID' for which models an erasure marked."
+        )
+    return m
+
+
+def quarantine(ctx: ServerContext, model_id: int, actor: str) -> None:
+    with ctx.sessions.begin() as s:
+        m = marked_model(s, model_id)
+        if m.quarantined_at is None:
+            m.quarantined_at, m.quarantined_by = time.time(), actor
+            detail = {"model": m.id, "erasure": m.erasure_id}
+            ctx.audit.append(s, actor=actor, action=Action.MODEL_QUARANTINE, job_id=m.job_id, detail=detail)
+
+
+def delete(ctx: ServerContext, model_id: int, actor: str) -> None:
+    with ctx.sessions.begin() as s:
+        m = marked_model(s, model_id)
+        job = s.get(Job, m.job_id)
+        if job is not None and job.state in ACTIVE_STATES:
+            raise Conflict(
+                f"Model {model_id} comes from job {m.job_id}, which is {job.state}: its checkpoints are still being "
+                f"written. To fix: cancel it first (treino cancel {m.job_id})."
+            )
+        checkpoints = ctx.engine.checkpoint_dir(m.job_id)
+        others = s.scalars(select(Model).where(Model.job_id == m.job_id, Model.id != m.id, Model.deleted_at.is_(None)))
+        now = time.time()
+        for o in [m, *(o for o in others if _inside(Path(o.path), checkpoints))]:
+            first = o.deleted_at is None  # a second delete removes what a crash left, and records nothing new
+            o.deleted_at, o.deleted_by = o.deleted_at or now, o.deleted_by or actor
+            o.quarantined_at, o.quarantined_by = o.quarantined_at or now, o.quarantined_by or actor
+            detail: dict[str, Any] = {"model": o.id, "erasure": o.erasure_id, "paths": [o.path]}
+            detail.update({"checkpoint_dir": str(checkpoints)} if o is m else {"with": m.id})
+            if first:
+                ctx.audit.append(s, actor=actor, action=Action.MODEL_DELETE, job_id=o.job_id, detail=detail)
+        own = Path(m.path)
+    _remove(own if _inside(own, checkpoints) else None)
+    _remove(checkpoints)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, ValueError):
+        return False
+
+
+def _remove(path: Path | None) -> None:
+    """A file, or a folder and everything in it (no symbolic link followed: the folder is the job's)."""
+    if path is None:
+        return
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def open_file(ctx: ServerContext, s: Session, model_id: int, who: Principal) -> tuple[Iterator[bytes], str]:
+    """The model's file as chunks, and its name: 410 when deleted, 403 (rule "quarantine") when quarantined, 403 for
+    anyone but its job's owner and admins, 409 for a folder checkpoint. Only a regular file directly in its job's
+    checkpoint folder is opened (no symbolic link followed: the folder is the job's)."""
+    m = s.get(Model, model_id)
+    if m is None:
+        raise NotFound(f"No model {model_id}. To fix: see 'treino lineage models'.")
+    if m.deleted_at is not None:
+        raise Gone(f"Model {model_id} was deleted by {m.deleted_by} (erasure #{m.erasure_id}): its files are gone.")
+    if m.quarantined_at is not None:
+        raise PolicyViolation(
+            "quarantine",
+            f"model {model_id} is quarantined since {time.strftime('%Y-%m-%d', time.gmtime(m.quarantined_at))} by "
+            f"{m.quarantined_by}: it was trained on data of a subject erased by erasure #{m.erasure_id} (LGPD Art. 18 "
+            "VI). To fix: use the retrained model of that erasure (treino lineage models).",
+        )
+    job = s.get(Job, m.job_id)
+    if who.role != Role.ADMIN and (job is None or job.owner != who.name):
+        raise Forbidden(f"Model {model_id}'s file is its job owner's and admins' only, not {who.name}'s.")
+    folder, path = ctx.engine.checkpoint_dir(m.job_id), Path(m.path)
+    if path.parent != folder:
+        raise Conflict(f"Model {model_id} is not a file in its job's checkpoint folder. To fix: read it on the server.")
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as exc:
+        raise Gone(f"Model {model_id}'s file {path} is no longer on disk ({exc.strerror}).") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Conflict(f"Model {model_id} is a folder checkpoint, not one file. To fix: read it on the server.")
+
+    def chunks() -> Iterator[bytes]:
+        with os.fdopen(fd, "rb") as f:
+            while data := f.read(MODEL_READ_CHUNK_BYTES):
+                yield data
+
+    return chunks(), path.name
