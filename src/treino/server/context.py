@@ -111,7 +111,7 @@ class ServerContext:
             )
             webhooks.watch_jobs()
             tasks.append(webhooks.erasure_task())
-        return cls(
+        ctx = cls(
             settings=settings,
             sessions=sessions,
             engine=engine,
@@ -121,6 +121,11 @@ class ServerContext:
             tasks=tasks,
             webhooks=webhooks,
         )
+        if settings.webhooks or settings.retention_erase:
+            from treino.server.retention import retention_task  # it acts on a context: imported once one exists
+
+            tasks.append(retention_task(ctx))
+        return ctx
 
     @property
     def backend(self) -> Backend:

@@ -163,6 +163,9 @@ WEBHOOK_COMPACT_DONE = 1000  # finished deliveries appended to the queue file be
 # (`treino server --erasure-warn-days`); open erasures are looked for at start and every ERASURE_WARN_CHECK_S.
 ERASURE_WARN_DAYS = 3.0
 ERASURE_WARN_CHECK_S = 3600.0
+# Datasets past their retention period are looked for at start and every RETENTION_CHECK_S: each is notified once
+# (webhook retention.expired) and, with `treino server --retention-erase`, erased (treino.server.retention).
+RETENTION_CHECK_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,7 @@ class Settings:
     webhook_secret: bytes = b""
     erasure_warn_days: float = ERASURE_WARN_DAYS
     gpu_hour_price: GpuHourPrice | None = None  # --offer or --gpu-hour-brl: usage in BRL (treino.server.usage)
+    retention_erase: bool = False  # --retention-erase: erase datasets past their retention period (off: only block)
 
     def __post_init__(self) -> None:
         from treino.govern.audit import KEY_MIN_BYTES
