@@ -40,7 +40,9 @@ except Exception as e:
 
 
 def api(server: Any, method: str, path: str, **kw: Any) -> httpx.Response:
-    return httpx.request(method, server.url + path, headers={"Authorization": f"Bearer {server.token}"}, timeout=30, **kw)
+    return httpx.request(
+        method, server.url + path, headers={"Authorization": f"Bearer {server.token}"}, timeout=30, **kw
+    )
 
 
 def ok(r: httpx.Response, status: int = 200) -> Any:
@@ -121,7 +123,15 @@ def test_an_expired_dataset_is_refused_to_jobs_and_reads_and_erased_when_enabled
     server = start_server(extra_args=["--import-root", str(tmp_path)])
     rows = write(tmp_path / "c.csv", [(c, "Outro", "Natal") for c in OTHERS])
     collected = time.time() - 40 * DAY_S
-    old = ok(api(server, "POST", "/api/v1/datasets", json=dataset("old", rows, retention_days=30, collected_at=collected, residency="any")), 201)
+    old = ok(
+        api(
+            server,
+            "POST",
+            "/api/v1/datasets",
+            json=dataset("old", rows, retention_days=30, collected_at=collected, residency="any"),
+        ),
+        201,
+    )
     expired_on = dt.datetime.fromtimestamp(collected + 30 * DAY_S, dt.UTC).strftime("%Y-%m-%d")
     assert old["expired"]
     # "soon" expires a few seconds from now: a job admitted before that reads after it.

@@ -62,7 +62,7 @@ def dataset(name: DatasetName, s: SessionDep, _who: ReadDatasets) -> DatasetOut:
     return governance.dataset_out(s, governance.dataset_named(s, name))
 
 
-@router.post("/api/v1/datasets/{name}/retention", response_model=RetentionOut, responses=responses(400, 404))
+@router.post("/api/v1/datasets/{name}/retention", response_model=RetentionOut, responses=responses(404))
 def dataset_retention(name: DatasetName, body: RetentionIn, ctx: Ctx, who: RunErasure) -> RetentionOut:
     """Past its retention period a dataset is blocked: a DPO extends the period on a documented legal basis (Art.
     16), audited as retention.extend, or erases the dataset (erase: true), audited as retention.erase."""
