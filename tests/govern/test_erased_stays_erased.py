@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from tests.conftest import Database
+from tests.govern.test_cli_govern import treino
 from treino.govern.cpf import make_cpf
 
 SUBJECT_FULL, SUBJECT_BARE = "063.469.421-90", "6346942190"  # one CPF, as a form and as a numeric column types it
@@ -155,6 +156,9 @@ def test_an_expired_dataset_is_refused_to_jobs_and_reads_and_erased_when_enabled
     assert "refused:" in logs and "dataset soon's retention period (1 days) expired on" in logs
     listed = {d["name"]: d["expired"] for d in ok(api(server, "GET", "/api/v1/datasets"))["datasets"]}
     assert listed == {"old": True, "soon": True}
+    shown = treino("data", "list", cwd=tmp_path, url=server.url, token=server.token)
+    assert shown.returncode == 0, shown.stderr
+    assert "30 d, EXPIRED" in next(line for line in shown.stdout.splitlines() if " old " in line)
 
     extension = {"days": 30, "legal_basis": "Art. 16 I: legal obligation", "reason": "tax audit of 2026"}
     assert not ok(api(server, "POST", "/api/v1/datasets/old/retention", json=extension))["expired"]
