@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import Database
 from tests.govern.test_cli_govern import treino
+from tests.server.test_webhooks import Receiver
 from treino.govern.cpf import make_cpf
 
 SUBJECT_FULL, SUBJECT_BARE = "063.469.421-90", "6346942190"  # one CPF, as a form and as a numeric column types it
@@ -165,8 +166,15 @@ def test_an_expired_dataset_is_refused_to_jobs_and_reads_and_erased_when_enabled
     assert not ok(api(server, "POST", "/api/v1/datasets/old/retention", json=extension))["expired"]
     server.stop()
 
-    # Restarted with --retention-erase: what expired is erased at once (the same purge as an erasure), audited.
-    again = start_server(extra_args=["--import-root", str(tmp_path), "--retention-erase"], data_dir=server.data_dir)
+    # Restarted with --retention-erase: what expired is notified and erased at once (the purge of an erasure).
+    receiver = Receiver()
+    extra = ["--import-root", str(tmp_path), "--retention-erase", "--webhook", receiver.url]
+    again = start_server(extra_args=extra, data_dir=server.data_dir)
+    try:
+        ((headers, body),) = receiver.wait(1)
+    finally:
+        receiver.close()
+    assert headers["x-treino-event"] == "retention.expired" and json.loads(body)["dataset"] == "soon"
     deadline = time.monotonic() + 20
     while not all(v["purged_at"] for v in ok(api(again, "GET", "/api/v1/datasets/soon"))["versions"]):
         assert time.monotonic() < deadline, "the expired dataset was not erased"
