@@ -60,6 +60,11 @@ def register_dataset(ctx: ServerContext, body: DatasetIn, actor: str) -> Dataset
             "this server accepts no dataset imports. To fix: start it with --import-root DIR (the folders datasets "
             "may be registered from).",
         )
+    if body.collected_at is not None and body.collected_at > time.time():
+        raise TreinoError(
+            "collected_at is in the future: retention runs from when the data was collected. To fix: give the "
+            "collection date, or leave it out (retention then runs from the registration)."
+        )
     with ctx.sessions.begin() as s:
         keep_out = KeepOut(s, ctx.audit.key, strict=body.strict)
         done = store_ops.register_dataset(
