@@ -46,6 +46,19 @@ def bury(session: Session, key: bytes, subject_id: str, *, dataset: str | None, 
     session.flush()
 
 
+class ErasedSubjectsRefused(PolicyViolation):
+    """An import refused (strict) for holding `rows` rows of `subjects` erased subjects."""
+
+    def __init__(self, rows: int, subjects: int, column: str) -> None:
+        super().__init__(
+            "LGPD Art. 18 VI",
+            f"{rows} row(s) of this import belong to {subjects} subject(s) erased earlier (matched on column "
+            f"'{column}', however their id was typed). To fix: remove those rows from the file, or import it "
+            "without --strict to have them stripped.",
+        )
+        self.rows, self.subjects = rows, subjects
+
+
 @dataclass
 class KeepOut:
     """Strips (or, `strict`, refuses) erased subjects' rows from imported tables; counts what it stripped."""
@@ -78,12 +91,7 @@ class KeepOut:
         rows = int(pc.sum(mask).as_py() or 0)
         subjects = len({canonical_id(v) for v in erased})
         if self.strict:
-            raise PolicyViolation(
-                "LGPD Art. 18 VI",
-                f"{rows} row(s) of this import belong to {subjects} subject(s) erased earlier (matched on column "
-                f"'{column}', however their id was typed). To fix: remove those rows from the file, or import it "
-                "without --strict to have them stripped.",
-            )
+            raise ErasedSubjectsRefused(rows, subjects, column)
         self.rows += rows
         self.subjects += subjects
         return table.filter(pc.invert(mask))

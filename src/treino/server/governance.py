@@ -18,7 +18,7 @@ from treino.govern.access import Principal, Site, check_grant, check_residency
 from treino.govern.aliases import subject_pseudonyms
 from treino.govern.audit import Action, pseudonym
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, Grant, JobDataset, Model, Role, User
-from treino.govern.tombstones import KeepOut, bury
+from treino.govern.tombstones import ErasedSubjectsRefused, KeepOut, bury
 from treino.server.auth import is_job_token
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, Job
@@ -65,6 +65,16 @@ def register_dataset(ctx: ServerContext, body: DatasetIn, actor: str) -> Dataset
             "collected_at is in the future: retention runs from when the data was collected. To fix: give the "
             "collection date, or leave it out (retention then runs from the registration)."
         )
+    try:
+        return _register(ctx, body, actor)
+    except ErasedSubjectsRefused as exc:
+        with ctx.sessions.begin() as s:  # the refusal is audited; the request fails
+            detail = {"rows": exc.rows, "subjects": exc.subjects, "strict": True}
+            ctx.audit.append(s, actor=actor, action=Action.ERASED_ROWS_STRIPPED, dataset=body.name, detail=detail)
+        raise
+
+
+def _register(ctx: ServerContext, body: DatasetIn, actor: str) -> DatasetRegistered:
     with ctx.sessions.begin() as s:
         keep_out = KeepOut(s, ctx.audit.key, strict=body.strict)
         done = store_ops.register_dataset(
