@@ -169,6 +169,12 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ),
     ("GET", "/api/v1/datasets", None, "datasets.read"),
     ("GET", "/api/v1/datasets/clientes", None, "datasets.read"),
+    (
+        "POST",
+        "/api/v1/datasets/clientes/retention",
+        {"days": 400, "legal_basis": "Art. 16 I", "reason": "r"},
+        "erasure.run",
+    ),
     ("GET", "/api/v1/audit/verify", None, "audit.read"),
     ("GET", "/api/v1/audit/export", None, "audit.read"),
     ("GET", "/api/v1/audit/records", None, "audit.read"),

@@ -314,11 +314,20 @@ def data_add(
     subject_column: Annotated[
         str | None, typer.Option("--subject-column", help="The column that identifies a person (for erasure).")
     ] = None,
+    collected_on: Annotated[
+        str | None,
+        typer.Option("--collected-on", help="When the data was collected (ISO date): retention counts from it."),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Refuse the file if it holds rows of erased subjects (default: strip them)."),
+    ] = False,
     as_json: JsonOpt = False,
     url: UrlOpt = None,
     token: TokenOpt = None,
 ) -> None:
-    """Register a dataset: the server copies PATH into its store as a new version and records why it may hold it."""
+    """Register a dataset: the server copies PATH into its store as a new version and records why it may hold it.
+    Rows of subjects erased earlier are stripped (counted in a warning), or with --strict the file is refused."""
     body = {
         "name": name,
         # The server reads the file itself (it runs on this machine): send where it is, not what it holds.
@@ -330,6 +339,8 @@ def data_add(
         "residency": residency,
         "retention_days": retention_days,
         "subject_column": subject_column,
+        "collected_at": _epoch(collected_on, "--collected-on"),
+        "strict": strict,
     }
     with _client(url, token) as client:
         done = client.request("POST", "/api/v1/datasets", f"the dataset {name}", json=body)
@@ -364,7 +375,7 @@ def data_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = No
             ", ".join(d["purposes"]),
             ("sensitive" if d["sensitive"] else "yes") if d["personal_data"] else "no",
             d["residency"],
-            f"{d['retention_days']} d" if d["retention_days"] else "-",
+            _retention(d, short=True),
             f"v{v['number']}" if v else "-",
             f"{v['rows']:,}" if v else "-",
             _short(v["sha256"]) if v else "-",
@@ -395,12 +406,52 @@ def data_show(
         ("purposes", ", ".join(d["purposes"]) or "-"),
         ("personal data", ("yes, sensitive" if d["sensitive"] else "yes") if d["personal_data"] else "no"),
         ("residency", d["residency"]),
-        ("retention", f"{d['retention_days']} days" if d["retention_days"] else "-"),
+        ("retention", _retention(d, short=False)),
         ("subject column", d["subject_column"] or "-"),
         ("registered", f"{_when(d['created_at'])} by {d['created_by']}"),
     ):
         fields.add_row(label, value)
     _print(_styled(f"Dataset {d['name']} ({d['format']})", "bold"), fields, _versions_table(d["versions"]))
+
+
+def _retention(d: dict[str, Any], *, short: bool) -> Any:
+    """The retention period; past its end, flagged red for the DPO (reads are refused: treino data retain)."""
+    if not d["retention_days"]:
+        return "-"
+    end = d.get("expires_at")
+    if d.get("expired"):
+        return _styled(f"{d['retention_days']} d, EXPIRED" if short else f"EXPIRED on {_date(end)}", "bold red")
+    return f"{d['retention_days']} d" if short else f"{d['retention_days']} days, until {_date(end)}"
+
+
+@data_app.command("retain")
+def data_retain(
+    name: Annotated[str, typer.Argument(help="Dataset name, from 'treino data list'.")],
+    days: Annotated[int | None, typer.Option("--days", min=1, help="A new retention period, from today.")] = None,
+    legal_basis: Annotated[
+        str, typer.Option("--legal-basis", help="Why it may be kept longer, e.g. 'Art. 16 I: legal obligation'.")
+    ] = "",
+    reason: Annotated[str, typer.Option("--reason", help="The circumstances, for the audit record.")] = "",
+    erase: Annotated[
+        bool, typer.Option("--erase", help="Erase the dataset instead: every version purged, its models marked.")
+    ] = False,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """A dataset past its retention period: extend the period on a documented legal basis (LGPD Art. 16), or erase
+    the dataset. Both are audited (retention.extend, retention.erase)."""
+    if erase == (days is not None):
+        raise UsageError("Give either --days (with --legal-basis and --reason) or --erase. To fix: pick one.")
+    body = {"erase": True} if erase else {"days": days, "legal_basis": legal_basis, "reason": reason}
+    with _client(url, token) as client:
+        done = client.request("POST", f"/api/v1/datasets/{name}/retention", f"the dataset {name}", json=body)
+    if as_json:
+        _print_json(done)
+    elif erase:
+        typer.echo(f"Erased {name}: version(s) {done['purged_versions']} purged (erasure #{done['erasure']}).")
+    else:
+        typer.echo(f"Retention of {name} extended until {_date(done['expires_at'])}.")
 
 
 def _versions_table(versions: list[dict[str, Any]]) -> Any:

@@ -117,6 +117,14 @@ def server(
     erasure_warn_days: Annotated[
         float, typer.Option(min=0, help="Notify an open erasure request this many days before its deadline.")
     ] = ERASURE_WARN_DAYS,
+    retention_erase: Annotated[
+        bool,
+        typer.Option(
+            "--retention-erase",
+            help="Erase datasets past their retention period (checked at start and hourly; audited). Off: they are "
+            "only blocked for reads and notified.",
+        ),
+    ] = False,
     offer: Annotated[
         str,
         typer.Option(
@@ -215,12 +223,13 @@ def server(
     inventory = the_backend.inventory()
     engine = make_engine(db or sqlite_url(data_dir))
     check_database(engine)  # a corrupt database refuses to start, rather than fail request by request
-    migrate(engine)
+    key = load_or_create_key(data_dir)
+    migrate(engine, key=key, store=(shared_dir or data_dir) / "store")
     public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     settings = Settings(
         data_dir,
         public_url.rstrip("/") or f"http://{public_host}:{port}",
-        key=load_or_create_key(data_dir),
+        key=key,
         site=default_site,
         import_roots=tuple(p.expanduser().resolve() for p in import_root or ()),
         partition_sites=partition_sites,
@@ -233,6 +242,7 @@ def server(
         webhooks=webhooks,
         webhook_secret=webhook_secret,
         erasure_warn_days=erasure_warn_days,
+        retention_erase=retention_erase,
         gpu_hour_price=price,
         audit_anchor_file=anchor_file,
         audit_anchor_urls=anchor_urls,

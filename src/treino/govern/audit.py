@@ -60,6 +60,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, SessionTransaction
 
 from treino.errors import TreinoError
+from treino.govern.identity import canonical_id
 from treino.govern.models import (
     AuditCheckpoint,
     AuditRecord,
@@ -90,7 +91,6 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 # The server's jobs table, named in the Art. 37 records: a Core reference, so govern/ does not import server/.
 _JOBS = table("jobs", column("id", Integer), column("name", String), column("owner", String), column("state", String))
 _PSEUDONYM_RE = re.compile(r"[0-9a-f]{64}")
-_CPF_SHAPE_RE = re.compile(r"\d{3}\.?\d{3}\.?\d{3}-?\d{2}")
 # CPFs in a record (lgpd-requirements.md §7.3): the NNN.NNN.NNN-NN mask anywhere, or a JSON string of exactly 11
 # digits. Bare 11-digit numbers are not flagged: byte counts and hashes would trip the 1-in-100 check digits.
 _CPF_IN_TEXT_RE = re.compile(r"(?<!\d)\d{3}\.\d{3}\.\d{3}-\d{2}(?!\d)|(?<=\")\d{11}(?=\")")
@@ -122,6 +122,10 @@ class Action(enum.StrEnum):
     MODEL_MARK = "model.mark"  # a model marked as affected by an erasure
     MODEL_QUARANTINE = "model.quarantine"  # detail: {"model", "erasure"}; its file is no longer served
     MODEL_DELETE = "model.delete"  # detail: {"model", "erasure", "paths": removed, "with": the model it went with}
+    SUBJECT_ALIAS = "subject.alias"  # detail: {"old_pseudonym"}: a pseudonym from before canonical ids (aliases.py)
+    ERASED_ROWS_STRIPPED = "erasure.reimport"  # detail: {"rows", "subjects", "strict"}: erased subjects kept out
+    RETENTION_EXTEND = "retention.extend"  # detail: {"retention_days", "from", "until", "legal_basis", "reason"}
+    RETENTION_ERASE = "retention.erase"  # detail: {"versions", "models", "expired_at"}: an expired dataset purged
 
 
 # --- hashing ---------------------------------------------------------------------------------------------------
@@ -140,16 +144,21 @@ def checkpoint_hmac(key: bytes, seq: int, hash_: str) -> str:
 
 
 def normalise_subject_id(subject_id: str) -> str:
-    """A CPF becomes its 11 digits ("123.456.789-09" -> "12345678909"); any other id is only stripped."""
-    s = subject_id.strip()
-    return re.sub(r"\D", "", s) if _CPF_SHAPE_RE.fullmatch(s) else s
+    """The id's canonical form (treino.govern.identity): a CPF becomes its 11 digits however it was typed
+    ("063.469.421-90", "6346942190" -> "06346942190"); any other id is only stripped."""
+    return canonical_id(subject_id)
 
 
 def pseudonym(key: bytes, subject_id: str) -> str:
-    """HMAC-SHA256(key, normalised id), hex: a keyed pseudonym (lgpd-requirements.md §7.1; an unkeyed hash of a
+    """HMAC-SHA256(key, canonical id), hex: a keyed pseudonym (lgpd-requirements.md §7.1; an unkeyed hash of a
     CPF is reversible by brute force over its 10^9 values). Different keys give unlinkable pseudonyms."""
+    return raw_pseudonym(key, normalise_subject_id(subject_id))
+
+
+def raw_pseudonym(key: bytes, normalised_id: str) -> str:
+    """HMAC-SHA256(key, the id exactly as given): for ids already normalised (old spellings, treino.govern.aliases)."""
     _check_key(key)
-    return hmac.new(key, normalise_subject_id(subject_id).encode(), hashlib.sha256).hexdigest()
+    return hmac.new(key, normalised_id.encode(), hashlib.sha256).hexdigest()
 
 
 def _check_key(key: bytes) -> None:
@@ -536,12 +545,20 @@ def export(
     until: float | None = None,
 ) -> int:
     """Write the records that match every filter given (time in unix seconds, since <= time < until), in seq
-    order, with their hashes; returns how many were written. `subject` is a pseudonym."""
+    order, with their hashes; returns how many were written. `subject` is a pseudonym: the records under the old
+    pseudonyms that `subject.alias` records tie to it (treino.govern.aliases) come too."""
     if fmt not in ("jsonl", "csv"):
         raise TreinoError(f"Unknown export format {fmt!r}. To fix: use 'jsonl' or 'csv'.")
     c = _RECORDS_RAW.c
-    filters = {"dataset": dataset, "actor": actor, "subject": subject, "action": action}
+    filters = {"dataset": dataset, "actor": actor, "action": action}
     where = [c[name] == value for name, value in filters.items() if value is not None]
+    if subject is not None:
+        olds = session.scalars(
+            select(AuditRecord.detail).where(
+                AuditRecord.action == Action.SUBJECT_ALIAS.value, AuditRecord.subject == subject
+            )
+        )
+        where.append(c.subject.in_([subject, *(str(d["old_pseudonym"]) for d in olds)]))
     where += [c.time >= since] if since is not None else []
     where += [c.time < until] if until is not None else []
     writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS) if fmt == "csv" else None

@@ -41,6 +41,7 @@ from sqlalchemy.orm import Session
 from treino.errors import PolicyViolation, TreinoError
 from treino.govern.cpf import ColumnFinding, cpf_digits, scan_column, scan_table
 from treino.govern.models import Dataset, DatasetVersion, Erasure, JobDataset, Model
+from treino.govern.tombstones import KeepOut
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
@@ -401,8 +402,11 @@ def register_dataset(
     retention_days: int | None = None,
     subject_column: str | None = None,
     actor: str,
+    keep_out: KeepOut | None = None,
 ) -> Registered:
-    """Register dataset `name` from the file at `path` (Parquet, CSV or JSONL) as its version 1."""
+    """Register dataset `name` from the file at `path` (Parquet, CSV or JSONL) as its version 1. `keep_out` takes
+    the rows of erased subjects out first (treino.govern.tombstones), from the subject column or, when none was
+    given, from the CPF column that becomes it."""
     basis = validate_registration(
         legal_basis=legal_basis,
         purposes=purposes,
@@ -431,11 +435,14 @@ def register_dataset(
         created_by=actor,
         created_at=time.time(),
     )
+    findings = scan_table(table)
+    if keep_out is not None:
+        cpf_column = max(findings, key=lambda f: f.valid_cpfs).column if findings else None
+        table = keep_out(table, subject_column or cpf_column, name)
     stored = _store_table(session, store, table, import_check=True)
     session.add(ds)
     session.flush()
     version = _add_version(session, ds, stored, reason=f"import {path}", actor=actor, parent_id=None)
-    findings = scan_table(table)
     adopted = _adopt_cpf_column(ds, table, findings)
     warnings = _warnings(ds, findings)
     if adopted:
@@ -467,12 +474,16 @@ def new_version(
     allowed_roots: Sequence[Path],
     actor: str,
     reason: str | None = None,
+    keep_out: KeepOut | None = None,
 ) -> Registered:
-    """Re-import dataset `name` from `path`: a new version if the content differs from the latest one."""
+    """Re-import dataset `name` from `path`: a new version if the content differs from the latest one (after
+    `keep_out` took the rows of erased subjects out)."""
     ds = get_dataset(session, name)
     source = _check_root(path, allowed_roots)
     fmt = _format_of(source)
     table = _read(source, fmt, ds.subject_column)
+    if keep_out is not None:
+        table = keep_out(table, ds.subject_column, name)
     latest = resolve(session, name)
     findings = scan_table(table)
     stored = _store_table(session, store, table, import_check=True)

@@ -9,6 +9,7 @@ migrates both.
                                starting checkpoint was trained on (inherited_from: the job it continues)
     jobs ─< models             checkpoints and final models, with the classification and residency they inherit
     erasures                   Art. 18 VI requests, their deadline (Art. 19: 15 days) and report
+    erasures ─< erased_subjects         tombstones: a salted hash of each erased subject's canonical id (tombstones.py)
     audit_records, audit_checkpoints    the hash chain and its HMAC-signed checkpoints
 """
 
@@ -68,6 +69,9 @@ class Dataset(Base):
     subject_column: Mapped[str | None] = mapped_column(String(100), default=None)
     created_by: Mapped[str] = mapped_column(String(100))
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
+    # When the retention period starts (unix s): the data's collection, if older than its registration; else
+    # created_at. Moved by an extension of the retention (treino.govern.retention).
+    retention_from: Mapped[float | None] = mapped_column(Float, default=None)
 
 
 class DatasetVersion(Base):
@@ -147,6 +151,18 @@ class Erasure(Base):
     requested_at: Mapped[float] = mapped_column(Float, default=time.time)
     deadline_at: Mapped[float] = mapped_column(Float)
     report: Mapped[dict[str, Any]]
+
+
+class ErasedSubject(Base):
+    """A tombstone: HMAC-SHA256(tombstone salt, canonical id) of an erased subject, never the id or its pseudonym."""
+
+    __tablename__ = "erased_subjects"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), index=True)
+    dataset: Mapped[str | None] = mapped_column(String(100), default=None)  # None: erased from every dataset
+    erasure_id: Mapped[int] = mapped_column(ForeignKey("erasures.id"))
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
 
 
 class AuditRecord(Base):

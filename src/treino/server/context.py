@@ -118,7 +118,7 @@ class ServerContext:
         if settings.audit_anchor_file is not None or settings.audit_anchor_urls:
             anchors = Anchors(settings, sessions)
             tasks.append(anchors.task())
-        return cls(
+        ctx = cls(
             settings=settings,
             sessions=sessions,
             engine=engine,
@@ -129,6 +129,11 @@ class ServerContext:
             webhooks=webhooks,
             anchors=anchors,
         )
+        if settings.webhooks or settings.retention_erase:
+            from treino.server.retention import retention_task  # it acts on a context: imported once one exists
+
+            tasks.append(retention_task(ctx))
+        return ctx
 
     @property
     def backend(self) -> Backend:

@@ -267,8 +267,9 @@ def all_models() -> None:
     import treino.govern.models  # noqa: F401
 
 
-def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest Alembic revision (creates it on a fresh database)."""
+def migrate(engine: Engine, *, key: bytes | None = None, store: Path | None = None) -> None:
+    """Bring the schema to the newest Alembic revision (creates it on a fresh database). Data migrations that need
+    the server key and the dataset store (0009_identity's aliases) run only when both are given."""
     from alembic import command
     from alembic.config import Config
 
@@ -276,4 +277,5 @@ def migrate(engine: Engine) -> None:
     cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
     with engine.begin() as connection:
         cfg.attributes["connection"] = connection
+        cfg.attributes["server_key"], cfg.attributes["store"] = key, store
         command.upgrade(cfg, "head")

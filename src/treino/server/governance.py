@@ -13,9 +13,12 @@ from sqlalchemy.orm import Session
 
 from treino.errors import Conflict, Gone, NotFound, PolicyViolation, TreinoError, Unauthenticated
 from treino.govern import datasets as store_ops
+from treino.govern import retention
 from treino.govern.access import Principal, Site, check_grant, check_residency
-from treino.govern.audit import pseudonym
+from treino.govern.aliases import subject_pseudonyms
+from treino.govern.audit import Action, pseudonym
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, Grant, JobDataset, Model, Role, User
+from treino.govern.tombstones import ErasedSubjectsRefused, KeepOut, bury
 from treino.server.auth import is_job_token
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, Job
@@ -57,7 +60,23 @@ def register_dataset(ctx: ServerContext, body: DatasetIn, actor: str) -> Dataset
             "this server accepts no dataset imports. To fix: start it with --import-root DIR (the folders datasets "
             "may be registered from).",
         )
+    if body.collected_at is not None and body.collected_at > time.time():
+        raise TreinoError(
+            "collected_at is in the future: retention runs from when the data was collected. To fix: give the "
+            "collection date, or leave it out (retention then runs from the registration)."
+        )
+    try:
+        return _register(ctx, body, actor)
+    except ErasedSubjectsRefused as exc:
+        with ctx.sessions.begin() as s:  # the refusal is audited; the request fails
+            detail = {"rows": exc.rows, "subjects": exc.subjects, "strict": True}
+            ctx.audit.append(s, actor=actor, action=Action.ERASED_ROWS_STRIPPED, dataset=body.name, detail=detail)
+        raise
+
+
+def _register(ctx: ServerContext, body: DatasetIn, actor: str) -> DatasetRegistered:
     with ctx.sessions.begin() as s:
+        keep_out = KeepOut(s, ctx.audit.key, strict=body.strict)
         done = store_ops.register_dataset(
             s,
             ctx.settings.store,
@@ -72,8 +91,15 @@ def register_dataset(ctx: ServerContext, body: DatasetIn, actor: str) -> Dataset
             retention_days=body.retention_days,
             subject_column=body.subject_column,
             actor=actor,
+            keep_out=keep_out,
         )
         v, d = done.version, done.dataset
+        d.retention_from = body.collected_at
+        if keep_out.rows:
+            done.warnings.append(
+                f"{keep_out.rows} row(s) of {keep_out.subjects} subject(s) erased earlier were stripped from this "
+                "import (Art. 18 VI: erased stays erased)."
+            )
         detail: dict[str, Any] = {
             "version": v.number,
             "sha256": v.sha256,
@@ -85,9 +111,15 @@ def register_dataset(ctx: ServerContext, body: DatasetIn, actor: str) -> Dataset
             "residency": d.residency,
             "cpf_columns": [f.column for f in done.cpf_findings],
             "warnings": done.warnings,
+            "erased_rows_stripped": keep_out.rows,
         }
         ctx.audit.append(s, actor=actor, action="dataset.register", dataset=d.name, detail=detail)
-        return DatasetRegistered(**dataset_out(s, d).model_dump(), warnings=done.warnings)
+        if keep_out.rows:
+            detail = {"version": v.number, "rows": keep_out.rows, "subjects": keep_out.subjects, "strict": False}
+            ctx.audit.append(s, actor=actor, action=Action.ERASED_ROWS_STRIPPED, dataset=d.name, detail=detail)
+        return DatasetRegistered(
+            **dataset_out(s, d).model_dump(), warnings=done.warnings, erased_rows_stripped=keep_out.rows
+        )
 
 
 def _versions(s: Session, d: Dataset) -> list[DatasetVersion]:
@@ -114,6 +146,8 @@ def dataset_out(s: Session, d: Dataset) -> DatasetOut:
         created_by=d.created_by,
         created_at=d.created_at,
         versions=[_version_out(v) for v in _versions(s, d)],
+        expires_at=retention.expires_at(d),
+        expired=retention.expired(d),
     )
 
 
@@ -236,6 +270,7 @@ def _recheck(ctx: ServerContext, s: Session, job: Job, d: Dataset, purpose: str)
         if owner is None or owner.disabled_at is not None:
             raise PolicyViolation("grant", f"the job's owner {job.owner} is no longer an active user.")
         check_grant(s, owner, d, purpose)
+        retention.check_retention(d)
         site_now = job_site(ctx.settings, ctx.engine, s, job)
         check_residency(s, d, site_now)
     except PolicyViolation as exc:
@@ -254,7 +289,7 @@ def erase(ctx: ServerContext, subject: str, dataset: str | None, retrain: bool, 
         if dataset is not None:
             dataset_named(s, dataset)
         erasure = store_ops.open_erasure(s, subject_pseudonym=subject_pseudonym, dataset=dataset, requested_by=actor)
-        s.flush()
+        bury(s, ctx.audit.key, subject, dataset=dataset, erasure_id=erasure.id)
         detail: dict[str, Any] = {"erasure": erasure.id, "deadline_at": erasure.deadline_at, "retrain": retrain}
         ctx.audit.append(
             s, actor=actor, action="erasure.request", subject=subject_pseudonym, dataset=dataset, detail=detail
@@ -343,13 +378,16 @@ def _retrain(ctx: ServerContext, job_ids: list[int], erasure_id: int) -> tuple[l
 def subject_report(ctx: ServerContext, subject: str, actor: str) -> SubjectReportOut:
     """Art. 18 II: which datasets and versions hold the subject, and which models used them. Recorded in the audit
     (subject.report) even when nothing matches."""
-    subject_pseudonym = pseudonym(ctx.audit.key, subject)
     with ctx.sessions.begin() as s:
+        # The canonical pseudonym, and those the subject may be recorded under from before canonical ids.
+        known_as = subject_pseudonyms(s, ctx.audit.key, subject)
+        subject_pseudonym = known_as[0]
+        records = s.scalar(select(func.count()).select_from(AuditRecord).where(AuditRecord.subject.in_(known_as)))
         report = store_ops.subject_report(s, ctx.settings.store, subject)
         names = sorted({h.dataset for h in report.holdings})
         detail = {"found": report.found, "datasets": names, "models": [m.model_id for m in report.models]}
         ctx.audit.append(s, actor=actor, action="subject.report", subject=subject_pseudonym, detail=detail)
-        erasures = s.scalars(select(Erasure).where(Erasure.subject_pseudonym == subject_pseudonym))
+        erasures = s.scalars(select(Erasure).where(Erasure.subject_pseudonym.in_(known_as)).order_by(Erasure.id)).all()
         grants = {d: _granted_to(s, d) for d in names}
         return SubjectReportOut(
             subject_pseudonym=subject_pseudonym,
@@ -372,6 +410,7 @@ def subject_report(ctx: ServerContext, subject: str, actor: str) -> SubjectRepor
             jobs=report.job_ids,
             erasures=[ErasureRef(id=e.id, requested_at=e.requested_at, deadline_at=e.deadline_at) for e in erasures],
             generated_at=time.time(),
+            audit_records=records or 0,
         )
 
 

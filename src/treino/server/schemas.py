@@ -502,6 +502,27 @@ class DatasetIn(Schema):
     residency: str = Field("BR", pattern=r"^([A-Z]{2}|any)$")
     retention_days: int | None = Field(None, gt=0, le=365_000)
     subject_column: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(no_nul)] | None = None
+    # When the data was collected (unix s), if before now: its retention period runs from then.
+    collected_at: float | None = Field(None, ge=0, allow_inf_nan=False)
+    # Rows of subjects erased earlier: stripped (counted in the answer) by default, or the import refused.
+    strict: bool = False
+
+
+class RetentionIn(Schema):
+    """Extend a dataset's retention period (days from now, on a documented legal basis), or erase the dataset."""
+
+    days: int | None = Field(None, gt=0, le=365_000)
+    legal_basis: Annotated[str, Field(max_length=200), AfterValidator(no_nul)] = ""
+    reason: Annotated[str, Field(max_length=1000), AfterValidator(no_nul)] = ""
+    erase: bool = False
+
+
+class RetentionOut(BaseModel):
+    dataset: str
+    expires_at: float | None
+    expired: bool
+    erasure: int | None = None  # the erasure that purged the dataset (erase)
+    purged_versions: list[int] = Field(default_factory=list)
 
 
 class VersionOut(BaseModel):
@@ -527,10 +548,13 @@ class DatasetOut(BaseModel):
     created_by: str
     created_at: float
     versions: list[VersionOut]
+    expires_at: float | None = None  # the end of its retention period (treino.govern.retention)
+    expired: bool = False  # past it: reads and new jobs are refused
 
 
 class DatasetRegistered(DatasetOut):
     warnings: list[str]  # e.g. CPFs found in a column not flagged as the subject column
+    erased_rows_stripped: int = 0  # rows of subjects erased earlier, taken out of the import (tombstones)
 
 
 class DatasetList(BaseModel):
@@ -684,3 +708,4 @@ class SubjectReportOut(BaseModel):
     jobs: list[int]
     erasures: list[ErasureRef]
     generated_at: float
+    audit_records: int = 0  # audit records about the subject, under any pseudonym it had (treino.govern.aliases)

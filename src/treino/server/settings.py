@@ -169,6 +169,9 @@ WEBHOOK_COMPACT_DONE = 1000  # finished deliveries appended to the queue file be
 # (`treino server --erasure-warn-days`); open erasures are looked for at start and every ERASURE_WARN_CHECK_S.
 ERASURE_WARN_DAYS = 3.0
 ERASURE_WARN_CHECK_S = 3600.0
+# Datasets past their retention period are looked for at start and every RETENTION_CHECK_S: each is notified once
+# (webhook retention.expired) and, with `treino server --retention-erase`, erased (treino.server.retention).
+RETENTION_CHECK_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -201,6 +204,7 @@ class Settings:
     audit_anchor_file: Path | None = None
     audit_anchor_urls: tuple[str, ...] = ()
     audit_anchor_interval_s: float = AUDIT_ANCHOR_S
+    retention_erase: bool = False  # --retention-erase: erase datasets past their retention period (off: only block)
 
     def __post_init__(self) -> None:
         from treino.govern.audit import KEY_MIN_BYTES

@@ -24,6 +24,7 @@ from treino.errors import Conflict, PolicyViolation
 from treino.govern.access import Principal, Site, check_grant, check_residency
 from treino.govern.audit import AuditLog
 from treino.govern.models import Dataset, DatasetVersion, JobDataset, User
+from treino.govern.retention import check_retention
 from treino.server import quotas, trackers
 from treino.server.db import Job, SubmitKey
 from treino.server.service import Service
@@ -148,6 +149,7 @@ class Submissions:
             if user is None:
                 raise PolicyViolation("grant", f"the submitter has no user record to hold a grant on {name}.")
             check_grant(s, user, dataset, spec.purpose)
+            check_retention(dataset)
             reason, partitions = self._check_residency(s, dataset, partitions)
             version = s.scalar(
                 select(DatasetVersion)

@@ -1,6 +1,7 @@
 """Notifications: HMAC-signed webhooks on job end and on erasure deadlines approaching (`treino server --webhook URL`).
 
     job.ended          a job reached succeeded, failed or cancelled (seen on Job.state as its session commits)
+    retention.expired  a dataset past its retention period, once (treino.server.retention)
     erasure.deadline   an open erasure request (Art. 18 VI) within --erasure-warn-days of its Art. 19 deadline,
                        once per request per threshold (checked at start and every ERASURE_WARN_CHECK_S)
 
@@ -166,6 +167,16 @@ class Webhooks:
             self._inbox.put_nowait((event_name, payload, mark))
         except queue.Full:
             log.warning("webhook inbox full (%d events): %s dropped", WEBHOOK_INBOX_MAX, event_name)
+
+    def notify_once(self, event_name: str, payload: dict[str, Any], mark: str) -> bool:
+        """`notify`, unless an event with this mark was queued before (this run or, from the queue file, an earlier
+        one); True when it was queued now."""
+        with self._marks_lock:
+            if mark in self._marks:
+                return False
+            self._marks.add(mark)
+        self.notify(event_name, payload, mark)
+        return True
 
     def watch_jobs(self) -> None:
         """job.ended for each job whose state becomes an end state, once its transaction commits."""

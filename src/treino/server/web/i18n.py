@@ -153,6 +153,8 @@ PT: dict[str, str] = {
     "versions": "versões",
     "rows": "linhas",
     "purged": "expurgada",
+    "retention expired": "retenção vencida",
+    "reads refused: treino data retain": "leituras recusadas: treino data retain",
     "Lineage": "Linhagem",
     "read by jobs": "lida pelos jobs",
     "no job yet": "nenhum job ainda",

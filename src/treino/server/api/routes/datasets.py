@@ -2,6 +2,7 @@
 
 POST /api/v1/datasets                 {name, path, legal_basis, purposes, personal_data, ...}   datasets.register
 GET  /api/v1/datasets?limit=&before_id=, /{name}   newest first, `next` for the next page   datasets.read
+POST /api/v1/datasets/{name}/retention    {days, legal_basis, reason} or {erase: true}    erasure.run
 GET  /api/v1/jobs/{id}/datasets/{name}    the job's own token: the pinned version (the read is audited)
 """
 
@@ -12,8 +13,9 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 from sqlalchemy import select
 
+from treino.errors import TreinoError
 from treino.govern.models import Dataset
-from treino.server import governance
+from treino.server import governance, retention
 from treino.server.api.deps import (
     BearerToken,
     BeforeId,
@@ -22,10 +24,20 @@ from treino.server.api.deps import (
     PageLimit,
     ReadDatasets,
     RegisterDatasets,
+    RunErasure,
     SessionDep,
     keyset_page,
 )
-from treino.server.schemas import DatasetIn, DatasetList, DatasetOut, DatasetPin, DatasetRegistered, responses
+from treino.server.schemas import (
+    DatasetIn,
+    DatasetList,
+    DatasetOut,
+    DatasetPin,
+    DatasetRegistered,
+    RetentionIn,
+    RetentionOut,
+    responses,
+)
 from treino.server.settings import NAME_PATTERN, PAGE_DEFAULT
 
 router = APIRouter(tags=["datasets"], responses=responses(401, 403, 422))
@@ -48,6 +60,17 @@ def datasets(
 @router.get("/api/v1/datasets/{name}", response_model=DatasetOut, responses=responses(404))
 def dataset(name: DatasetName, s: SessionDep, _who: ReadDatasets) -> DatasetOut:
     return governance.dataset_out(s, governance.dataset_named(s, name))
+
+
+@router.post("/api/v1/datasets/{name}/retention", response_model=RetentionOut, responses=responses(404))
+def dataset_retention(name: DatasetName, body: RetentionIn, ctx: Ctx, who: RunErasure) -> RetentionOut:
+    """Past its retention period a dataset is blocked: a DPO extends the period on a documented legal basis (Art.
+    16), audited as retention.extend, or erases the dataset (erase: true), audited as retention.erase."""
+    if body.erase:
+        return retention.erase_dataset(ctx, name, actor=who.name)
+    if body.days is None:
+        raise TreinoError('Give the new retention period in days, or erase: true. To fix: e.g. {"days": 365, ...}.')
+    return retention.extend(ctx, name, days=body.days, legal_basis=body.legal_basis, reason=body.reason, actor=who.name)
 
 
 @router.get("/api/v1/jobs/{job_id}/datasets/{name}", response_model=DatasetPin, responses=responses(404, 409, 410))

@@ -2,7 +2,7 @@
 tombstone with who and when
 
 Revision ID: 0010_users_models
-Revises: 0008_quotas
+Revises: 0009_identity
 Create Date: 2026-12-02 04:40:00
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010_users_models"
-down_revision = "0008_quotas"
+down_revision = "0009_identity"
 branch_labels = None
 depends_on = None
 
