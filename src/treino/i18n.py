@@ -153,10 +153,6 @@ class Locale:
         """Bytes as GiB; '–' when unknown (a Slurm node's GPU memory is not reported to the server)."""
         return "–" if nbytes is None else f"{self.num(nbytes / 2**30, 2)} GiB"
 
-    def each(self, text: str, sep: str) -> str:
-        """Labels joined by `sep` (the planner's "ZeRO-3 + full checkpointing"), each one translated."""
-        return sep.join(self.t(part) for part in text.split(sep)) if self.pt else text
-
     def filters(self) -> dict[str, Callable[..., str]]:
         return {
             "num": self.num,
@@ -164,8 +160,7 @@ class Locale:
             "when": self.when,
             "duration": self.duration,
             "gib": self.gib,
-            "msg": self.msg,
-            "each": self.each,
+            "tr": self.msg,  # a message (Msg, Joined or catalog text) in this language
         }
 
 

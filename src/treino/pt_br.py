@@ -190,4 +190,163 @@ PT: dict[str, str] = {
     "not visible to you": "não visível para você",
     "could not be read": "não pôde ser lido",
     "none of the jobs shown logged it": "nenhum dos jobs mostrados a registrou",
+    "NVLink vs PCIe": "NVLink vs PCIe",
+    "Slurm job": "job Slurm",
+    "The dedicated server pays off above {runs} runs a month.": (
+        "O servidor dedicado compensa acima de {runs} treinos por mês."
+    ),
+    "The run: {steps} steps, {time}.": "O treino: {steps} passos, {time}.",
+    "This job was cancelled. Resubmit it as a new job that continues from its checkpoint of step {step}?": (
+        "Este job foi cancelado. Reenviá-lo como um novo job que continua do seu checkpoint do passo {step}?"
+    ),
+    "This job's logs are visible only to {readers}.": "Os logs deste job são visíveis apenas para {readers}.",
+    "Too many failed logins from your address. Try again in {wait_s} s.": (
+        "Muitas tentativas de login falharam a partir do seu endereço. Tente de novo em {wait_s} s."
+    ),
+    "auto": "automática",
+    "erasure #{id}": "eliminação nº {id}",
+    "head": "topo",
+    "id": "id",
+    "link": "ligação",
+    "max": "máx.",
+    "min": "mín.",
+    "needs {need} per GPU, the {gpu} has {have}.": "precisa de {need} por GPU, a {gpu} tem {have}.",
+    "seq": "seq.",
+    "tokens/s": "tokens/s",
+    "total, {months} months": "total, {months} meses",
+    "{headroom} headroom on each {gpu}.": "{headroom} de folga em cada {gpu}.",
+    "{step_time} per step ({tokens} tokens), {rate} tokens/s, MFU {mfu} % ({source}), {bound}": (
+        "{step_time} por passo ({tokens} tokens), {rate} tokens/s, MFU {mfu} % ({source}), {bound}"
+    ),
+    "days": "dias",
+    # --- job states, failure reasons and outcomes (treino.server.db) ---
+    "queued": "na fila",
+    "running": "em execução",
+    "stopping": "parando",
+    "succeeded": "concluído",
+    "failed": "falhou",
+    "cancelled": "cancelado",
+    "cancel": "cancelamento",
+    "preempt": "preempção",
+    "timeout": "tempo esgotado",
+    "oom": "sem memória (OOM)",
+    "user_error": "erro do usuário",
+    "signal": "sinal",
+    "node_fault": "falha do nó",
+    "disk_full": "disco cheio",
+    "no_checkpoint": "sem checkpoint",
+    "erasure": "eliminação",
+    # Slurm node states (sinfo), shown on the overview
+    "idle": "ocioso",
+    "mixed": "parcial",
+    "allocated": "alocado",
+    "down": "fora do ar",
+    "drained": "drenado",
+    "draining": "drenando",
+    "CPU": "CPU",
+    # --- the planner (treino.plan): memory parts, phases, bounds, links, advice and its caveats, notes ---
+    "weights": "pesos",
+    "gradients": "gradientes",
+    "activations": "ativações",
+    "logits+loss": "logits+loss",
+    "temporaries": "temporários",
+    "overhead": "sobrecarga",
+    "backward": "backward",
+    "optimizer step": "passo do otimizador",
+    "backward, recompute": "backward, recomputação",
+    "compute-bound": "limitado por computação",
+    "memory-bound": "limitado por memória",
+    "nvlink": "NVLink",
+    "pcie": "PCIe",
+    "micro-batch 1 + accumulation": "micro-batch 1 + acumulação",
+    "selective checkpointing": "checkpointing seletivo",
+    "ZeRO-2": "ZeRO-2",
+    "full checkpointing": "checkpointing completo",
+    "ZeRO-3": "ZeRO-3",
+    "2x GPUs + ZeRO-3": "2x GPUs + ZeRO-3",
+    "8-bit AdamW": "AdamW de 8 bits",
+    "bf16 + fp32 master weights": "bf16 + pesos mestres em fp32",
+    "offload optimizer + weights": "descarregar otimizador + pesos na CPU",
+    "LoRA r16": "LoRA r16",
+    "offload optimizer": "descarregar otimizador na CPU",
+    "QLoRA r16 (NF4 base)": "QLoRA r16 (base NF4)",
+    "1.5x the communication of data parallel: slower over PCIe than over NVLink": (
+        "1,5x a comunicação do paralelismo de dados: mais lento por PCIe do que por NVLink"
+    ),
+    "costs GPUs, not speed per token": "custa GPUs, não velocidade por token",
+    "changes the optimizer's numerics slightly": "muda levemente a numérica do otimizador",
+    "Megatron/DeepSpeed style; not PyTorch autocast": "estilo Megatron/DeepSpeed; não o autocast do PyTorch",
+    "weights cross PCIe every step; needs CPU RAM for the whole model state": (
+        "os pesos cruzam o PCIe a cada passo; precisa de RAM da CPU para todo o estado do modelo"
+    ),
+    "fine-tunes adapters, not the full model": "ajusta adaptadores, não o modelo inteiro",
+    "needs CPU RAM for the optimizer state; the seed article puts the cost at 50-80 %": (
+        "precisa de RAM da CPU para o estado do otimizador; o artigo de referência estima o custo em 50-80 %"
+    ),
+    "fine-tunes adapters on a 4-bit base; some quality loss": (
+        "ajusta adaptadores sobre uma base de 4 bits; alguma perda de qualidade"
+    ),
+    "The optimizer step runs on the CPU (DeepSpeed ZeRO-Offload).": (
+        "O passo do otimizador roda na CPU (DeepSpeed ZeRO-Offload)."
+    ),
+    "prior for {gpu} (hardware-and-prices §7)": "estimativa a priori para {gpu}",  # no internal citation code
+    "unverified prior for {gpu}": "estimativa a priori não verificada para {gpu}",
+    "{change} ({peak:.1f} GiB with {keys})": "{change} ({peak:.1f} GiB com {keys})",
+    "does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu} has {have:.1f} GiB. To fix: {advice}.": (
+        "não cabe: o planejador precisa de {need:.1f} GiB por GPU, a {gpu} tem {have:.1f} GiB. Como corrigir: {advice}."
+    ),
+    "does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu} has {have:.1f} GiB. "
+    "To fix: more GPUs with plan: {{zero: 3}}, or a smaller model.": (
+        "não cabe: o planejador precisa de {need:.1f} GiB por GPU, a {gpu} tem {have:.1f} GiB. "
+        "Como corrigir: mais GPUs com plan: {{zero: 3}}, ou um modelo menor."
+    ),
+    # --- the server's devices (treino.server.inventory) ---
+    "{devices} CPU slots (no GPUs: jobs run on CPU with gloo)": (
+        "{devices} slots de CPU (sem GPUs: os jobs rodam na CPU com gloo)"
+    ),
+    "{devices} x {names} GPU(s) in {domains} NVLink domain(s)": (
+        "{devices} x {names} GPU(s) em {domains} domínio(s) NVLink"
+    ),
+    "{devices} x {names} on {usable} of {nodes} Slurm node(s) (partitions {partitions})": (
+        "{devices} x {names} em {usable} de {nodes} nó(s) Slurm (partições {partitions})"
+    ),
+    # --- dashboard errors and flash messages (treino.server.web, treino.server.api) ---
+    "Error": "Erro",
+    "Form too large.": "Formulário grande demais.",
+    "GPUs, micro-batch and sequence must be positive (GPUs <= 1024).": (
+        "GPUs, micro-batch e sequência devem ser positivos (GPUs <= 1024)."
+    ),
+    "Job {job_id} belongs to {owner}. To fix: ask them or an admin to cancel it.": (
+        "O job {job_id} pertence a {owner}. Como corrigir: peça a essa pessoa ou a um admin que o cancele."
+    ),
+    "Job {job_id} belongs to {owner}: only they or an admin may resubmit it.": (
+        "O job {job_id} pertence a {owner}: só essa pessoa ou um admin pode reenviá-lo."
+    ),
+    "Missing or wrong CSRF token. To fix: reload the page and try again.": (
+        "Token CSRF ausente ou errado. Como corrigir: recarregue a página e tente de novo."
+    ),
+    "No job {job_id}. To fix: list jobs with 'treino jobs'.": (
+        "Não existe o job {job_id}. Como corrigir: liste os jobs com 'treino jobs'."
+    ),
+    "Role {role} may not {action}. To fix: use a token of a user with role {roles}.": (
+        "O papel {role} não pode {action}. Como corrigir: use um token de um usuário com papel {roles}."
+    ),
+    "jobs.read": "ver jobs",
+    "jobs.cancel": "cancelar jobs",
+    "jobs.submit": "enviar jobs",
+    "read job metrics": "ler as métricas de jobs",
+    "read the audit log": "ler o log de auditoria",
+    "Unknown GPU {gpu!r}. To fix: pick one of the list ('treino gpus').": (
+        "GPU desconhecida {gpu!r}. Como corrigir: escolha uma da lista ('treino gpus')."
+    ),
+    "Unknown model {model!r}. To fix: pick one of the list ('treino models').": (
+        "Modelo desconhecido {model!r}. Como corrigir: escolha um da lista ('treino models')."
+    ),
+    "Unknown {kind} offer {offer!r}.": "Oferta {kind} desconhecida: {offer!r}.",
+    "continues job {job_id} from step {step}": "continua o job {job_id} do passo {step}",
+    "from step 0": "do passo 0",
+    "resubmitted from job {job_id}: {how}": "reenviado a partir do job {job_id}: {how}",
+    "tokens must be between 0 and 1e15.": "tokens deve estar entre 0 e 1e15.",
+    "{name}: not a number: {raw!r}": "{name}: não é um número: {raw!r}",
+    "Job {job_id} is already {state}; nothing to cancel.": "O job {job_id} já está {state}; nada a cancelar.",
 }

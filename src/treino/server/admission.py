@@ -63,7 +63,7 @@ def admission_for(gpu: GpuSpec, gpus_per_node: Callable[[], int] | None = None) 
             (
                 Msg(
                     "{change} ({peak:.1f} GiB with {keys})",
-                    change=Joined(" + ", a.change.split(" + ")),
+                    change=a.change,
                     peak=a.peak_bytes / GIB,
                     keys=spec_keys_for(a.settings, spec.nodes),
                 )
