@@ -29,20 +29,20 @@ TRANSLATED_CALLS = {"t", "fmt", "tr"}  # t(text), fmt(template, **fields), tr(te
 # Names and units a pt-BR page shows as they are, outside {{ }} in the templates
 TEMPLATE_WORDS = {"treino", "KiB", "GiB", "ZeRO-3", "sha256", "Slurm", "BRL", "USD", "v", "C"}
 
-# English words that have no place in what a pt-BR reader sees (the checks of rendered pages and CLI output use it)
 # English words that have no place in what a pt-BR reader sees (the checks of rendered pages and CLI output use it).
 # Not here: the loanwords the catalog keeps (job, dataset, log, loss, token, tokens, checkpoint, flags, total, plan).
-ENGLISH_WORDS = set(
-    """the and of to with for from on in is are not yes this that per each has needs run runs step steps queue
-    running queued succeeded failed cancelled stopping state owner name memory fits does fit cheaper month months
-    offer search overview out submitted priority devices outcome history attempt started ended path size disk
-    version purpose erased models kind cancel resubmit scratch continues compute peak headroom change speed same
-    time scaling efficiency cost hours dedicated cloud pays above weights gradients optimizer activations
-    temporaries overhead prior unverified bound sequence free node nodes address partitions utilisation
-    temperature recent waiting metrics keys key points last smoothing raw compare remove records signed chain intact
-    broken lineage requests subject requested deadline actor action detail forbidden found error logged tried refused
-    role may ask them only fix share params trainable over link offloaded rate prices between pricing""".split()
-)
+_WORDS = """
+    the and of to with for from on in is are not yes this that per each has needs run runs step steps queue running
+    queued succeeded failed cancelled stopping state owner name memory fits does fit cheaper month months offer
+    search overview out submitted priority devices outcome history attempt started ended path size disk version
+    purpose erased models kind cancel resubmit scratch continues compute peak headroom change speed same time
+    scaling efficiency cost hours dedicated cloud pays above weights gradients optimizer activations temporaries
+    overhead prior unverified bound sequence free node nodes address partitions utilisation temperature recent
+    waiting metrics keys key points last smoothing raw compare remove records signed chain intact broken lineage
+    requests subject requested deadline actor action detail forbidden found error logged tried refused role may ask
+    them only fix share params trainable over link offloaded rate prices between pricing
+"""
+ENGLISH_WORDS = set(_WORDS.split())
 
 
 def _constant(node: nodes.Node | ast.AST) -> str | None:

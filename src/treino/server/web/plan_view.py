@@ -42,7 +42,7 @@ class PlanForm:
     @classmethod
     def from_query(cls, q: dict[str, str]) -> tuple[PlanForm, list[str]]:
         """The form from query parameters, and what was wrong with them (each field keeps its default then)."""
-        form, errors = cls(), []
+        form, errors = cls(), list[str]()
         for name, default in asdict(form).items():
             raw = q.get(name)
             if raw is None or raw == "":
