@@ -83,7 +83,8 @@ def template_text() -> dict[str, list[str]]:
 
 
 def python_keys() -> dict[str, set[str]]:
-    """Every Msg("...") template and every literal given to tr(...) or .t(...) in treino's sources."""
+    """Every Msg("...") template and every literal given to tr(...), N_(...) or .t(...) in treino's sources (a
+    template of numbers alone, "{n:,.1f}", needs no entry)."""
     used: dict[str, set[str]] = {}
     for path in sorted(SRC.rglob("*.py")):
         if path.name == "pt_br.py":
@@ -93,9 +94,9 @@ def python_keys() -> dict[str, set[str]]:
                 continue
             f = node.func
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-            if name in {"Msg", "tr"} or (name == "t" and isinstance(f, ast.Attribute)):
+            if name in {"Msg", "tr", "N_"} or (name == "t" and isinstance(f, ast.Attribute)):
                 text = _constant(node.args[0])
-                if text is not None:
+                if text is not None and re.search("[A-Za-z]", re.sub(r"\{[^}]*\}", "", text)):  # not "{n:,}"
                     used.setdefault(text, set()).add(str(path.relative_to(SRC)))
     return used
 
@@ -112,6 +113,7 @@ def value_keys() -> set[str]:
     keys |= {"loss", "backward", "optimizer step", "backward, recompute"}  # plan.memory's phases
     keys |= {"compute-bound", "memory-bound", "nvlink", "pcie", "dedicated", "cloud", "GPU", "CPU"}
     keys |= {"The optimizer step runs on the CPU (DeepSpeed ZeRO-Offload)."}  # plan.memory's note
+    keys |= {"analytic", "trace", "tokens", "images", "none", "storage", "cpu"}  # plan methods, data units, bottlenecks
     return keys
 
 

@@ -175,6 +175,16 @@ def parse(code: str) -> Locale:
     return EN
 
 
+def language(code: str) -> Locale:
+    """--lang's value: en or pt-BR (any case; pt_BR and pt too). ValueError for any other."""
+    normal = code.strip().replace("_", "-").lower()
+    if normal in ("en", "en-us", "en-gb"):
+        return EN
+    if normal in ("pt", "pt-br"):
+        return PT_BR
+    raise ValueError(Msg("Unknown language {code!r}. To fix: use en or pt-BR.", code=code))
+
+
 def from_env(environ: Mapping[str, str] | None = None) -> Locale:
     """The CLI's default language, as gettext reads it: the first set of LC_ALL, LC_MESSAGES, LANG."""
     env = os.environ if environ is None else environ
@@ -214,6 +224,12 @@ def current() -> Locale:
 
 def use(loc: Locale) -> None:
     _current[0] = loc
+
+
+def N_(text: str) -> str:
+    """Marks a text for the catalog without translating it here (gettext's N_): a label translated later by value,
+    e.g. a table column's name. tests/test_i18n.py reads the marks."""
+    return text
 
 
 def tr(text: str, /, **params: Any) -> str:

@@ -349,4 +349,96 @@ PT: dict[str, str] = {
     "tokens must be between 0 and 1e15.": "tokens deve estar entre 0 e 1e15.",
     "{name}: not a number: {raw!r}": "{name}: não é um número: {raw!r}",
     "Job {job_id} is already {state}; nothing to cancel.": "O job {job_id} já está {state}; nada a cancelar.",
+    # --- the CLI (treino.cli): plan, recommend, cost; units ---
+    "error": "erro",
+    "Unknown language {code!r}. To fix: use en or pt-BR.": (
+        "Idioma desconhecido {code!r}. Como corrigir: use en ou pt-BR."
+    ),
+    "{gib:,.2f} GiB": "{gib:,.2f} GiB",
+    "{n:,.2f} B": "{n:,.2f} bi",
+    "{n:,.1f} M": "{n:,.1f} mi",
+    "{n:,.1f} s": "{n:,.1f} s",
+    "{n:,.1f} min": "{n:,.1f} min",
+    "{n:,.1f} h": "{n:,.1f} h",
+    "{n:,.1f} days": "{n:,.1f} dias",
+    "{n:,.1f} MB/s": "{n:,.1f} MB/s",
+    "{n:,.1f} kB/s": "{n:,.1f} kB/s",
+    "{size} over": "{size} além",
+    "{model}: {params} params ({trainable} trainable) · {precision} · {optimizer} · micro-batch {micro_batch} × "
+    "{seq_len} tokens · {gpus}× {gpu}": (
+        "{model}: {params} parâmetros ({trainable} treináveis) · {precision} · {optimizer} · micro-batch "
+        "{micro_batch} × {seq_len} tokens · {gpus}× {gpu}"
+    ),
+    "analytic": "analítico",
+    "trace": "rastreio",
+    "per GPU": "por GPU",
+    "share": "parcela",
+    "peak of live tensors": "pico de tensores vivos",
+    "at {phase}": "em {phase}",
+    "{gpu} memory": "memória da {gpu}",
+    "offloaded to CPU RAM": "descarregado na RAM da CPU",
+    "note: {text}": "obs.: {text}",
+    "all-reduce over {link} {time}, {exposed} not hidden by backward": (
+        "all-reduce por {link} {time}, {exposed} não escondidos pelo backward"
+    ),
+    "Data: the GPUs consume {rate} ({samples:,.0f} {unit}/s); storage gives {storage:,.2f} GB/s": (
+        "Dados: as GPUs consomem {rate} ({samples:,.0f} {unit}/s); o armazenamento entrega {storage:,.2f} GB/s"
+    ),
+    " from the page cache": " do cache de páginas",
+    ", {cores} worker cores {samples:,.0f} {unit}/s. ": ", {cores} núcleos de workers {samples:,.0f} {unit}/s. ",
+    "images": "imagens",
+    "none": "nenhum",
+    "storage": "armazenamento",
+    "cpu": "CPU",
+    "Kept fed.": "Bem alimentadas.",
+    "GPUs idle {pct:.0f} % of the time ({bottleneck}).": "GPUs ociosas {pct:.0f} % do tempo ({bottleneck}).",
+    "fix: {text}": "correção: {text}",
+    "Storage must read {need:,.2f} GB/s and delivers {have:,.2f}: use NVMe (Gen4 ~7 GB/s, Gen5 ~14.8 GB/s, "
+    "RAID-0 several), or cache the dataset in RAM.": (
+        "O armazenamento precisa ler {need:,.2f} GB/s e entrega {have:,.2f}: use NVMe (Gen4 ~7 GB/s, Gen5 "
+        "~14,8 GB/s, RAID-0 vários), ou guarde o dataset em cache na RAM."
+    ),
+    "Data loading needs about {cores} CPU cores (GPUs x (workers + 1) + 4, S04); the server has {have}. "
+    "Pre-tokenise or pre-decode the data, or pick a server with more cores.": (
+        "O carregamento de dados precisa de cerca de {cores} núcleos de CPU (GPUs x (workers + 1) + 4); o servidor "
+        "tem {have}. Pré-tokenize ou pré-decodifique os dados, ou escolha um servidor com mais núcleos."
+    ),
+    "Cheapest configurations that fit and meet the limits": "Configurações mais baratas que cabem e cumprem os limites",
+    "site": "local",
+    "cost": "custo",
+    "strategy": "estratégia",
+    "Nothing meets every limit. The closest:": "Nada cumpre todos os limites. A mais próxima:",
+    "It {miss}.": "Ela {miss}.",
+    "* an illustrative example price, not a quote: add your own with --offers FILE": (
+        "* um preço de exemplo ilustrativo, não uma cotação: adicione as suas com --offers ARQUIVO"
+    ),
+    "Rejected ({n}):": "Rejeitadas ({n}):",
+    "takes {hours:,.1f} h, {late:,.1f} h past the {deadline:,.0f} h deadline": (
+        "leva {hours:,.1f} h, {late:,.1f} h além do prazo de {deadline:,.0f} h"
+    ),
+    "costs {cost}, {over} over the budget": "custa {cost}, {over} acima do orçamento",
+    "is in {site} ({country})": "fica em {site} ({country})",
+    "has no site on record": "não tem local registrado",
+    "residency {country} required; the offer {where}": "residência {country} exigida; a oferta {where}",
+    "does not fit: the leanest strategy needs {need:,.1f} GiB per GPU, the {gpu} has {have:,.1f}": (
+        "não cabe: a estratégia mais enxuta precisa de {need:,.1f} GiB por GPU, a {gpu} tem {have:,.1f}"
+    ),
+    "Cost on {offer}: {total} for {months} month(s) ({per_month} a month; prices as of {as_of}).": (
+        "Custo em {offer}: {total} por {months} mês(es) ({per_month} por mês; preços de {as_of})."
+    ),
+    "{model}: {runs:g} run(s) a month of {tokens:,.0f} tokens, {months} months": (
+        "{model}: {runs:g} treino(s) por mês de {tokens:,.0f} tokens, {months} meses"
+    ),
+    "egress share": "parcela de egress",
+    "A {move:g} % move of the BRL/USD rate puts the cloud total between {low} and {high}.": (
+        "Uma variação de {move:g} % no câmbio BRL/USD põe o total em nuvem entre {low} e {high}."
+    ),
+    "Rate: {rate} BRL/USD on {date} ({source}). Prices: {dedicated} ({dedicated_as_of}); {cloud} ({cloud_as_of}).": (
+        "Câmbio: {rate} BRL/USD em {date} ({source}). Preços: {dedicated} ({dedicated_as_of}); {cloud} ({cloud_as_of})."
+    ),
+    "Unknown {kind} {name!r}. Did you mean {alternatives}? See '{listing}'.": (
+        "{kind} desconhecido(a): {name!r}. Você quis dizer {alternatives}? Veja '{listing}'."
+    ),
+    "Unknown {kind} {name!r}. See '{listing}'.": "{kind} desconhecido(a): {name!r}. Veja '{listing}'.",
+    "model": "modelo",
 }

@@ -29,6 +29,7 @@ from treino.cli.metrics import metrics
 from treino.cli.resubmit import resubmit
 from treino.cli.server import server
 from treino.errors import TreinoError
+from treino.i18n import N_, current, from_env, language, tr, use
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -70,9 +71,28 @@ def _show_version(show: bool) -> None:
         raise typer.Exit(0)
 
 
+def _set_lang(code: str) -> str:
+    """--lang, read before any command runs (eager), so that help and errors are in that language too."""
+    if code:
+        try:
+            use(language(code))
+        except ValueError as exc:
+            raise typer.BadParameter(current().error(exc)) from exc
+    return code
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    _lang: Annotated[
+        str,
+        typer.Option(
+            "--lang",
+            callback=_set_lang,
+            is_eager=True,
+            help="Language of the output: en or pt-BR (default: from LC_ALL, LC_MESSAGES or LANG).",
+        ),
+    ] = "",
     _version: Annotated[
         bool,
         typer.Option("--version", "-V", callback=_show_version, is_eager=True, help="Show treino's version and exit."),
@@ -219,8 +239,14 @@ def plan_train(
         from treino.plan.cost import format_brl
 
         console().print(
-            f"Cost on {offer}: {format_brl(cost['total_brl'])} for {months} month(s) "
-            f"({format_brl(cost['per_month_brl'])} a month; prices as of {cost['price_as_of']})."
+            tr(
+                "Cost on {offer}: {total} for {months} month(s) ({per_month} a month; prices as of {as_of}).",
+                offer=offer,
+                total=format_brl(cost["total_brl"]),
+                months=months,
+                per_month=format_brl(cost["per_month_brl"]),
+                as_of=cost["price_as_of"],
+            )
         )
     if not result.fits:
         raise typer.Exit(1)
@@ -390,38 +416,62 @@ def plan_cost(
     from treino.cli.render import console
 
     table = Table(
-        title=f"{model}: {runs_per_month:g} run(s) a month of {tokens:,.0f} tokens, {months} months",
+        title=tr(
+            "{model}: {runs:g} run(s) a month of {tokens:,.0f} tokens, {months} months",
+            model=model,
+            runs=runs_per_month,
+            tokens=tokens,
+            months=months,
+        ),
         title_justify="left",
     )
-    for col in ("", "offer", "GPUs", "hours per run", "per month", f"total, {months} months", "egress share"):
-        table.add_column(col, justify="left" if col in ("", "offer") else "right")
+    columns = ["", N_("offer"), N_("GPUs"), N_("hours per run"), N_("per month"), N_("total, {months} months")]
+    columns.append(N_("egress share"))
+    for col in columns:
+        table.add_column(tr(col, months=months) if col else "", justify="left" if col in ("", "offer") else "right")
     for label, oc in (("dedicated", result.dedicated), ("cloud", result.cloud)):
         table.add_row(
-            label,
+            tr(label),
             oc.choice.offer,
             f"{oc.choice.gpus}x {oc.choice.gpu}",
-            f"{oc.choice.hours:,.1f}",
+            tr("{n:,.1f}", n=oc.choice.hours),
             format_brl(oc.per_month_brl),
             format_brl(oc.total_brl),
-            f"{oc.egress_share:.1%}",
+            tr("{pct:.1f} %", pct=100 * oc.egress_share),
         )
     console().print(table)
     console().print(
         Text(
-            f"Cheaper: {result.cheaper}. The dedicated server pays off above "
-            f"{result.break_even_runs_per_month:,.1f} runs a month.",
+            tr("Cheaper")
+            + f": {tr(result.cheaper)}. "
+            + tr(
+                "The dedicated server pays off above {runs} runs a month.",
+                runs=tr("{n:,.1f}", n=result.break_even_runs_per_month),
+            ),
             style="bold",
         )
     )
     console().print(
-        f"A {fx_move:g} % move of the BRL/USD rate puts the cloud total between "
-        f"{format_brl(result.cloud_total_low_brl)} and {format_brl(result.cloud_total_high_brl)}."
+        tr(
+            "A {move:g} % move of the BRL/USD rate puts the cloud total between {low} and {high}.",
+            move=fx_move,
+            low=format_brl(result.cloud_total_low_brl),
+            high=format_brl(result.cloud_total_high_brl),
+        )
     )
     console().print(
         Text(
-            f"Rate: {fx.brl_per_usd} BRL/USD on {fx.date} ({fx.source}). Prices: "
-            f"{result.dedicated.cost.price_source} ({result.dedicated.cost.price_as_of}); "
-            f"{result.cloud.cost.price_source} ({result.cloud.cost.price_as_of}).",
+            tr(
+                "Rate: {rate} BRL/USD on {date} ({source}). Prices: {dedicated} ({dedicated_as_of}); "
+                "{cloud} ({cloud_as_of}).",
+                rate=fx.brl_per_usd,
+                date=fx.date,
+                source=fx.source,
+                dedicated=result.dedicated.cost.price_source,
+                dedicated_as_of=result.dedicated.cost.price_as_of,
+                cloud=result.cloud.cost.price_source,
+                cloud_as_of=result.cloud.cost.price_as_of,
+            ),
             style="dim",
         )
     )
@@ -645,7 +695,9 @@ def recommend_cmd(
 
 
 def main() -> None:
-    """Entry point: TreinoError -> one red line and exit code 2; traceback only with --debug."""
+    """Entry point: TreinoError -> one red line and exit code 2; traceback only with --debug. The language is the
+    environment's (LC_ALL, LC_MESSAGES, LANG) until --lang says otherwise."""
+    use(from_env())
     try:
         app()
     except TreinoError as exc:
@@ -655,5 +707,6 @@ def main() -> None:
         from rich.markup import escape
 
         # escape(): a message may hold brackets ("pip install 'treino[torch]'") that are not Rich markup.
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        line = f"[bold red]{escape(tr('error'))}:[/] {escape(current().error(exc))}"
+        Console(stderr=True).print(line, highlight=False, soft_wrap=True)
         sys.exit(2)
