@@ -442,4 +442,35 @@ PT: dict[str, str] = {
     ),
     "Unknown {kind} {name!r}. See '{listing}'.": "{kind} desconhecido(a): {name!r}. Veja '{listing}'.",
     "model": "modelo",
+    # --- treino jobs, show, submit, cancel (treino.cli.client) ---
+    "(deleted: keeps the last K)": "(apagado: guarda os últimos K)",
+    "(server data dir)": "(diretório de dados do servidor)",
+    "Cancelled job {id} ({name}).": "Job {id} ({name}) cancelado.",
+    "Cancelling job {id} ({name}): SIGTERM sent, SIGKILL after {grace:g} s. Watch it with 'treino show {id}'.": (
+        "Cancelando o job {id} ({name}): SIGTERM enviado, SIGKILL após {grace:g} s. Acompanhe com 'treino show {id}'."
+    ),
+    "Continues job {job} from its checkpoint of step {step}.": (
+        "Continua o job {job} do seu checkpoint do passo {step}."
+    ),
+    "Failure: {failure}": "Falha: {failure}",
+    "Job {id} ({name})": "Job {id} ({name})",
+    "Older jobs: {command}": "Jobs mais antigos: {command}",
+    "Submitted job {id} ({name}), {state}.": "Job {id} ({name}) enviado, {state}.",
+    "age": "idade",
+    "attempts": "tentativas",
+    "bytes": "bytes",
+    "checkpoint": "checkpoint",
+    "checkpoints": "checkpoints",
+    "command": "comando",
+    "first {first:.4g} · last {last:.4g} · min {min:.4g} over {n} point(s)": (
+        "primeiro {first:.4g} · último {last:.4g} · mín. {min:.4g} em {n} ponto(s)"
+    ),
+    "gpus": "gpus",
+    "prio": "prio",
+    "tries": "tent.",
+    "workdir": "diretório",
+    "{attempts} ({restarts} restart(s), {preemptions} preemption(s))": (
+        "{attempts} ({restarts} reinício(s), {preemptions} preempção(ões))"
+    ),
+    "{n} job(s)": "{n} job(s)",
 }

@@ -79,3 +79,17 @@ def test_every_page_is_in_portuguese_for_a_pt_br_visitor(demo: Demo) -> None:
     assert "Como corrigir" in pages["no such job"].text and "R$ " in pages["plan that fits"].text
     assert "checkpointing completo" in pages["plan that does not fit"].text
     assert "já está concluído; nada a cancelar" in pages["job with a flash"].text
+
+
+def test_treino_jobs_and_show_in_pt_br(demo: Demo) -> None:
+    from tests.cli.test_cli_i18n import english_in, treino
+
+    where = ["--url", demo.server.url, "--token", demo.tokens["admin"]]
+    listed = treino("--lang", "pt-BR", "jobs", *where)
+    assert listed.returncode == 0, listed.stderr
+    assert "concluído" in listed.stdout and english_in(listed.stdout) == []
+    shown = treino("show", str(demo.ddp_job), *where, lang="pt_BR.UTF-8")
+    assert shown.returncode == 0, shown.stderr
+    assert "tentativas" in shown.stdout and english_in(shown.stdout) == []
+    missing = treino("show", "999999", *where, lang="pt_BR.UTF-8")
+    assert missing.returncode == 2 and "Como corrigir:" in missing.stderr
