@@ -473,4 +473,154 @@ PT: dict[str, str] = {
         "{attempts} ({restarts} reinício(s), {preemptions} preempção(ões))"
     ),
     "{n} job(s)": "{n} job(s)",
+    # --- the CLI's help: command descriptions ---
+    "Plan, benchmark, run and govern ML training on dedicated GPU servers.": (
+        "Planeje, meça, rode e governe treinos de ML em servidores de GPU dedicados."
+    ),
+    (
+        "Measure this server against what it promises: GPU bandwidth and TFLOP/s, collectives (algbw/busbw"
+        " as\nnccl-tests), host memory, storage read and data-loader rate, with verdicts on the seed's"
+        " criteria."
+    ): (
+        "Mede este servidor contra o que ele promete: banda e TFLOP/s das GPUs, coletivas (algbw/busbw como"
+        " o\nnccl-tests), memória do host, leitura do armazenamento e taxa do data loader, com veredictos"
+        " pelos critérios de referência."
+    ),
+    (
+        "Queue and run training jobs on this machine's GPUs, or on a Slurm cluster: whole GPUs per job,"
+        " priorities,\npreemption, restarts from checkpoints, live metrics. Jobs survive a server crash and"
+        " are adopted when it\nstarts again."
+    ): (
+        "Enfileira e roda jobs de treino nas GPUs desta máquina, ou num cluster Slurm: GPUs inteiras por"
+        " job, prioridades,\npreempção, reinícios a partir de checkpoints, métricas ao vivo. Os jobs"
+        " sobrevivem a uma queda do servidor e são\nadotados quando ele volta."
+    ),
+    "Submit a job spec to the server's queue.": "Envia uma especificação de job para a fila do servidor.",
+    "The server's jobs, newest first, a page at a time.": (
+        "Os jobs do servidor, dos mais novos aos mais antigos, uma página por vez."
+    ),
+    ("One job: its fields, attempts, checkpoints, why it failed, and its loss curve (or one metric's, --metric)."): (
+        "Um job: seus campos, tentativas, checkpoints, por que falhou e sua curva de loss (ou a de uma"
+        " métrica, --metric)."
+    ),
+    "A job's output. With -f, follows it (and the next attempts, if the job restarts) until the job ends.": (
+        "A saída de um job. Com -f, acompanha (e as próximas tentativas, se o job reiniciar) até o job terminar."
+    ),
+    "Cancel a job: a queued one at once, a running one with SIGTERM and its grace period, then SIGKILL.": (
+        "Cancela um job: um na fila na hora, um em execução com SIGTERM e seu prazo de tolerância, depois SIGKILL."
+    ),
+    "Every metric a job logged: a summary of each key, or every point with --csv or --json.": (
+        "Todas as métricas que um job registrou: um resumo de cada chave, ou todos os pontos com --csv ou --json."
+    ),
+    ("Resubmit a finished job as a new job that continues from its last checkpoint (--from-scratch: from step 0)."): (
+        "Reenvia um job terminado como um novo job que continua do seu último checkpoint (--from-scratch: do passo 0)."
+    ),
+    "Let USER's jobs read DATASET for these purposes (each must be one the dataset was registered for).": (
+        "Permite que os jobs de USER leiam DATASET para estas finalidades (cada uma deve ser uma das"
+        " registradas no dataset)."
+    ),
+    "Erase a data subject (LGPD Art. 18 VI): new versions without them, old bytes purged, models marked.": (
+        "Elimina um titular de dados (LGPD Art. 18 VI): novas versões sem ele, bytes antigos expurgados,"
+        " modelos marcados."
+    ),
+    "The GPU catalog.": "O catálogo de GPUs.",
+    "The model presets.": "Os modelos predefinidos.",
+    (
+        "Which server to rent: the cheapest configurations that fit, meet the deadline and budget, and"
+        " keep\nthe data where it may be."
+    ): (
+        "Qual servidor alugar: as configurações mais baratas que cabem, cumprem o prazo e o orçamento, e"
+        " mantêm\nos dados onde podem ficar."
+    ),
+    "Will it fit, and with which settings?": "Vai caber, e com quais configurações?",
+    (
+        "Training memory per GPU, the fit verdict, what to change when it does not fit, the run time,"
+        " whether\nstorage and CPUs keep the GPUs fed, and (with --offer) what it costs."
+    ): (
+        "Memória de treino por GPU, o veredicto, o que mudar quando não cabe, o tempo do treino, se"
+        " o\narmazenamento e as CPUs alimentam as GPUs e (com --offer) quanto custa."
+    ),
+    "Step time and efficiency for 1, 2, 4 ... GPUs, NVLink against PCIe (weak scaling).": (
+        "Tempo do passo e eficiência para 1, 2, 4 ... GPUs, NVLink contra PCIe (escalabilidade fraca)."
+    ),
+    "Dedicated against shared GPU for this job: the seed article's table, computed.": (
+        "GPU dedicada contra compartilhada para este job: a tabela do artigo de referência, calculada."
+    ),
+    "Dedicated server against cloud for this job: total cost in BRL, break-even, exchange-rate risk.": (
+        "Servidor dedicado contra nuvem para este job: custo total em BRL, ponto de equilíbrio, risco cambial."
+    ),
+    "Inference memory (weights, KV cache, activations) and a bound on decode speed.": (
+        "Memória de inferência (pesos, cache KV, ativações) e um limite da velocidade de decodificação."
+    ),
+    "People who hold tokens, and their roles.": "As pessoas que têm tokens, e seus papéis.",
+    "Add a user. Then give them a token with 'treino tokens create NAME'.": (
+        "Adiciona um usuário. Depois dê a ele um token com 'treino tokens create NOME'."
+    ),
+    "The users and their roles.": "Os usuários e seus papéis.",
+    "API tokens: create (shown once), list, revoke.": ("Tokens da API: criar (mostrado uma vez), listar, revogar."),
+    "Create a token for USER. The secret is printed once: the server keeps only its hash.": (
+        "Cria um token para USER. O segredo é mostrado uma vez: o servidor guarda só o seu hash."
+    ),
+    "The tokens (never their secrets): whose, created, expiry, revoked.": (
+        "Os tokens (nunca seus segredos): de quem, criação, validade, revogação."
+    ),
+    "Revoke a token: it stops working at once.": "Revoga um token: ele para de funcionar na hora.",
+    "Who may read which dataset, for which purposes.": ("Quem pode ler qual dataset, para quais finalidades."),
+    "The grants, revoked ones dimmed.": "As permissões, as revogadas esmaecidas.",
+    "Revoke a grant: jobs submitted after this may no longer read the dataset.": (
+        "Revoga uma permissão: jobs enviados depois disso não podem mais ler o dataset."
+    ),
+    "International transfer mechanisms (LGPD Art. 33).": ("Mecanismos de transferência internacional (LGPD Art. 33)."),
+    "Record the mechanism that lets personal data go to SITE (LGPD Art. 33).": (
+        "Registra o mecanismo que permite que dados pessoais vão para SITE (LGPD Art. 33)."
+    ),
+    "The recorded transfer mechanisms.": "Os mecanismos de transferência registrados.",
+    "Datasets: legal basis, purposes, residency, versions.": (
+        "Datasets: base legal, finalidades, residência, versões."
+    ),
+    ("Register a dataset: the server copies PATH into its store as a new version and records why it may hold it."): (
+        "Registra um dataset: o servidor copia PATH para o seu repositório como uma nova versão e registra"
+        " por que pode guardá-lo."
+    ),
+    "The registered datasets and their latest versions, newest first.": (
+        "Os datasets registrados e suas últimas versões, dos mais novos aos mais antigos."
+    ),
+    "One dataset: its legal basis, purposes, residency and every version (purged ones marked).": (
+        "Um dataset: sua base legal, finalidades, residência e todas as versões (as expurgadas marcadas)."
+    ),
+    "The hash-chained audit log.": "O log de auditoria encadeado por hashes.",
+    "Recompute the hash chain and check its signed checkpoints. Exit 1 at the first bad record.": (
+        "Recalcula a cadeia de hashes e confere seus checkpoints assinados. Sai com 1 no primeiro registro inválido."
+    ),
+    "The audit records, with their hashes, for the DPO or the ANPD (re-verifiable outside treino).": (
+        "Os registros de auditoria, com seus hashes, para o DPO ou a ANPD (verificáveis fora do treino)."
+    ),
+    "The record of processing operations (LGPD Art. 37), as Markdown.": (
+        "O registro das operações de tratamento (LGPD Art. 37), em Markdown."
+    ),
+    "Which jobs read which dataset versions, and their models.": (
+        "Quais jobs leram quais versões de datasets, e seus modelos."
+    ),
+    "Each version of a dataset, the jobs that read it and the models they made.": (
+        "Cada versão de um dataset, os jobs que a leram e os modelos que eles geraram."
+    ),
+    "One model: the job that made it and the dataset versions it was trained on.": (
+        "Um modelo: o job que o gerou e as versões de datasets com que foi treinado."
+    ),
+    "Every model the server recorded, newest first; those trained on erased data are highlighted.": (
+        "Todos os modelos que o servidor registrou, dos mais novos aos mais antigos; os treinados com dados"
+        " eliminados ficam destacados."
+    ),
+    "Data subject rights (LGPD Art. 18).": "Direitos dos titulares de dados (LGPD Art. 18).",
+    "What the server holds about a data subject (LGPD Art. 18 II): datasets, versions, models, erasures.": (
+        "O que o servidor guarda sobre um titular de dados (LGPD Art. 18 II): datasets, versões, modelos, eliminações."
+    ),
+    "Show tracebacks.": "Mostra os tracebacks.",
+    "Language of the output: en or pt-BR (default: from LC_ALL, LC_MESSAGES or LANG).": (
+        "Idioma da saída: en ou pt-BR (padrão: de LC_ALL, LC_MESSAGES ou LANG)."
+    ),
+    "Show treino's version and exit.": "Mostra a versão do treino e sai.",
+    "Options": "Opções",
+    "Commands": "Comandos",
+    "Arguments": "Argumentos",
 }

@@ -69,3 +69,11 @@ def test_recommend_and_plan_cost_in_pt_br() -> None:
     assert cost.returncode == 0, cost.stderr
     shown = cost.stdout.split("Câmbio:")[0]  # then the catalog's own price sources: data, not treino's text
     assert "Mais barato" in shown and "Câmbio:" in cost.stdout and english_in(shown) == []
+
+
+def test_help_in_pt_br() -> None:
+    top = treino("--help", lang="pt_BR.UTF-8")
+    assert top.returncode == 0 and "Comandos" in top.stdout and "Planeje, meça, rode" in top.stdout
+    plan = treino("--lang=pt-BR", "plan", "--help")
+    assert "Vai caber, e com quais configurações?" in plan.stdout
+    assert "Will it fit" in treino("--lang", "en", "plan", "--help", lang="pt_BR.UTF-8").stdout

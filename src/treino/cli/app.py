@@ -29,7 +29,7 @@ from treino.cli.metrics import metrics
 from treino.cli.resubmit import resubmit
 from treino.cli.server import server
 from treino.errors import TreinoError
-from treino.i18n import N_, current, from_env, language, tr, use
+from treino.i18n import N_, current, language, tr, use
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -697,9 +697,13 @@ def recommend_cmd(
 def main() -> None:
     """Entry point: TreinoError -> one red line and exit code 2; traceback only with --debug. The language is the
     environment's (LC_ALL, LC_MESSAGES, LANG) until --lang says otherwise."""
-    use(from_env())
+    from treino.cli.i18n import help_language, localize
+
+    use(help_language(sys.argv[1:]))
+    command = typer.main.get_command(app)  # what app() runs; its help texts in the user's language first
+    localize(command, current())
     try:
-        app()
+        command()
     except TreinoError as exc:
         if _state["debug"] or "--debug" in sys.argv:
             raise
