@@ -29,7 +29,7 @@ from treino.cli.metrics import metrics
 from treino.cli.resubmit import resubmit
 from treino.cli.server import server
 from treino.errors import TreinoError
-from treino.i18n import N_, current, language, tr, use
+from treino.i18n import N_, current, from_env, language, tr, use
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -73,11 +73,10 @@ def _show_version(show: bool) -> None:
 
 def _set_lang(code: str) -> str:
     """--lang, read before any command runs (eager), so that help and errors are in that language too."""
-    if code:
-        try:
-            use(language(code))
-        except ValueError as exc:
-            raise typer.BadParameter(current().error(exc)) from exc
+    try:
+        use(language(code) if code else from_env())
+    except ValueError as exc:
+        raise typer.BadParameter(current().error(exc)) from exc
     return code
 
 
