@@ -40,7 +40,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from treino.errors import Forbidden, TooLarge, TooManyRequests, TreinoError, Unauthenticated
 from treino.govern.access import PERMISSIONS, Principal, allowed, may_read_logs
-from treino.i18n import message_of
+from treino.i18n import N_, message_of
 from treino.server.api.deps import Ctx, job_or_404
 from treino.server.auth import token_hash
 from treino.server.context import ServerContext
@@ -153,7 +153,7 @@ def error_page(request: Request, status: int, message: str) -> Response:
     if status == 401:
         return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
     loc = negotiate(request.headers.get("accept-language"))
-    title = {403: "Forbidden", 404: "Not found"}.get(status, "Error")
+    title = {403: N_("Forbidden"), 404: N_("Not found")}.get(status, N_("Error"))
     return render(request, "error.html", status, title=loc.t(title), message=loc.msg(message))
 
 
