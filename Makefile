@@ -12,7 +12,7 @@ $(BIN)/treino: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_PIN) $(TRANSFORMERS_PIN)
-	$(BIN)/pip install -q -e '.[dev,postgres]'
+	$(BIN)/pip install -q -e '.[all,dev]'  # every extra: the demo runs the server, the tests everything
 	touch $(BIN)/treino
 
 venv: $(BIN)/treino
@@ -42,7 +42,9 @@ test: venv
 	@$(BIN)/python scripts/local_slurm.py install --if-root
 	@# PostgreSQL 15 from Debian for the tests' [postgresql] variants; as root only, else they skip and say why
 	@$(BIN)/python scripts/local_postgres.py install --if-root
-	$(BIN)/python -m pytest -q
+	@# two workers (pytest-xdist): most tests wait on real servers and jobs; tests/conftest.py keeps each file on one
+	@# worker and all of tests/cluster on one (its Slurm daemons listen on fixed ports)
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 lint: venv
 	$(BIN)/ruff check src tests benchmarks
@@ -59,6 +61,7 @@ bench: venv
 	$(BIN)/python benchmarks/slurm_bench.py
 	$(BIN)/python benchmarks/trackers_bench.py
 	$(BIN)/python benchmarks/sharded_bench.py
+	$(BIN)/python benchmarks/install_size.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

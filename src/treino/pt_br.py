@@ -290,7 +290,7 @@ PT: dict[str, str] = {
     "The optimizer step runs on the CPU (DeepSpeed ZeRO-Offload).": (
         "O passo do otimizador roda na CPU (DeepSpeed ZeRO-Offload)."
     ),
-    "prior for {gpu} (hardware-and-prices §7)": "estimativa a priori para {gpu}",  # no internal citation code
+    "prior for {gpu} (docs/catalog.md, MFU priors)": "estimativa a priori para {gpu} (docs/catalog.md, MFU)",
     "unverified prior for {gpu}": "estimativa a priori não verificada para {gpu}",
     "{change} ({peak:.1f} GiB with {keys})": "{change} ({peak:.1f} GiB com {keys})",
     "does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu} has {have:.1f} GiB. To fix: {advice}.": (
@@ -399,10 +399,11 @@ PT: dict[str, str] = {
         "O armazenamento precisa ler {need:,.2f} GB/s e entrega {have:,.2f}: use NVMe (Gen4 ~7 GB/s, Gen5 "
         "~14,8 GB/s, RAID-0 vários), ou guarde o dataset em cache na RAM."
     ),
-    "Data loading needs about {cores} CPU cores (GPUs x (workers + 1) + 4, S04); the server has {have}. "
+    "Data loading needs about {cores} CPU cores (GPUs x (workers + 1) + 4, docs/catalog.md); the server has {have}. "
     "Pre-tokenise or pre-decode the data, or pick a server with more cores.": (
-        "O carregamento de dados precisa de cerca de {cores} núcleos de CPU (GPUs x (workers + 1) + 4); o servidor "
-        "tem {have}. Pré-tokenize ou pré-decodifique os dados, ou escolha um servidor com mais núcleos."
+        "O carregamento de dados precisa de cerca de {cores} núcleos de CPU (GPUs x (workers + 1) + 4, "
+        "docs/catalog.md); o servidor tem {have}. Pré-tokenize ou pré-decodifique os dados, ou escolha um servidor "
+        "com mais núcleos."
     ),
     "Cheapest configurations that fit and meet the limits": "Configurações mais baratas que cabem e cumprem os limites",
     "site": "local",
@@ -437,10 +438,13 @@ PT: dict[str, str] = {
     "Rate: {rate} BRL/USD on {date} ({source}). Prices: {dedicated} ({dedicated_as_of}); {cloud} ({cloud_as_of}).": (
         "Câmbio: {rate} BRL/USD em {date} ({source}). Preços: {dedicated} ({dedicated_as_of}); {cloud} ({cloud_as_of})."
     ),
-    "Unknown {kind} {name!r}. Did you mean {alternatives}? See '{listing}'.": (
-        "{kind} desconhecido(a): {name!r}. Você quis dizer {alternatives}? Veja '{listing}'."
+    "Unknown {kind} {name!r}. Did you mean {alternatives}? To fix: run '{listing}' for the list.": (
+        "{kind} desconhecido(a): {name!r}. Você quis dizer {alternatives}? Como corrigir: rode '{listing}' para ver a"
+        " lista."
     ),
-    "Unknown {kind} {name!r}. See '{listing}'.": "{kind} desconhecido(a): {name!r}. Veja '{listing}'.",
+    "Unknown {kind} {name!r}. To fix: run '{listing}' for the list.": (
+        "{kind} desconhecido(a): {name!r}. Como corrigir: rode '{listing}' para ver a lista."
+    ),
     "model": "modelo",
     # --- treino jobs, show, submit, cancel (treino.cli.client) ---
     "(deleted: keeps the last K)": "(apagado: guarda os últimos K)",
@@ -623,4 +627,163 @@ PT: dict[str, str] = {
     "Options": "Opções",
     "Commands": "Comandos",
     "Arguments": "Argumentos",
+    # the usage page (treino.server.usage, treino.server.quotas)
+    "Usage": "Uso",
+    "GPU usage": "Uso de GPUs",
+    "everyone": "todos",
+    "since": "desde",
+    "by": "por",
+    "user": "usuário",
+    "role": "papel",
+    "jobs": "jobs",
+    "GPU-hours": "GPU-horas",
+    "Show": "Mostrar",
+    "No GPU use in this window.": "Nenhum uso de GPU neste período.",
+    "Price": "Preço",
+    "No price is set: GPU-hours only (treino server --offer or --gpu-hour-brl).": (
+        "Nenhum preço definido: só GPU-horas (treino server --offer ou --gpu-hour-brl)."
+    ),
+    "Source": "Fonte",
+    "Held by a quota": "Retidos por uma cota",
+    "Quotas": "Cotas",
+    "for": "para",
+    "GPU-hours a month": "GPU-horas por mês",
+    "GPUs at once": "GPUs ao mesmo tempo",
+    "set by": "definida por",
+    "set": "definida em",
+    "No quotas: set one with treino quotas set.": "Nenhuma cota: defina uma com treino quotas set.",
+    "Quota": "Cota",
+    "GPU-hours this month": "GPU-horas neste mês",
+    "resets": "renova em",
+    # why a job waits, its times (treino.server.waits, treino.server.progress)
+    "status": "situação",
+    "position": "posição",
+    "preempting": "preemptando",
+    "no machine it may use can seat it now": "nenhuma máquina que ele pode usar o comporta agora",
+    "waiting for devices": "aguardando dispositivos",
+    "needed": "necessários",
+    "held by": "ocupados por",
+    "expected free at": "previstos livres em",
+    "fits now, but would delay": "cabe agora, mas atrasaria",
+    "due to start at": "com início previsto em",
+    "a higher-priority job goes first": "um job de prioridade maior vai antes",
+    "an earlier job goes first": "um job enviado antes vai primeiro",
+    "held by a quota": "retido por uma cota",
+    "the cluster cannot be reached": "o cluster está inacessível",
+    "took": "durou",
+    "waited": "esperou",
+    "from the first start to the end, time requeued between attempts included": (
+        "do primeiro início ao fim, incluindo o tempo de volta à fila entre tentativas"
+    ),
+    # --- treino jobs, show, submit --wait: why a job waits, its times (treino.cli.job_status, treino.cli.wait) ---
+    "#{position} in the queue; ": "#{position} na fila; ",
+    "(exit code {code})": "(código de saída {code})",
+    "--- attempt {n} ---": "--- tentativa {n} ---",
+    "Job {id} ({name}) {state}": "Job {id} ({name}) {state}",
+    "Stopped waiting; job {id} goes on (treino cancel {id} stops it).": (
+        "Parei de esperar; o job {id} continua (treino cancel {id} o interrompe)."
+    ),
+    "ETA {span}": "previsão {span}",
+    "ran {span}": "rodou {span}",
+    "took {span}": "durou {span}",
+    "backfill": "backfill",
+    "backfill ({jobs} at {clock})": "backfill ({jobs} às {clock})",
+    "backfill ({jobs})": "backfill ({jobs})",
+    "resources": "recursos",
+    "queue": "fila",
+    "quota": "cota",
+    "slurm": "slurm",
+    "job {ids}": "job {ids}",
+    "jobs {ids}": "jobs {ids}",
+    "preempting {jobs}": "preemptando {jobs}",
+    "pending": "pendente",
+    "waiting": "aguardando",
+    "queue wait": "espera na fila",
+    "duration": "duração",
+    "not yet considered by the scheduler (just submitted)": (
+        "ainda não considerado pelo escalonador (acabou de ser enviado)"
+    ),
+    "{span} (at {clock}, at the last measured steps/s)": "{span} (às {clock}, aos últimos passos/s medidos)",
+    "{span} (first start to end, requeues included)": "{span} (do primeiro início ao fim, incluindo as voltas à fila)",
+    "{span} so far": "{span} até agora",
+    # --- treino offers, sites, --fx-rate (treino.cli.catalog_cmds) ---
+    "/month": "/mês",
+    "R$/GPU-h": "R$/GPU-h",
+    "Rate: {rate:g} BRL/USD (--fx-rate, given by you).": "Câmbio: {rate:g} BRL/USD (--fx-rate, informado por você).",
+    "Rate: {rate:g} BRL/USD on {date} (catalog fx.csv: {source}).": (
+        "Câmbio: {rate:g} BRL/USD em {date} (catálogo fx.csv: {source})."
+    ),
+    "Prices: {dedicated} ({dedicated_as_of}); {cloud} ({cloud_as_of}).": (
+        "Preços: {dedicated} ({dedicated_as_of}); {cloud} ({cloud_as_of})."
+    ),
+    "US$ {price:,.2f}": "US$ {price:,.2f}",
+    "Where each price comes from: treino offers --sources (or --json).": (
+        "De onde vem cada preço: treino offers --sources (ou --json)."
+    ),
+    "as of": "data",
+    "price, as of": "preço, data",
+    "city": "cidade",
+    "country": "país",
+    "provider": "fornecedor",
+    "tier": "tier",
+    "no site on record": "sem local registrado",
+    "{n} offer(s)": "{n} oferta(s)",
+    "{n} site(s)": "{n} local(is)",
+    # --- treino usage, quotas (treino.cli.usage) ---
+    "GPU usage of {scope}, {since} to {until}, by {by}": "Uso de GPUs de {scope}, de {since} a {until}, por {by}",
+    "GPU-hours/month": "GPU-horas/mês",
+    "Job {id} ({owner}) waits: {reason}": "O job {id} ({owner}) aguarda: {reason}",
+    "No price is set: GPU-hours only. To price them: "
+    "treino server --offer ID (see treino offers) or --gpu-hour-brl 12.50.": (
+        "Nenhum preço definido: só GPU-horas. Para precificá-las: "
+        "treino server --offer ID (veja treino offers) ou --gpu-hour-brl 12.50."
+    ),
+    "Price: {basis}": "Preço: {basis}",
+    "Source: {note}": "Fonte: {note}",
+    "Quota ({set_for}): {hours} (resets {resets}); {gpus}.": "Cota ({set_for}): {hours} (renova em {resets}); {gpus}.",
+    "Quota of {kind} {name}: {limits}.": "Cota de {kind} {name}: {limits}.",
+    "Removed the quota of {kind} {name}.": "Cota de {kind} {name} removida.",
+    "no limit on GPU-hours a month": "sem limite de GPU-horas por mês",
+    "no limit on GPUs at once": "sem limite de GPUs ao mesmo tempo",
+    "{n:g} GPU-hours a month": "{n:g} GPU-horas por mês",
+    "{n} GPUs at once": "{n} GPUs ao mesmo tempo",
+    "{n} GPU(s) held now, no limit at once": "{n} GPU(s) ocupada(s) agora, sem limite ao mesmo tempo",
+    "{n} of {limit} GPUs held at once": "{n} de {limit} GPUs ocupadas ao mesmo tempo",
+    "{n} quota(s)": "{n} cota(s)",
+    "{used:.2f} GPU-hours used this month, no limit": "{used:.2f} GPU-horas usadas neste mês, sem limite",
+    "{used:.2f} of {limit:g} GPU-hours this month": "{used:.2f} de {limit:g} GPU-horas neste mês",
+    # --- the CLI's new commands and the root's epilog ---
+    "Install completion for the current shell.": "Instala o autocompletar para o shell atual.",
+    "Show completion for the current shell, to copy it or customize the installation.": (
+        "Mostra o autocompletar para o shell atual, para copiá-lo ou personalizar a instalação."
+    ),
+    "Exit codes, the same with --json: 0 done; 1 a runtime failure (the server, a file, a failed job); "
+    "2 a usage error (a bad option or value); 3 the answer is no (the plan does not fit, no offer qualifies). "
+    "Settings: ~/.config/treino/config.yaml (url:, token:); see the README.": (
+        "Códigos de saída, os mesmos com --json: 0 feito; 1 uma falha na execução (o servidor, um arquivo, um job que "
+        "falhou); 2 um erro de uso (uma opção ou valor inválido); 3 a resposta é não (o plano não cabe, nenhuma oferta "
+        "se qualifica). Configurações: ~/.config/treino/config.yaml (url:, token:); veja o README."
+    ),
+    'Print the shell completion script for bash, zsh or fish (e.g. eval "$(treino completion bash)").': (
+        'Imprime o script de autocompletar para bash, zsh ou fish (ex.: eval "$(treino completion bash)").'
+    ),
+    "The catalog's offers: servers and instances, where they are, their GPUs and their dated prices.": (
+        "As ofertas do catálogo: servidores e instâncias, onde ficam, suas GPUs e seus preços datados."
+    ),
+    "The catalog's sites: data centres and cloud regions, with their country (for --residency).": (
+        "Os locais do catálogo: data centers e regiões de nuvem, com seu país (para --residency)."
+    ),
+    "GPU-hours per user, purpose or job, and what they cost in BRL at the server's price (treino server --offer\n"
+    "or --gpu-hour-brl). Running jobs count up to now.": (
+        "GPU-horas por usuário, finalidade ou job, e quanto custam em BRL ao preço do servidor (treino server --offer\n"
+        "ou --gpu-hour-brl). Jobs em execução contam até agora."
+    ),
+    "Limits on users' and roles' GPUs: GPU-hours a month, at once.": (
+        "Limites de GPUs de usuários e papéis: GPU-horas por mês, ao mesmo tempo."
+    ),
+    "Set a user's or a role's quota (admins). A limit left out is no limit; with neither, the quota is removed.": (
+        "Define a cota de um usuário ou de um papel (admins). Um limite omitido é sem limite; sem nenhum, a cota é"
+        " removida."
+    ),
+    "Every quota (admins).": "Todas as cotas (admins).",
 }

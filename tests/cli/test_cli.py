@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+SRC = Path(__file__).resolve().parents[2] / "src"  # this checkout's treino, not an installed one
 DEMO = ["--model", "llama-3-8b", "--micro-batch", "1", "--seq-len", "4096", "--precision", "bf16-true"]
 
 
@@ -18,13 +19,13 @@ def treino(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=120,
-        env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"},
+        env={"COLUMNS": "120", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC)},
     )
 
 
 def test_demo_l4_does_not_fit_and_advises() -> None:
     out = treino("plan", "train", *DEMO, "--gpu", "l4", "--json")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3, out.stderr  # EXIT_NO_FIT, as without --json
     plan = json.loads(out.stdout)
     assert plan["fits"] is False
     assert plan["headroom_bytes"] < 0
@@ -58,7 +59,7 @@ def test_json_schema_keys_and_consistency() -> None:
 
 def test_rich_output_shows_verdict_and_bar() -> None:
     out = treino("plan", "train", *DEMO, "--gpu", "l4")
-    assert out.returncode == 1  # does not fit
+    assert out.returncode == 3  # does not fit: EXIT_NO_FIT
     assert "DOES NOT FIT" in out.stdout and "What makes it fit" in out.stdout and "█" in out.stdout
     ok = treino("plan", "train", *DEMO, "--gpu", "h200-sxm")
     assert ok.returncode == 0 and "FITS" in ok.stdout
@@ -103,7 +104,8 @@ def test_malformed_config_names_the_problem(tmp_path: Path) -> None:
     broken = tmp_path / "config.json"
     broken.write_text('{"model_type": "llama", "hidden_size": 64,')
     out = treino("plan", "train", "--model", str(broken), "--gpu", "l4")
-    assert out.returncode == 2 and "is not valid JSON" in out.stderr and "Traceback" not in out.stderr
+    # a file that cannot be read is a runtime failure (1), not a usage error
+    assert out.returncode == 1 and "is not valid JSON" in out.stderr and "Traceback" not in out.stderr
     broken.write_text(
         json.dumps(
             {
@@ -116,7 +118,7 @@ def test_malformed_config_names_the_problem(tmp_path: Path) -> None:
         )
     )
     out = treino("plan", "train", "--model", str(broken), "--gpu", "l4")
-    assert out.returncode == 2 and "lacks 'intermediate_size'" in out.stderr
+    assert out.returncode == 2 and "lacks 'intermediate_size'" in out.stderr  # a PlanError: its input is wrong
 
 
 def test_debug_shows_the_traceback() -> None:

@@ -306,3 +306,17 @@ def test_a_higher_priority_job_preempts_through_slurm_and_the_preempted_ones_req
         api(server, "POST", f"/api/v1/jobs/{i}/cancel")
     for i in low:
         assert wait_final(server, i)["state"] == "cancelled"
+
+
+def test_usage_on_slurm_says_its_source_and_counts_the_job(slurm_single: Cluster, servers: Servers) -> None:
+    # This cluster keeps no accounting (AccountingStorageType=accounting_storage/none): `sacct` refuses, and usage
+    # comes from the server's records, saying so. With slurmdbd it would come from sacct (tests/server/
+    # test_usage_units.py reads sacct's --parsable2 output).
+    server = slurm_server(servers, *SP1, "--gpu-hour-brl", "10")
+    r = api(server, "POST", "/api/v1/jobs", json=sleeper("usage", f"treino-test-{uuid.uuid4().hex}", seconds=3))
+    assert r.status_code == 201, r.text
+    assert wait_final(server, r.json()["id"])["state"] == "succeeded"
+    report = api(server, "GET", "/api/v1/usage", params={"since": "1d"}).json()
+    assert report["source"] == "treino" and "Slurm's accounting did not answer" in report["source_note"]
+    assert [row["key"] for row in report["rows"]] == ["admin"] and 0 < report["rows"][0]["gpu_hours"] < 0.1
+    assert report["cost_brl"] == report["gpu_hours"] * 10

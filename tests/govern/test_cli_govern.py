@@ -91,27 +91,27 @@ def test_register_grant_audit_erase(server: ServerProcess, tmp_path: Path) -> No
     assert found, out.stdout
     v1_short = found[1]
 
-    # Sensitive data on legitimate interest: refused by Art. 11, one red line, exit 2.
+    # Sensitive data on legitimate interest: refused by Art. 11, one red line, exit 1.
     out = admin("data", "add", "saude", str(CLIENTES), *base, "--sensitive", "--subject-column", "cpf")
-    assert out.returncode == 2 and out.stdout == "" and "Traceback" not in out.stderr
+    assert out.returncode == 1 and out.stdout == "" and "Traceback" not in out.stderr
     assert one_line(out.stderr).startswith("error: refused (LGPD Art. 11): ")
     # A file outside the import root.
     outside = tmp_path / "fora.csv"
     outside.write_text(CLIENTES.read_text())
     out = admin("data", "add", "fora", str(outside), *base, "--subject-column", "cpf")
-    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.returncode == 1 and "Traceback" not in out.stderr
     assert one_line(out.stderr).startswith(f"error: refused (import roots): {outside} is outside the allowed")
 
     # Grants: the DPO may, the engineer may not.
     out = ok(dpo("grant", "eng1", "clientes", "--purpose", "churn-model"))
     assert re.fullmatch(r"Grant \d+: eng1 may read clientes for churn-model\.\n", out)
     out = eng("grant", "eng1", "clientes", "--purpose", "churn-model")
-    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.returncode == 1 and "Traceback" not in out.stderr
     assert one_line(out.stderr) == (
         "error: Role engineer may not grants.manage. To fix: use a token of a user with role admin, dpo."
     )
     out = dpo("grant", "eng1", "clientes", "--purpose", "marketing")
-    assert out.returncode == 2 and one_line(out.stderr).startswith("error: refused (purpose): dataset clientes allows")
+    assert out.returncode == 1 and one_line(out.stderr).startswith("error: refused (purpose): dataset clientes allows")
 
     # The audit chain holds, and exports as CSV.
     out = ok(dpo("audit", "verify"))
@@ -156,7 +156,7 @@ def test_register_grant_audit_erase(server: ServerProcess, tmp_path: Path) -> No
     token_id = next(t["id"] for t in json.loads(ok(admin("tokens", "list", "--json"))) if t["user"] == "eng1")
     assert ok(admin("tokens", "revoke", str(token_id))).startswith(f"Revoked token {token_id} at ")
     out = eng("data", "list")
-    assert out.returncode == 2 and "Traceback" not in out.stderr and out.stderr.startswith("error: ")
+    assert out.returncode == 1 and "Traceback" not in out.stderr and out.stderr.startswith("error: ")
 
 
 def test_bad_since_and_export_to_file(server: ServerProcess, tmp_path: Path) -> None:

@@ -152,6 +152,9 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("GET", "/api/v1/users", None, "users.manage"),
     ("POST", "/api/v1/users", {"name": "u-{role}", "role": "viewer"}, "users.manage"),
     ("GET", "/api/v1/tokens", None, "tokens.manage"),
+    ("GET", "/api/v1/usage", None, "jobs.read"),  # each their own; an admin everyone's
+    ("GET", "/api/v1/quotas", None, "users.manage"),
+    ("PUT", "/api/v1/quotas", {"role": "viewer", "concurrent_gpus": 8}, "users.manage"),
     ("POST", "/api/v1/tokens", {"user": "view1"}, "tokens.manage"),
     ("GET", "/api/v1/grants", None, "grants.manage"),
     ("POST", "/api/v1/grants", {"user": "view1", "dataset": "clientes", "purposes": ["churn-model"]}, "grants.manage"),

@@ -13,12 +13,16 @@ from treino import catalog
 from treino.catalog import offers as offer_catalog
 from treino.plan.recommend import Candidate, recommend
 from treino.report import write_recommendation_report
+from treino.report.html import REPORT_STEPS
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_TIMEOUT_S = 120
 TOKENS = 2e9
 SEQ_LEN = 4096
 DEADLINE_HOURS = 72.0  # 3 days
+
+
+STEPS_SEEN: list[str] = []  # what the report told its progress callback, in order
 
 
 def _build(path: Path) -> Path:
@@ -33,13 +37,28 @@ def _build(path: Path) -> Path:
         model, candidates, fx, tokens=TOKENS, seq_len=SEQ_LEN, deadline_hours=DEADLINE_HOURS, residency="BR"
     )
     return write_recommendation_report(
-        path, model, result, candidates, fx, TOKENS, SEQ_LEN, deadline_hours=DEADLINE_HOURS, residency="BR"
+        path,
+        model,
+        result,
+        candidates,
+        fx,
+        TOKENS,
+        SEQ_LEN,
+        deadline_hours=DEADLINE_HOURS,
+        residency="BR",
+        on_step=STEPS_SEEN.append,
     )
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _build(tmp_path_factory.mktemp("report") / "recommend.html")
+
+
+def test_report_tells_each_step_and_cites_no_internal_codes(report: Path) -> None:
+    assert len(STEPS_SEEN) == len(set(STEPS_SEEN)) == REPORT_STEPS, STEPS_SEEN
+    page = report.read_text(encoding="utf-8")
+    assert not re.findall(r"§\s?\d|\bS\d{2,3}\b", page)  # the docs are cited, not the internal reference's codes
 
 
 def test_report_is_self_contained_with_four_captioned_figures(report: Path) -> None:

@@ -103,13 +103,13 @@ def test_logs_follow_moves_on_to_the_next_attempt(shared: ServerProcess, tmp_pat
     out = treino("logs", job_id, "--attempt", "1", cwd=tmp_path, server=shared)
     assert out.stdout == "attempt 1\n"
     out = treino("logs", job_id, "--attempt", "3", cwd=tmp_path, server=shared)
-    assert out.returncode == 2 and f"Job {job_id} has 2 attempt(s), not 3" in out.stderr
+    assert out.returncode == 1 and f"Job {job_id} has 2 attempt(s), not 3" in out.stderr
 
 
 def test_invalid_spec_lists_each_field(shared: ServerProcess, tmp_path: Path) -> None:
     write_spec(tmp_path / "bad.yaml", name="bad name", command=["true"], gpus=0, colour="red")
     out = treino("submit", "bad.yaml", cwd=tmp_path, server=shared)
-    assert out.returncode == 2 and out.stdout == ""
+    assert out.returncode == 1 and out.stdout == ""
     assert "Traceback" not in out.stderr
     lines = out.stderr.splitlines()
     assert lines[0] == "error: The server refused the job spec bad.yaml (422):"
@@ -118,12 +118,12 @@ def test_invalid_spec_lists_each_field(shared: ServerProcess, tmp_path: Path) ->
     assert "  colour: Extra inputs are not permitted" in lines
     write_spec(tmp_path / "big.yaml", name="big", command=["true"], gpus=3)
     out = treino("submit", "big.yaml", cwd=tmp_path, server=shared)
-    assert out.returncode == 2 and "  gpus: asks for 3 but this server has 2" in out.stderr
+    assert out.returncode == 1 and "  gpus: asks for 3 but this server has 2" in out.stderr
 
 
 def test_missing_token_says_where_to_get_it(tmp_path: Path) -> None:
     out = treino("jobs", cwd=tmp_path)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.returncode == 1 and "Traceback" not in out.stderr
     message = " ".join(out.stderr.split())
     assert message.startswith("error: No API token for http://127.0.0.1:8765.")
     assert "admin-token" in message and "--token" in message and "TREINO_TOKEN" in message
@@ -133,7 +133,7 @@ def test_missing_token_says_where_to_get_it(tmp_path: Path) -> None:
 def test_no_server_at_url(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     out = treino("show", "1", "--url", url, "--token", "trn_x", cwd=tmp_path)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.returncode == 1 and "Traceback" not in out.stderr
     assert " ".join(out.stderr.split()) == (
         f"error: No treino server at {url}. To fix: start one with 'treino server' or pass --url."
     )
@@ -149,9 +149,9 @@ def test_cancel_a_running_job(shared: ServerProcess, tmp_path: Path) -> None:
     job = wait_state(shared, job_id, {"cancelled", "failed", "succeeded"})
     assert job["state"] == "cancelled" and [a["outcome"] for a in job["history"]] == ["cancel"]  # type: ignore[attr-defined]
     out = treino("cancel", str(job_id), cwd=tmp_path, server=shared)
-    assert (out.returncode, out.stderr) == (2, f"error: Job {job_id} is already cancelled; nothing to cancel.\n")
+    assert (out.returncode, out.stderr) == (1, f"error: Job {job_id} is already cancelled; nothing to cancel.\n")
     out = treino("show", "999", cwd=tmp_path, server=shared)
-    assert (out.returncode, out.stderr) == (2, "error: No job 999. To fix: list jobs with 'treino jobs'.\n")
+    assert (out.returncode, out.stderr) == (1, "error: No job 999. To fix: list jobs with 'treino jobs'.\n")
 
 
 def test_url_and_token_resolution_order(shared: ServerProcess, tmp_path: Path) -> None:
@@ -165,12 +165,12 @@ def test_url_and_token_resolution_order(shared: ServerProcess, tmp_path: Path) -
     assert [j["id"] for j in json.loads(out.stdout)] == listed
     dead = f"http://127.0.0.1:{free_port()}"
     out = treino("jobs", cwd=tmp_path, TREINO_URL=dead)  # the environment beats the file
-    assert out.returncode == 2 and f"No treino server at {dead}" in out.stderr
+    assert out.returncode == 1 and f"No treino server at {dead}" in out.stderr
     out = treino("jobs", "--json", "--url", shared.url, cwd=tmp_path, TREINO_URL=dead)  # an option beats both
     assert out.returncode == 0, out.stderr
     out = treino("jobs", cwd=tmp_path, TREINO_TOKEN="trn_wrong")
     assert (out.returncode, out.stderr) == (
-        2,
+        1,
         "error: Invalid, expired or revoked token. To fix: use a valid API token.\n",
     )
 

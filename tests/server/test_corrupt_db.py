@@ -1,7 +1,7 @@
 """A structurally corrupt SQLite database, with real processes: pages of the audit table overwritten with garbage
 once the table is big enough to have interior b-tree pages.
 
-- `treino server` on such a database refuses to start: exit 2, one line naming the file and how to restore it.
+- `treino server` on such a database refuses to start: exit 1, one line naming the file and how to restore it.
 - Corrupted while the server runs: `audit verify` answers a verdict (200, ok false, the database is corrupt), the
   CLI says so and exits 1, and a write that needs the audit table answers 503 with the reason, never a 500.
 SQLite only: PostgreSQL checks its own pages and cannot be corrupted from outside in this way; its start-up check
@@ -82,7 +82,7 @@ def test_a_corrupt_database_refuses_to_start_with_one_line(sqlite_servers: Serve
     corrupt_audit_table(db)
 
     out = start_refused(server.data_dir)
-    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.returncode == 1, out.stdout + out.stderr
     line = " ".join(out.stderr.split())
     assert line.startswith(f"error: The database {db} is corrupt (PRAGMA quick_check: "), out.stderr
     assert f"To fix: stop the server, then restore {db} from a backup" in line and ".recover" in line, out.stderr
@@ -122,7 +122,7 @@ def test_an_unreachable_postgresql_refuses_to_start_with_one_line(tmp_path: Path
     pytest.importorskip("psycopg", reason="the PostgreSQL driver is not installed")
     url = f"postgresql+psycopg://treino:s3cret@127.0.0.1:{free_port()}/treino"  # nothing listens there
     out = start_refused(tmp_path / "data", "--db", url)
-    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.returncode == 1, out.stdout + out.stderr
     line = " ".join(out.stderr.split())
     assert line.startswith("error: Cannot use the database postgresql+psycopg://treino:***@127.0.0.1:"), out.stderr
     assert "To fix: check that PostgreSQL runs" in line and "s3cret" not in out.stderr, out.stderr

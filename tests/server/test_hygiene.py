@@ -1,4 +1,4 @@
-"""What a start refuses, in one line and exit code 2, before it touches the database or says it listens: a data dir
+"""What a start refuses, in one line and exit code 1, before it touches the database or says it listens: a data dir
 another server runs on (its lock, released by the kernel when that server dies, SIGKILL included) and a port in
 use. And `treino --version`.
 
@@ -51,11 +51,11 @@ def answers(url: str) -> bool:
     return httpx.get(f"{url}/healthz", timeout=5).status_code == 200
 
 
-def test_a_second_server_on_a_data_dir_exits_2_and_a_killed_servers_lock_is_released(servers: Servers) -> None:
+def test_a_second_server_on_a_data_dir_exits_1_and_a_killed_servers_lock_is_released(servers: Servers) -> None:
     first = servers.start()
 
     status, output = start_refused(first.data_dir, free_port())
-    assert status == 2, output
+    assert status == 1, output
     lines = output.strip().splitlines()
     assert len(lines) == 1, output
     assert str(first.data_dir) in lines[0] and f"PID {first.proc.pid}" in lines[0], output
@@ -68,13 +68,13 @@ def test_a_second_server_on_a_data_dir_exits_2_and_a_killed_servers_lock_is_rele
     assert (first.data_dir / "server.lock").read_text().strip() == str(again.proc.pid)
 
 
-def test_a_busy_port_exits_2_in_one_line_before_saying_it_listens(tmp_path: Path) -> None:
+def test_a_busy_port_exits_1_in_one_line_before_saying_it_listens(tmp_path: Path) -> None:
     with socket.socket() as other:  # another program listening on the port
         other.bind(("127.0.0.1", 0))
         other.listen()
         port = int(other.getsockname()[1])
         status, output = start_refused(tmp_path / "data", port)
-    assert status == 2, output
+    assert status == 1, output
     lines = output.strip().splitlines()
     assert len(lines) == 1, output
     assert f"Port {port} on 127.0.0.1 is in use (by another treino server?). To fix: --port " in lines[0], output

@@ -111,7 +111,7 @@ def test_submit_refuses_a_billion_laughs_file_at_once(shared: ServerProcess, tmp
     """Through the real CLI: within the subprocess's own timeout (treino() raises TimeoutExpired), never built."""
     (tmp_path / "laughs.yaml").write_text(BILLION_LAUGHS)
     out = treino("submit", "laughs.yaml", cwd=tmp_path, server=shared)
-    assert (out.returncode, out.stdout) == (2, "")
+    assert (out.returncode, out.stdout) == (1, "")
     assert out.stderr.startswith("error: laughs.yaml has more than 32 YAML aliases (*name)"), out.stderr
     assert "To fix" in out.stderr
     assert names(shared, "laughs") == []

@@ -131,7 +131,7 @@ def test_cli_show_metric_and_metrics(shared: ServerProcess, sdk_job: int, databa
     assert (lr["key"], lr["points"], lr["step"], lr["last"]) == ("lr", 20, list(range(1, 21)), 0.5**20)
 
     out = treino("show", str(sdk_job), "--metric", "los", cwd=tmp_path, server=shared)
-    assert out.returncode == 2 and out.stdout == ""
+    assert out.returncode == 1 and out.stdout == ""
     message = " ".join(out.stderr.split())
     assert message.startswith(f"error: Job {sdk_job} never logged a metric 'los'. Did you mean 'loss'?")
     assert "It logged: diverged, loss, lr, val_acc." in message

@@ -193,6 +193,6 @@ def test_a_webhook_that_is_not_http_refuses_to_start(tmp_path: Path) -> None:
         env=clean_env(COLUMNS="200"),
         timeout=60,
     )
-    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.returncode == 1, out.stdout + out.stderr
     assert "--webhook 'ftp://hooks.example.com/x' is not an http(s) URL" in out.stderr
     assert not (tmp_path / "data" / "treino.db").exists()  # refused before the database was made

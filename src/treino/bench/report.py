@@ -13,7 +13,7 @@ from treino.bench.dataloader import workers_needed
 CORES_PER_GPU_MIN = 8
 RAM_PER_GPU_MIN_GB = 128
 NVME_READ_MIN_GB_S = 7.0
-NVME_SOURCE = "seed criterion: NVMe >= 7 GB/s (Samsung 980 PRO class, hardware-and-prices §5.1)"
+NVME_SOURCE = "seed criterion: NVMe >= 7 GB/s (Samsung 980 PRO class, docs/catalog.md, storage)"
 
 
 class Verdict(TypedDict):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from treino.errors import TreinoError
+from treino.errors import UsageError
 
 STAGES = ("gpu", "collectives", "host", "storage", "dataloader")
 ALIASES = {"allreduce": "collectives", "nccl": "collectives", "disk": "storage", "loader": "dataloader"}
@@ -36,7 +36,7 @@ def parse_only(text: str) -> tuple[str, ...]:
             valid = ", ".join(STAGES)
             close = difflib.get_close_matches(name, [*STAGES, *ALIASES], n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise TreinoError(f"Unknown stage {raw.strip()!r} in --only.{hint} Valid stages: {valid}.")
+            raise UsageError(f"Unknown stage {raw.strip()!r} in --only.{hint} Valid stages: {valid}.")
         chosen.add(name)
     return tuple(s for s in STAGES if s in chosen)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from treino.errors import CatalogError, PlanError
+from treino.errors import CatalogError, PlanError, UnknownNameError
 from treino.i18n import Msg
 from treino.plan.hardware import GpuSpec
 from treino.plan.model import ModelSpec, model_from_config
@@ -106,20 +106,25 @@ def _normalise(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(" ", "-")
 
 
-def _did_you_mean(kind: str, name: str, known: list[str], listing: str) -> CatalogError:
+def _did_you_mean(kind: str, name: str, known: list[str], listing: str) -> UnknownNameError:
+    """`listing` is the command that lists the known names (`treino gpus`)."""
     close = difflib.get_close_matches(_normalise(name), known, n=3, cutoff=0.5)
     if close:  # Msg templates (treino.i18n): the CLI says it in the user's language
         alternatives = " or ".join(repr(c) for c in close)
-        return CatalogError(
+        return UnknownNameError(
             Msg(
-                "Unknown {kind} {name!r}. Did you mean {alternatives}? See '{listing}'.",
+                "Unknown {kind} {name!r}. Did you mean {alternatives}? To fix: run '{listing}' for the list.",
                 kind=Msg(kind),
                 name=name,
                 alternatives=alternatives,
                 listing=listing,
             )
         )
-    return CatalogError(Msg("Unknown {kind} {name!r}. See '{listing}'.", kind=Msg(kind), name=name, listing=listing))
+    return UnknownNameError(
+        Msg(
+            "Unknown {kind} {name!r}. To fix: run '{listing}' for the list.", kind=Msg(kind), name=name, listing=listing
+        )
+    )
 
 
 def gpu(name: str) -> GpuSpec:

@@ -64,7 +64,7 @@ class OfferRow(BaseModel):
     @classmethod
     def _known_site(cls, value: str | None) -> str | None:
         if value is not None and value not in sites():
-            raise ValueError(str(_did_you_mean("site", value, list(sites()), "sites.csv")))
+            raise ValueError(str(_did_you_mean("site", value, list(sites()), "treino sites")))
         return value
 
     def offer(self) -> Offer:
@@ -149,7 +149,7 @@ def offer(name: str) -> Offer:
     key = _normalise(name)
     if key in table:
         return table[key]
-    raise _did_you_mean("offer", name, list(table), "offers.csv")
+    raise _did_you_mean("offer", name, list(table), "treino offers")
 
 
 @cache
@@ -170,7 +170,7 @@ def site(name: str) -> Site:
     key = _normalise(name)
     if key in table:
         return table[key]
-    raise _did_you_mean("site", name, list(table), "sites.csv")
+    raise _did_you_mean("site", name, list(table), "treino sites")
 
 
 @cache
@@ -213,7 +213,10 @@ def _yaml_offers(path: Path) -> dict[str, Offer]:
         assert isinstance(root, yaml.MappingNode)
         root = next(v for k, v in root.value if k.value == "offers")
     if not isinstance(data, list) or not isinstance(root, yaml.SequenceNode):
-        raise CatalogError(f"{where} must hold a list of offers (or 'offers:' with a list). To fix: see offers.csv.")
+        raise CatalogError(
+            f"{where} must hold a list of offers (or 'offers:' with a list). To fix: see the fields of "
+            "`treino offers --json`."
+        )
     out: dict[str, Offer] = {}
     for item, node in zip(data, root.value, strict=True):
         line = node.start_mark.line + 1

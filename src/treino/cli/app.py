@@ -11,8 +11,11 @@ from typing import Annotated, TypedDict, cast
 import typer
 
 from treino import catalog
+from treino.cli import usage
 from treino.cli.bench import bench
+from treino.cli.catalog_cmds import FxRateOpt, fx_json, fx_line, fx_rate, offers_cmd, sites_cmd
 from treino.cli.client import cancel, jobs, logs, show, submit
+from treino.cli.completion import completion
 from treino.cli.govern import (
     audit_app,
     data_app,
@@ -28,12 +31,19 @@ from treino.cli.govern import (
 from treino.cli.metrics import metrics
 from treino.cli.resubmit import resubmit
 from treino.cli.server import server
-from treino.errors import TreinoError
+from treino.errors import EXIT_NO_FIT, TreinoError, UsageError
 from treino.i18n import N_, current, from_env, language, tr, use
+
+EXIT_CODES_HELP = (
+    "Exit codes, the same with --json: 0 done; 1 a runtime failure (the server, a file, a failed job); "
+    "2 a usage error (a bad option or value); 3 the answer is no (the plan does not fit, no offer qualifies). "
+    "Settings: ~/.config/treino/config.yaml (url:, token:); see the README."
+)
 
 app = typer.Typer(
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish and PowerShell
+    epilog=EXIT_CODES_HELP,
     pretty_exceptions_enable=False,
     help="Plan, benchmark, run and govern ML training on dedicated GPU servers.",
 )
@@ -41,6 +51,9 @@ plan_app = typer.Typer(no_args_is_help=True, help="Will it fit, and with which s
 app.add_typer(plan_app, name="plan")
 
 app.command("bench")(bench)
+app.command("completion")(completion)
+app.command("offers")(offers_cmd)
+app.command("sites")(sites_cmd)
 app.command("server")(server)
 app.command("submit")(submit)
 app.command("jobs")(jobs)
@@ -59,6 +72,7 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(lineage_app, name="lineage")
 app.command("erase")(erase)
 app.add_typer(subject_app, name="subject")
+usage.register(app)  # treino usage, treino quotas
 
 _state = {"debug": False}
 
@@ -148,9 +162,10 @@ def plan_train(
     cpu_cores: Annotated[int, typer.Option("--cpu-cores", help="Server CPU cores (default: 8 per GPU).")] = 0,
     ram_gb: Annotated[float, typer.Option("--ram-gb", help="Server RAM, GB (default: 128 per GPU).")] = 0,
     dataset_gb: Annotated[float, typer.Option("--dataset-gb", help="Dataset size on disk, GB.")] = 0,
-    offer: Annotated[str, typer.Option("--offer", help="Price the run on this offer (see offers.csv).")] = "",
+    offer: Annotated[str, typer.Option("--offer", help="Price the run on this offer (see 'treino offers').")] = "",
     runs_per_month: Annotated[float, typer.Option("--runs-per-month")] = 1,
     months: Annotated[int, typer.Option("--months")] = 1,
+    fx_given: FxRateOpt = None,
     profile: Annotated[
         Path | None, typer.Option("--profile", help="Hardware profile from 'treino bench --save': measured figures.")
     ] = None,
@@ -188,17 +203,19 @@ def plan_train(
         measured = measured_spec(gpu_spec, profile)
         gpu_spec = measured.spec
     if method == "trace":
-        from treino.trace.plan import plan_by_trace
+        from treino.cli.progress import steps
+        from treino.trace.plan import TRACE_STEPS, plan_by_trace
 
-        result = plan_by_trace(model, gpu_spec, setup)
+        with steps("trace", TRACE_STEPS, enabled=not as_json) as on_step:
+            result = plan_by_trace(model, gpu_spec, setup, on_step)
     elif method == "analytic":
         result = plan_training(catalog.model(model), gpu_spec, setup)
     else:
-        raise TreinoError(f"Unknown --method {method!r}. To fix: use analytic or trace.")
+        raise UsageError(f"Unknown --method {method!r}. To fix: use analytic or trace.")
     from treino.plan.performance import estimate_time
 
     if epochs < 1:
-        raise TreinoError(f"--epochs must be at least 1, got {epochs}.")
+        raise UsageError(f"--epochs must be at least 1, got {epochs}.")
     link = interconnect or ("pcie" if gpu_spec.gpu_link == "none" else "nvlink")
     timing = estimate_time(result.model, gpu_spec, setup, tokens=tokens * epochs, interconnect=link, mfu=mfu)
     from treino.plan.pipeline import estimate_pipeline
@@ -215,7 +232,9 @@ def plan_train(
         seq_len=setup.seq_len,
         storage_read_gb_s=measured.storage_read_gb_s if measured else None,  # the profile's disk beats --storage
     )
-    cost = _job_cost(offer, gpu_spec.name, setup.gpus, timing.total_seconds, runs_per_month, months, dataset_gb)
+    cost = _job_cost(
+        offer, gpu_spec.name, setup.gpus, timing.total_seconds, runs_per_month, months, dataset_gb, fx_given
+    )
     if as_json:
         _print_json(
             {
@@ -226,6 +245,8 @@ def plan_train(
                 **({"profile": measured.to_json()} if measured else {}),
             }
         )
+        if not result.fits:
+            raise typer.Exit(EXIT_NO_FIT)
         return
     from treino.cli.render import console, pipeline_line, time_line, train_plan
 
@@ -247,8 +268,10 @@ def plan_train(
                 as_of=cost["price_as_of"],
             )
         )
+        if cost["fx_brl_per_usd"] is not None:
+            console().print(fx_line(fx_rate(fx_given)), style="dim", highlight=False)
     if not result.fits:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_NO_FIT)
 
 
 @plan_app.command("scale")
@@ -272,7 +295,7 @@ def plan_scale(
     from treino.plan.performance import scale
 
     if not 1 <= max_gpus <= 1024:
-        raise TreinoError(f"--max-gpus must be between 1 and 1024, got {max_gpus}.")
+        raise UsageError(f"--max-gpus must be between 1 and 1024, got {max_gpus}.")
     counts = [2**i for i in range(max_gpus.bit_length()) if 2**i <= max_gpus]
     setup = TrainSetup(
         micro_batch=micro_batch,
@@ -314,7 +337,7 @@ def plan_shared(
     from treino.plan.shared import SharedGpu, estimate_shared, seed_table
 
     if bool(mig) == bool(time_slice):
-        raise TreinoError("Say how the GPU is shared. To fix: give --mig 3g, or --time-slice 1 (one neighbour).")
+        raise UsageError("Say how the GPU is shared. To fix: give --mig 3g, or --time-slice 1 (one neighbour).")
     setup = TrainSetup(
         micro_batch=micro_batch, seq_len=seq_len, precision=precision, checkpointing=checkpointing, lora_rank=lora_rank
     )
@@ -383,6 +406,7 @@ def plan_cost(
     checkpoint_gb: Annotated[float, typer.Option("--checkpoint-gb", help="Downloaded after each run.")] = 0,
     fx_move: Annotated[float, typer.Option("--fx-move", help="Exchange-rate move to show, %.")] = 20,
     offers_file: Annotated[str, typer.Option("--offers", help="Your own quotes (CSV or YAML).")] = "",
+    fx_given: FxRateOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Dedicated server against cloud for this job: total cost in BRL, break-even, exchange-rate risk."""
@@ -391,7 +415,7 @@ def plan_cost(
     from treino.plan.tco import compare
 
     local = offer_catalog.load_offers_file(offers_file) if offers_file else {}
-    fx = offer_catalog.fx_rate()
+    fx = fx_rate(fx_given)
     result = compare(
         catalog.model(model),
         offer_catalog.candidate(dedicated, local),
@@ -407,7 +431,7 @@ def plan_cost(
         fx_move_pct=fx_move,
     )
     if as_json:
-        _print_json({**asdict(result), "fx": {"brl_per_usd": fx.brl_per_usd, "date": fx.date, "source": fx.source}})
+        _print_json({**asdict(result), "fx": fx_json(fx)})
         return
     from rich.table import Table
     from rich.text import Text
@@ -460,12 +484,10 @@ def plan_cost(
     )
     console().print(
         Text(
-            tr(
-                "Rate: {rate} BRL/USD on {date} ({source}). Prices: {dedicated} ({dedicated_as_of}); "
-                "{cloud} ({cloud_as_of}).",
-                rate=fx.brl_per_usd,
-                date=fx.date,
-                source=fx.source,
+            fx_line(fx)
+            + " "
+            + tr(
+                "Prices: {dedicated} ({dedicated_as_of}); {cloud} ({cloud_as_of}).",
                 dedicated=result.dedicated.cost.price_source,
                 dedicated_as_of=result.dedicated.cost.price_as_of,
                 cloud=result.cloud.cost.price_source,
@@ -504,12 +526,12 @@ def plan_infer(
                 "headroom_bytes": gpu_spec.memory_bytes - est.peak_bytes,
             }
         )
-        return
-    from treino.cli.render import console, infer_plan
+    else:
+        from treino.cli.render import console, infer_plan
 
-    console().print(infer_plan(spec, gpu_spec, est, batch, context, weights))
+        console().print(infer_plan(spec, gpu_spec, est, batch, context, weights))
     if not fits:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_NO_FIT)
 
 
 @app.command("gpus")
@@ -569,7 +591,14 @@ class _JobCost(TypedDict):
 
 
 def _job_cost(
-    offer_name: str, gpu: str, gpus: int, run_seconds: float, runs_per_month: float, months: int, dataset_gb: float
+    offer_name: str,
+    gpu: str,
+    gpus: int,
+    run_seconds: float,
+    runs_per_month: float,
+    months: int,
+    dataset_gb: float,
+    fx_given: float | None = None,
 ) -> _JobCost | None:
     """The `cost` object of `plan train --json`: this run on `offer_name`, enough servers for `gpus`."""
     if not offer_name:
@@ -579,11 +608,11 @@ def _job_cost(
 
     offer = offer_catalog.offer(offer_name)
     if offer.gpu != gpu:
-        raise TreinoError(f"Offer {offer.name!r} has {offer.gpu} GPUs, not {gpu}. To fix: --gpu {offer.gpu}.")
+        raise UsageError(f"Offer {offer.name!r} has {offer.gpu} GPUs, not {gpu}. To fix: --gpu {offer.gpu}.")
     if run_seconds <= 0:
-        raise TreinoError("Pricing a run needs its length. To fix: add --tokens.")
+        raise UsageError("Pricing a run needs its length. To fix: add --tokens.")
     servers = -(-gpus // offer.gpus)
-    fx = offer_catalog.fx_rate()
+    fx = fx_rate(fx_given)
     one = project_cost(offer, fx, run_seconds / 3600, runs_per_month, months, dataset_gb)
     total = one.compute_brl * servers + one.egress_brl
     # asdict is typed dict[str, Any]; its keys are CostBreakdown's fields, as _JobCost lists them.
@@ -606,7 +635,7 @@ def _hours(text: str) -> float:
     try:
         return float(value) * units[unit]
     except ValueError as exc:
-        raise TreinoError(f"Cannot read the deadline {text!r}. To fix: write e.g. 3d, 72h or 90m.") from exc
+        raise UsageError(f"Cannot read the deadline {text!r}. To fix: write e.g. 3d, 72h or 90m.") from exc
 
 
 def _brl(text: str) -> float:
@@ -619,7 +648,7 @@ def _brl(text: str) -> float:
     try:
         return float(cleaned)
     except ValueError as exc:
-        raise TreinoError(f'Cannot read the budget {text!r}. To fix: write e.g. "R$ 50.000" or 50000.') from exc
+        raise UsageError(f'Cannot read the budget {text!r}. To fix: write e.g. "R$ 50.000" or 50000.') from exc
 
 
 @app.command("recommend")
@@ -635,47 +664,57 @@ def recommend_cmd(
         str, typer.Option("--offers", help="Your own quotes (CSV or YAML), added to the catalog.")
     ] = "",
     max_gpus: Annotated[int, typer.Option("--max-gpus")] = 64,
+    fx_given: FxRateOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     html: Annotated[str, typer.Option("--html", help="Also write a self-contained HTML report with plots.")] = "",
 ) -> None:
     """Which server to rent: the cheapest configurations that fit, meet the deadline and budget, and keep
     the data where it may be."""
     from treino.catalog import offers as offer_catalog
+    from treino.cli.progress import steps
     from treino.plan.recommend import recommend
 
     candidates = offer_catalog.candidates(offers_file)
-    spec, fx = catalog.model(model), offer_catalog.fx_rate()
+    spec, fx = catalog.model(model), fx_rate(fx_given)
     deadline_hours, budget_brl = (_hours(deadline) if deadline else None), (_brl(budget) if budget else None)
-    result = recommend(
-        spec,
-        candidates,
-        fx,
-        tokens=tokens,
-        seq_len=seq_len,
-        precision=precision,
-        deadline_hours=deadline_hours,
-        budget_brl=budget_brl,
-        residency=residency or None,
-        max_gpus=max_gpus,
-    )
+    total = 1
     if html:
-        from treino.report import write_recommendation_report
+        from treino.report.html import REPORT_STEPS
 
-        written = write_recommendation_report(
-            html,
+        total += REPORT_STEPS
+    with steps("recommend", total, enabled=not as_json) as on_step:
+        on_step(f"planning {len(candidates)} offers")
+        result = recommend(
             spec,
-            result,
             candidates,
             fx,
-            tokens,
-            seq_len,
+            tokens=tokens,
+            seq_len=seq_len,
             precision=precision,
             deadline_hours=deadline_hours,
             budget_brl=budget_brl,
             residency=residency or None,
+            max_gpus=max_gpus,
         )
-        if as_json:  # stderr, so stdout stays one JSON document
-            print(f"Report: {written}", file=sys.stderr)
+        if html:
+            from treino.report import write_recommendation_report
+
+            written = write_recommendation_report(
+                html,
+                spec,
+                result,
+                candidates,
+                fx,
+                tokens,
+                seq_len,
+                precision=precision,
+                deadline_hours=deadline_hours,
+                budget_brl=budget_brl,
+                residency=residency or None,
+                on_step=on_step,
+            )
+    if html and as_json:  # stderr, so stdout stays one JSON document
+        print(f"Report: {written}", file=sys.stderr)
     if as_json:
         _print_json(
             {
@@ -683,26 +722,33 @@ def recommend_cmd(
                 "rejected": [asdict(r) for r in result.rejected],
                 "best_effort": asdict(result.best_effort) if result.best_effort else None,
                 "miss": result.miss,
+                "fx": fx_json(fx),
             }
         )
-        return
-    from treino.cli.render import console, recommendation
+    else:
+        from treino.cli.render import console, recommendation
 
-    console().print(recommendation(result))
-    if html:
-        print(f"Report: {written}")
+        console().print(recommendation(result))
+        console().print(fx_line(fx), style="dim", highlight=False)
+        if html:
+            print(f"Report: {written}")
+    if not result.choices:
+        raise typer.Exit(EXIT_NO_FIT)
 
 
 def main() -> None:
-    """Entry point: TreinoError -> one red line and exit code 2; traceback only with --debug. The language is the
-    environment's (LC_ALL, LC_MESSAGES, LANG) until --lang says otherwise."""
+    """Entry point: TreinoError -> one red line and its exit code (treino.errors: 1 a failure, 2 a usage error);
+    traceback only with --debug. The language is the environment's (LC_ALL, LC_MESSAGES, LANG) until --lang says
+    otherwise."""
+    from treino.cli.extras import naming_missing_extras
     from treino.cli.i18n import help_language, localize
 
     use(help_language(sys.argv[1:]))
-    command = typer.main.get_command(app)  # what app() runs; its help texts in the user's language first
-    localize(command, current())
     try:
-        command()
+        with naming_missing_extras(app, sys.argv[1:]):  # a package of a missing extra -> MissingExtra, one line
+            command = typer.main.get_command(app)  # what app() runs; its help texts in the user's language first
+            localize(command, current())
+            command()
     except TreinoError as exc:
         if _state["debug"] or "--debug" in sys.argv:
             raise
@@ -712,4 +758,4 @@ def main() -> None:
         # escape(): a message may hold brackets ("pip install 'treino[torch]'") that are not Rich markup.
         line = f"[bold red]{escape(tr('error'))}:[/] {escape(current().error(exc))}"
         Console(stderr=True).print(line, highlight=False, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(exc.exit_code)

@@ -29,26 +29,14 @@ def bench(
     """Measure this server against what it promises: GPU bandwidth and TFLOP/s, collectives (algbw/busbw as
     nccl-tests), host memory, storage read and data-loader rate, with verdicts on the seed's criteria."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from treino.bench.runner import parse_only, run_bench
+    from treino.cli.progress import steps
 
     stages = parse_only(only)
     err = Console(stderr=True)
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err, transient=True
-    ) as progress:
-        task = progress.add_task("bench", total=len(stages))
-        seen: list[str] = []
-
-        def on_stage(stage: str) -> None:
-            if seen:
-                progress.advance(task)
-            seen.append(stage)
-            progress.update(task, description=f"bench: {stage}")
-
+    with steps("bench", total=len(stages), enabled=not as_json, console=err) as on_stage:
         run = run_bench(stages, quick=quick, path=path, feed_samples_per_s=feed_samples_per_s, on_stage=on_stage)
-        progress.advance(task)
     if save is not None:
         from treino import catalog
         from treino.bench.profile import build_profile, catalog_match, save_profile

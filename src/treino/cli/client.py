@@ -2,7 +2,7 @@
 
 The server and token come from, first to last: `--url`/`--token`, the TREINO_URL/TREINO_TOKEN environment variables,
 then `url:`/`token:` in $XDG_CONFIG_HOME/treino/config.yaml (default ~/.config/treino/config.yaml).
-Every failure is a TreinoError, so the CLI prints one red line and exits with code 2.
+Every failure is a TreinoError, so the CLI prints one red line and exits with code 1 (2 for a bad option).
 """
 
 from __future__ import annotations
@@ -276,6 +276,12 @@ def _devices(job: dict[str, Any]) -> str:
 # --- commands ------------------------------------------------------------------------------------------------
 def submit(
     spec_file: Annotated[Path, typer.Argument(help="Job spec, YAML or JSON (see treino.server.spec).")],
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait until the job ends; exit 0 if it succeeded, 1 if not.")
+    ] = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Print its output until it ends (implies --wait).")
+    ] = False,
     as_json: JsonOpt = False,
     url: UrlOpt = None,
     token: TokenOpt = None,
@@ -284,10 +290,28 @@ def submit(
     spec = spec_for_submit(spec_file)
     with _client(url, token) as client:
         job = client.submit(spec, what=f"the job spec {spec_file}")
+        if not as_json:
+            typer.echo(
+                tr("Submitted job {id} ({name}), {state}.", id=job["id"], name=job["name"], state=Msg(job["state"]))
+            )
+        if wait or follow:
+            from treino.cli.wait import outcome, wait_for
+
+            try:
+                job = wait_for(client, job["id"], follow=follow and not as_json)
+            except KeyboardInterrupt:
+                typer.echo(
+                    tr("Stopped waiting; job {id} goes on (treino cancel {id} stops it).", id=job["id"]), err=True
+                )
+                raise typer.Exit(130) from None
+            line, code = outcome(job)
+            if as_json:
+                _print_json(job)
+            else:
+                typer.echo(line)
+            raise typer.Exit(code)
     if as_json:
         _print_json(job)
-        return
-    typer.echo(tr("Submitted job {id} ({name}), {state}.", id=job["id"], name=job["name"], state=Msg(job["state"])))
 
 
 def jobs(
@@ -307,36 +331,33 @@ def jobs(
         return
     from rich.table import Table
 
+    from treino.cli.job_status import devices_short, progress, status
     from treino.cli.render import console
 
     now = time.time()
     table = Table(title_justify="left", title=tr("{n} job(s)", n=len(rows)) + (f", {tr(state)}" if state else ""))
-    # Short headers, so the ten columns fit 80 characters; the state is never cut.
-    for col in (
-        N_("id"),
-        N_("name"),
-        N_("state"),
-        N_("gpus"),
-        N_("prio"),
-        N_("tries"),
-        N_("step"),
-        N_("loss"),
-        "steps/s",
-        N_("age"),
-    ):
-        table.add_column(tr(col), justify="left" if col in ("name", "state") else "right", no_wrap=col != "name")
+    # Short headers, so the columns fit 80 characters: ids and states never cut, a long name or device list folds,
+    # the status (a queued job's place and why it waits, a running job's ETA, a finished job's duration) wraps.
+    # The loss and the rest: 'treino show ID'.
+    min_widths = {"state": max(len(tr("succeeded")), len(tr("cancelled")), len(tr("state")))}
+    for col in (N_("id"), N_("name"), N_("state"), N_("gpus"), N_("prio"), N_("step"), N_("status")):
+        wraps = col in ("name", "gpus", "status")
+        table.add_column(
+            tr(col),
+            justify="left" if col in ("name", "state", "status") else "right",
+            no_wrap=not wraps,
+            overflow="fold" if wraps else "ellipsis",
+            min_width=min_widths.get(col),
+        )
     for j in rows:
         table.add_row(
             str(j["id"]),
             j["name"],
             _state(j["state"]),
-            _devices(j),
+            devices_short(j),
             str(j["priority"]),
-            str(j["attempts"]),
-            _num(j["last_step"], "d"),
-            _num(j["last_loss"], ".4g"),
-            _num(j["steps_per_s"], ".2f"),
-            age(now - j["submitted_at"]),
+            progress(j),
+            status(j, now),
         )
     console().print(table)
     if page.get("next") is not None:
@@ -369,6 +390,7 @@ def show(
     from rich.table import Table
     from rich.text import Text
 
+    from treino.cli.job_status import progress, show_fields
     from treino.cli.render import console
 
     out = console()
@@ -397,10 +419,11 @@ def show(
         (N_("started"), _when(job["started_at"])),
         (N_("ended"), _when(job["ended_at"])),
         (N_("exit code"), _num(job["exit_code"], "d")),
-        (N_("step"), _num(job["last_step"], "d")),
+        (N_("step"), progress(job)),
         (N_("loss"), _num(job["last_loss"], ".4g")),
         (N_("steps/s"), _num(job["steps_per_s"], ".2f")),
         (N_("checkpoint"), _num(job["checkpoint_step"], "d")),
+        *show_fields(job, time.time()),
     ):
         fields.add_row(tr(label), value)
     out.print(Text(tr("Job {id} ({name})", id=job["id"], name=job["name"]), style="bold"))

@@ -1,6 +1,6 @@
 """`treino users | tokens | grant | grants | transfer | data | audit | lineage | erase | subject`: the LGPD side of
 the job server, over its governance routes (treino.server.govern_api). Server, token and errors as in
-treino.cli.client: `--url`/`--token`, TREINO_URL/TREINO_TOKEN, the config file; a refusal is one red line, exit 2.
+treino.cli.client: `--url`/`--token`, TREINO_URL/TREINO_TOKEN, the config file; a refusal is one red line, exit 1.
 
 Subject ids (CPFs, customer ids) travel in request bodies only, never in URLs, and are never printed back except
 the one the user typed: the server answers with keyed pseudonyms.
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from treino.cli.client import JsonOpt, TokenOpt, UrlOpt, _client, _print_json, _when
-from treino.errors import TreinoError
+from treino.errors import UsageError
 
 SHORT_HASH_CHARS = 12  # sha256 prefixes shown in tables; --json has the full hash
 ROLES = ("admin", "engineer", "dpo", "viewer")  # treino.govern.models.Role; the server validates
@@ -46,7 +46,7 @@ def _epoch(text: str | None, option: str) -> float | None:
     try:
         return dt.datetime.fromisoformat(text).timestamp()
     except ValueError as exc:
-        raise TreinoError(
+        raise UsageError(
             f"Cannot read {option} {text!r}. To fix: write ISO 8601, e.g. 2025-03-01 or 2025-03-01T12:00."
         ) from exc
 
@@ -431,7 +431,7 @@ def audit_export(
 ) -> None:
     """The audit records, with their hashes, for the DPO or the ANPD (re-verifiable outside treino)."""
     if fmt not in ("jsonl", "csv"):
-        raise TreinoError(f"Unknown export format {fmt!r}. To fix: --format jsonl or --format csv.")
+        raise UsageError(f"Unknown export format {fmt!r}. To fix: --format jsonl or --format csv.")
     params = {
         "fmt": fmt,
         "dataset": dataset,

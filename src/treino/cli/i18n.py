@@ -43,6 +43,8 @@ def _localize(command: Any, loc: Locale) -> None:
         command.help = loc.t(command.help)
     if command.short_help:
         command.short_help = loc.t(command.short_help)
+    if getattr(command, "epilog", None):  # the root's exit codes
+        command.epilog = loc.t(command.epilog)
     for param in command.params:
         if getattr(param, "help", None):
             param.help = loc.t(param.help)
@@ -57,6 +59,8 @@ def help_texts(command: Any) -> dict[str, str]:
     def walk(cmd: Any, path: str) -> None:
         if cmd.help:
             texts.setdefault(cmd.help, path)
+        if getattr(cmd, "epilog", None):
+            texts.setdefault(cmd.epilog, f"{path} (epilog)")
         for name, sub in getattr(cmd, "commands", {}).items():
             walk(sub, f"{path} {name}")
 

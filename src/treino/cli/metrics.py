@@ -5,7 +5,7 @@
     treino metrics 12 --json     {"job": 12, "keys": [...], "points": [{"step", "time", "values"}]}
     treino show 12 --metric lr   one key: a sparkline, last/min/max and a few of its points
 
-A key the job never logged is an error (exit code 2) naming the keys it did log. Per-key reads use
+A key the job never logged is an error (exit code 1) naming the keys it did log. Per-key reads use
 /api/v1/jobs/{id}/metrics/keys and .../series (treino.server.metric_series); --csv and --json read every raw point
 from /api/v1/jobs/{id}/metrics, a page of METRIC_POINTS_MAX at a time.
 """
@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from treino.cli.client import JsonOpt, ServerClient, TokenOpt, UrlOpt, _client, _print_json, sparkline
-from treino.errors import TreinoError
+from treino.errors import TreinoError, UsageError
 from treino.server.settings import METRIC_POINTS_MAX, METRIC_SERIES_KEYS_MAX
 
 METRIC_ROWS_SHOWN = 10  # points `show --metric` lists, evenly spaced, the first and last included
@@ -93,7 +93,7 @@ def metrics(
 ) -> None:
     """Every metric a job logged: a summary of each key, or every point with --csv or --json."""
     if as_csv and as_json:
-        raise TreinoError("--csv and --json are two formats of the same points. To fix: give one of them.")
+        raise UsageError("--csv and --json are two formats of the same points. To fix: give one of them.")
     with _client(url, token) as client:
         keys = metric_keys(client, job_id)
         if as_csv or as_json:

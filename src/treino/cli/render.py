@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
@@ -18,6 +20,7 @@ from treino.plan.recommend import Recommendation
 
 GIB = 2**30
 BAR_WIDTH = 60
+STRATEGY_WIDTH_MIN = 20  # characters: `recommend`'s flags under each offer wrap at the longer of this and its name
 _PARTS = (  # label, MemoryEstimate field, colour
     (N_("weights"), "weights_bytes", "blue"),
     (N_("gradients"), "gradients_bytes", "magenta"),
@@ -27,6 +30,12 @@ _PARTS = (  # label, MemoryEstimate field, colour
     (N_("temporaries"), "temporary_bytes", "white"),
     (N_("overhead"), "overhead_bytes", "red"),
 )
+
+
+def identity_column(table: Table, header: str, **kwargs: object) -> None:
+    """A column of names that identify something (an offer, a job, a site): never cut to an ellipsis. Rich
+    narrows wrappable columns first; a row too wide even so folds the name onto a second line, whole."""
+    table.add_column(header, no_wrap=True, overflow="fold", **kwargs)  # type: ignore[arg-type]
 
 
 def gib(nbytes: float) -> str:
@@ -118,16 +127,18 @@ def train_plan(plan: TrainPlan) -> Group:
     if advice:
         tips = Table(title=tr("What makes it fit, cheapest first"), title_justify="left", show_edge=False)
         tips.add_column(tr("change"))
-        tips.add_column(tr("flags"))
-        tips.add_column(tr("peak"), justify="right")
+        tips.add_column(tr("flags"), overflow="fold")  # a flag is never cut to an ellipsis
+        tips.add_column(tr("peak"), justify="right", no_wrap=True)
         tips.add_column(tr("fits"))
-        tips.add_column(tr("speed"), justify="right")
+        tips.add_column(tr("speed"), justify="right", no_wrap=True)
         for a in advice:
             speed = tr("{pct:+.0f} %", pct=(a.slowdown - 1) * 100) if a.slowdown != 1 else tr("same")
-            tips.add_row(tr(a.change), a.flags, gib(a.peak_bytes), tr("yes") if a.fits else tr("no"), speed)
+            change = Text(tr(a.change))
+            caveats = [tr(c) for c in _parts(a.caveat) if c]
+            if caveats:  # its caveats under the change they belong to
+                change.append("\n" + "; ".join(caveats), style="dim")
+            tips.add_row(change, a.flags, gib(a.peak_bytes), tr("yes") if a.fits else tr("no"), speed)
         parts += [Text(""), tips]
-        caveats = sorted({tr(c) for a in advice for c in _parts(a.caveat) if c})
-        parts += [Text("  " + tr("note: {text}", text=c), style="dim") for c in caveats]
     for note in m.notes:
         parts.append(Text(tr(note), style="dim"))
     return Group(*parts)  # type: ignore[arg-type]
@@ -214,19 +225,37 @@ def pipeline_line(p: PipelineEstimate) -> Group:
     return Group(head, *(Text("  " + tr("fix: {text}", text=a), style="dim") for a in p.advice))
 
 
+def _flag_lines(flags: str, width: int) -> list[str]:
+    """'--gpus 16 --zero 3 --micro-batch 1' as lines of at most `width` characters, never splitting an option from
+    its value (a pair longer than `width` gets a line of its own)."""
+    pairs = re.findall(r"--\S+(?: (?!--)\S+)?|\S+", flags)
+    lines: list[str] = []
+    for pair in pairs:
+        if lines and len(lines[-1]) + 1 + len(pair) <= width:
+            lines[-1] += " " + pair
+        else:
+            lines.append(pair)
+    return lines
+
+
 def recommendation(r: Recommendation) -> Group:
     from treino.plan.cost import format_brl
 
     table = Table(
         title=tr("Cheapest configurations that fit and meet the limits"), title_justify="left", show_edge=False
     )
-    for col in (N_("offer"), N_("GPUs"), N_("site"), N_("time"), N_("cost"), N_("strategy")):
-        table.add_column(tr(col), justify="right" if col in ("GPUs", "time", "cost") else "left")
     shown = list(r.choices) or ([r.best_effort] if r.best_effort else [])
+    # The offer column is as wide as its longest name, never cut; each choice's strategy (its flags, kept whole)
+    # goes in the row below its name, wrapped to that width, so it stays with its row at any console width.
+    width = max([len(c.offer) for c in shown] + [STRATEGY_WIDTH_MIN])
+    identity_column(table, tr("offer"))
+    for col in (N_("GPUs"), N_("site"), N_("time"), N_("cost")):
+        table.add_column(tr(col), justify="right" if col in ("GPUs", "time", "cost") else "left", no_wrap=col == "cost")
     for c in shown:
         site = f"{c.site} ({c.country})" if c.site else "-"
         price = format_brl(c.cost_brl) + (" *" if c.example_price else "")
-        table.add_row(c.offer, f"{c.gpus}× {c.gpu}", site, duration(c.hours * 3600), price, c.setup)
+        table.add_row(Text(c.offer, style="bold"), f"{c.gpus}× {c.gpu}", site, duration(c.hours * 3600), price)
+        table.add_row(Text("\n".join(_flag_lines(c.setup, width)), style="dim"), "", "", "", "", end_section=True)
     parts: list[object] = [table]
     if not r.choices:
         parts.insert(0, Text(tr("Nothing meets every limit. The closest:"), style="bold red"))

@@ -116,6 +116,16 @@ def server(
     erasure_warn_days: Annotated[
         float, typer.Option(min=0, help="Notify an open erasure request this many days before its deadline.")
     ] = ERASURE_WARN_DAYS,
+    offer: Annotated[
+        str,
+        typer.Option(
+            help="Catalog offer this server is (treino offers): `treino usage` prices GPU-hours at its monthly "
+            "price / (GPUs x 730 h)."
+        ),
+    ] = "",
+    gpu_hour_brl: Annotated[
+        float | None, typer.Option(help="Price of one GPU-hour in BRL for `treino usage` (instead of --offer).")
+    ] = None,
 ) -> None:
     """Queue and run training jobs on this machine's GPUs, or on a Slurm cluster: whole GPUs per job, priorities,
     preemption, restarts from checkpoints, live metrics. Jobs survive a server crash and are adopted when it
@@ -123,7 +133,7 @@ def server(
     from rich.console import Console
 
     from treino import catalog
-    from treino.errors import TreinoError
+    from treino.errors import UsageError
     from treino.govern.access import log_readers
     from treino.govern.access import site as find_site
     from treino.server.admission import admission_for, gpu_for
@@ -135,6 +145,7 @@ def server(
     from treino.server.inventory import discover
     from treino.server.isolation import drop_dataset_copies
     from treino.server.settings import Settings, load_or_create_key
+    from treino.server.usage import server_price
 
     out = Console(stderr=True, highlight=False)
     readers = log_readers(logs_visible_to)
@@ -145,6 +156,7 @@ def server(
     data_dir_lock = lock_data_dir(data_dir)
     listener = bind_port(host, port)
     webhooks, webhook_secret = _webhooks(webhook or [], webhook_secret_file, data_dir, out)
+    price = server_price(offer, gpu_hour_brl)
     if shared_dir is not None:
         shared_dir = shared_dir.expanduser().resolve()
         shared_dir.mkdir(parents=True, exist_ok=True)
@@ -177,10 +189,10 @@ def server(
         the_backend = slurm
     elif backend == "local":
         if partition or slurm_account:
-            raise TreinoError("--partition and --slurm-account go with --backend slurm. To fix: add --backend slurm.")
+            raise UsageError("--partition and --slurm-account go with --backend slurm. To fix: add --backend slurm.")
         the_backend = LocalBackend(discover(devices), runs_as)
     else:
-        raise TreinoError(f"Unknown --backend {backend!r}. To fix: use 'local' or 'slurm'.")
+        raise UsageError(f"Unknown --backend {backend!r}. To fix: use 'local' or 'slurm'.")
     inventory = the_backend.inventory()
     engine = make_engine(db or sqlite_url(data_dir))
     check_database(engine)  # a corrupt database refuses to start, rather than fail request by request
@@ -202,6 +214,7 @@ def server(
         webhooks=webhooks,
         webhook_secret=webhook_secret,
         erasure_warn_days=erasure_warn_days,
+        gpu_hour_price=price,
         **({"controller": controller} if controller else {}),
     )
     gpu = catalog.gpu(admission_gpu) if admission_gpu else None
@@ -237,6 +250,7 @@ def server(
             if here
             else "Site: none (--site): jobs on datasets with a residency are refused"
         )
+    out.print(f"Usage priced at: {price.basis}" if price else "Usage: GPU-hours, no price (--offer, --gpu-hour-brl)")
     out.print(f"Admission control: {'plans checked against ' + gpu.display_name if gpu else 'off (no GPU model)'}")
     if token:
         out.print(f"Admin token (shown once; also in {data_dir / 'admin-token'}, mode 0600): {token}")
@@ -322,12 +336,12 @@ def _webhooks(urls: list[str], secret_file: Path | None, data_dir: Path, out: Co
 
 def _job_user(backend: str, name: str, data_dir: Path, shared_dir: Path | None) -> JobUser | None:
     """The user local jobs run as (None: the server's own), its folders reachable and the data dir secured."""
-    from treino.errors import TreinoError
+    from treino.errors import UsageError
     from treino.server.isolation import check_reachable, resolve_job_user, secure_data_dir
 
     if backend != "local":
         if name:
-            raise TreinoError("--job-user goes with --backend local. To fix: leave it out with --backend slurm.")
+            raise UsageError("--job-user goes with --backend local. To fix: leave it out with --backend slurm.")
         return None
     job_user = resolve_job_user(name or None)
     if job_user is not None:

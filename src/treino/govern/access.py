@@ -103,7 +103,7 @@ def site(name: str) -> Site:
     if name not in known:
         from treino.catalog.loader import _did_you_mean
 
-        raise _did_you_mean("site", name, sorted(known), "catalog/data/v1/sites.csv")
+        raise _did_you_mean("site", name, sorted(known), "treino sites")
     row = known[name]
     return Site(name, row.country, row.city, row.provider)
 

@@ -114,6 +114,7 @@ class Action(enum.StrEnum):
     TOKEN_REVOKE = "token.revoke"
     TOKEN_USE = "token.use"  # a token used on a sensitive endpoint (access.SENSITIVE_PERMISSIONS)
     USER_CREATE = "user.create"
+    QUOTA_SET = "quota.set"  # detail: {"user" or "role": name, "gpu_hours_month", "concurrent_gpus"}
     TRANSFER_RECORD = "transfer.record"
     MODEL_REGISTER = "model.register"
     MODEL_MARK = "model.mark"  # a model marked as affected by an erasure

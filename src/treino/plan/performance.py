@@ -98,7 +98,7 @@ def hardware_flops_per_token(model: ModelSpec, setup: TrainSetup) -> float:
 
 def mfu_prior(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup) -> tuple[float, str]:
     base = MFU_PRIOR.get(gpu.name)
-    source = Msg("prior for {gpu} (hardware-and-prices §7)", gpu=gpu.name)  # a Msg: the views translate it
+    source = Msg("prior for {gpu} (docs/catalog.md, MFU priors)", gpu=gpu.name)  # a Msg: the views translate it
     if base is None:
         base, source = MFU_PRIOR_UNVERIFIED, Msg("unverified prior for {gpu}", gpu=gpu.name)
     size = min(1.0, max(SMALL_MODEL_FLOOR, SMALL_MODEL_FLOOR + 0.15 * math.log2(model.hidden_size / 768)))

@@ -113,7 +113,7 @@ def estimate_pipeline(
         cores = int(-(-samples_per_s // rate)) + gpus + 4
         advice.append(
             Msg(
-                "Data loading needs about {cores} CPU cores (GPUs x (workers + 1) + 4, S04); the server "
+                "Data loading needs about {cores} CPU cores (GPUs x (workers + 1) + 4, docs/catalog.md); the server "
                 "has {have}. Pre-tokenise or pre-decode the data, or pick a server with more cores.",
                 cores=cores,
                 have=cpu_cores,

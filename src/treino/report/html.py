@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -177,7 +178,7 @@ def _scale_figure(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup) -> _Figure:
         "Weak scaling of the top choice's strategy "
         f"(<code>--micro-batch {setup.micro_batch} --grad-accum {setup.grad_accum} --checkpointing "
         f"{_esc(setup.checkpointing)}</code>, ZeRO-3 beyond one GPU) from <code>treino.plan.performance.scale"
-        "</code>: compute at the MFU prior (hardware-and-prices §7) plus the ring all-reduce backward cannot hide; "
+        "</code>: compute at the MFU prior (docs/catalog.md) plus the ring all-reduce backward cannot hide; "
         f"8 GPUs to a server, servers joined by the network beyond 8. {_esc(gpu.display_name)} specs: "
         f"{_esc(gpu.source)} (as of {_esc(gpu.as_of)})."
         + (" It has no NVLink, so only PCIe is drawn." if gpu.gpu_link == "none" else "")
@@ -341,6 +342,9 @@ def _top_cloud(
     return best, note + ": no cloud offer was recommended."
 
 
+REPORT_STEPS = 6  # the steps `write_recommendation_report` tells `on_step` of
+
+
 def write_recommendation_report(
     path: str | Path,
     model_spec: ModelSpec,
@@ -355,12 +359,15 @@ def write_recommendation_report(
     budget_brl: float | None = None,
     residency: str | None = None,
     runs_per_month: float = 1,
+    on_step: Callable[[str], None] = lambda step: None,
 ) -> Path:
     """Write `recommendation` as one self-contained HTML page at `path` and return the path.
 
     `candidates`, `fx` and the job (`tokens`, `seq_len`, `precision`, limits) must be the ones
-    `recommend` was called with: the figures recompute from them.
+    `recommend` was called with: the figures recompute from them. `on_step(name)` is called as each of its
+    REPORT_STEPS steps starts (the CLI's progress bar).
     """
+    on_step("loading matplotlib")
     import matplotlib
 
     matplotlib.use("Agg")  # no display; must precede pyplot's first import
@@ -378,6 +385,7 @@ def write_recommendation_report(
     job = {"tokens": tokens, "seq_len": seq_len, "precision": precision}
 
     # Offers rejected for the limits (not for memory) priced without them: same search, no new logic.
+    on_step("pricing the offers outside the limits")
     rejected = {r.offer: r.kind for r in recommendation.rejected}
     retry = [by_name[name] for name, kind in rejected.items() if kind != "memory"]
     repriced = (
@@ -402,16 +410,22 @@ def write_recommendation_report(
     )
 
     top_setup = replace(top.train_setup, gpus=1, zero=0)
-    figures = [
-        _memory_figure(model_spec, shown_choices, gpus, seq_len, precision),
-        _scale_figure(model_spec, gpus[top.gpu], top_setup),
+    on_step("plotting memory per GPU")
+    figures = [_memory_figure(model_spec, shown_choices, gpus, seq_len, precision)]
+    on_step("plotting scaling")
+    figures.append(_scale_figure(model_spec, gpus[top.gpu], top_setup))
+    on_step("plotting cost")
+    figures.append(
         _cost_figure(
             (dedicated, offers[dedicated.offer]) if dedicated else None,
             (cloud, offers[cloud.offer]) if cloud else None,
             cloud_note,
             fx,
             runs_per_month,
-        ),
+        )
+    )
+    on_step("plotting cost against time")
+    figures.append(
         _tradeoff_figure(
             [
                 ("meets the limits", list(recommendation.choices)),
@@ -422,8 +436,8 @@ def write_recommendation_report(
             fx,
             deadline_hours,
             budget_brl,
-        ),
-    ]
+        )
+    )
     plotted = [*shown_choices, *missing, *outside, *(c for c in (dedicated, cloud) if c)]
     sourced = sorted({c.offer: offers[c.offer] for c in plotted}.values(), key=lambda o: o.name)
     out = Path(path)

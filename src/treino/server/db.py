@@ -185,6 +185,23 @@ class JobMetricKey(Base):
     key: Mapped[str] = mapped_column(Text, primary_key=True)
 
 
+class Quota(Base):
+    """An admin's limit on a user's or a role's GPUs (treino.server.quotas): GPU-hours per calendar month, refused at
+    submit once spent, and GPUs held at once, over which a job waits in the queue. A user's own row overrides their
+    role's; None: no limit of that kind."""
+
+    __tablename__ = "quotas"
+    __table_args__ = (UniqueConstraint("kind", "name", name="uq_quotas_kind_name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(10))  # "user" or "role"
+    name: Mapped[str] = mapped_column(String(100))  # the user's name or the role's
+    gpu_hours_month: Mapped[float | None] = mapped_column(Float, default=None)
+    concurrent_gpus: Mapped[int | None] = mapped_column(BigInt, default=None)
+    set_by: Mapped[str] = mapped_column(String(100))
+    set_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
 def sqlite_url(data_dir: Path) -> str:
     return f"sqlite:///{data_dir / 'treino.db'}"
 

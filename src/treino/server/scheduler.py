@@ -14,6 +14,12 @@ Rules (the issue's, and Slurm's EASY backfill, which small GPU clusters use):
    so behind a head whose reservation is unknown nothing backfills: backfill never delays the head.
 4. Preemption: a head that outranks running jobs takes their devices: the lowest priority first, then the most
    recently started (the least progress to lose), only as many as it needs, and only when that is enough.
+5. Quotas: `quota_block(job, starting)`, when given, is asked before a job would start or become the head; a job it
+   holds (its message) is passed over, as Slurm passes over a job held by a QOS limit: it never blocks the queue.
+
+The decision also says why the jobs it does not start wait (the head's free and needed devices and who holds them,
+the jobs held back for the head's reservation, those a quota holds): treino.server.waits turns it into each
+queued job's reason, from this pass, not from a second guess.
 
 Cost: one pass reads each queued job at most once, with one fit test per job *shape* (GPUs, nodes, node groups),
 not per job, and stops behind the head as soon as no shape in the queue fits in the free devices (nothing behind
@@ -27,8 +33,8 @@ import bisect
 import dataclasses
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from treino.server.inventory import Device
 
@@ -83,6 +89,18 @@ class Decision:
     preempt: tuple[int, ...]  # job ids to stop and requeue
     head: int | None  # the job holding the reservation, if any
     reservation_at: float | None  # when the head is expected to start (None: unknown)
+    # Why the others wait (treino.server.waits reads these; two decisions that act alike are equal):
+    backfill_refused: tuple[int, ...] = field(default=(), compare=False)  # fit now, held back for the head's start
+    quota_blocked: tuple[tuple[int, str], ...] = field(default=(), compare=False)  # (job, the quota's message)
+    head_free: int = field(default=0, compare=False)  # free devices the head may use, before any preemption
+    head_holders: tuple[int, ...] = field(default=(), compare=False)  # holding what the head may use, soonest end first
+    free: int = field(default=0, compare=False)  # free devices left once this decision's jobs have started
+
+
+# Rule 5's hook: why `job` may not start now under a quota (a message that ends with "To fix: ..."), or None when it
+# may. `starting`: the jobs this same decision starts before it (a concurrency quota counts their devices too).
+# Asked once per job that would start or become the head, per pass: it must answer from memory, without a query.
+QuotaBlock = Callable[["Queued", Sequence["Queued"]], str | None]
 
 
 def order_key(q: Queued) -> tuple[int, float, int]:
@@ -184,14 +202,20 @@ def schedule(
     *,
     ordered: bool = False,
     shapes: Collection[Shape] | None = None,
+    quota_block: QuotaBlock | None = None,
 ) -> Decision:
     """The jobs to start now and the running ones to preempt. `ordered`: `queue` is already in `order`'s order.
     `shapes`: every shape in `queue`, when the caller knows them: behind the head, the pass stops as soon as none
-    fits in the free devices."""
+    fits in the free devices. `quota_block`: rule 5 (None: no quotas)."""
     held = {i for r in running for i in r.devices}
     free = [d for d in devices if d.index not in held]
     starts: list[tuple[int, tuple[int, ...]]] = []
+    starting: list[Queued] = []
     preempt: list[int] = []
+    refused: list[int] = []
+    blocked: list[tuple[int, str]] = []
+    free_for_head = 0
+    holders: tuple[int, ...] = ()
     head: Queued | None = None
     reservation = math.inf
     spare_at_reservation = 0  # devices beyond the head's need when it starts
@@ -217,44 +241,74 @@ def schedule(
         if not ever:
             continue  # refused at submit (or its machines are down); never blocks the queue
         chosen = fit(shape)
+        if chosen is None and head is not None:
+            continue  # behind the head, only a job that fits in the free devices may start
+        if (why := _held(quota_block, job, starting)) is not None:
+            blocked.append((job.id, why))
+            continue  # rule 5: passed over, as a job that never fits is
         if head is None:
             if chosen is not None:
                 starts.append((job.id, chosen))
+                starting.append(job)
                 free = [d for d in free if d.index not in chosen]
                 fits_now.clear()
                 continue
             head = job
-            # Counted on the machines it may use only (its data's residency): free GPUs elsewhere do not seat it.
-            eligible = {d.index for d in job.eligible(devices)}
-            free_for_head = sum(1 for d in free if d.index in eligible)
-            mine = [_on(r, eligible) for r in running]
-            reservation, spare_at_reservation = _reservation(free_for_head, mine, job.devices_needed)
-            victims = _victims(job, free_for_head, mine)
-            if victims:
-                # The head takes the next devices to come free: nothing backfills in this decision (a victim's
-                # expected end is its timeout, not the grace period it is about to get).
-                preempt.extend(victims)
-                reservation, spare_at_reservation = now, 0
+            free_for_head, holders, reservation, spare_at_reservation, victims = _reserve(
+                job, devices, free, running, now
+            )
+            preempt.extend(victims)
             if none_fits():
                 break
             continue
-        if chosen is None:
-            continue
+        assert chosen is not None
         ends_in_time = job.timeout_s is not None and not math.isinf(reservation) and now + job.timeout_s <= reservation
-        if ends_in_time or job.devices_needed <= spare_at_reservation:
-            starts.append((job.id, chosen))
-            free = [d for d in free if d.index not in chosen]
-            fits_now.clear()
-            if not ends_in_time:
-                spare_at_reservation -= job.devices_needed
-            if none_fits():
-                break
+        if not (ends_in_time or job.devices_needed <= spare_at_reservation):
+            refused.append(job.id)  # it could delay the head's start
+            continue
+        starts.append((job.id, chosen))
+        starting.append(job)
+        free = [d for d in free if d.index not in chosen]
+        fits_now.clear()
+        if not ends_in_time:
+            spare_at_reservation -= job.devices_needed
+        if none_fits():
+            break
     return Decision(
         tuple(starts),
         tuple(preempt),
         head.id if head else None,
         None if head is None or math.isinf(reservation) else reservation,
+        backfill_refused=tuple(refused),
+        quota_blocked=tuple(blocked),
+        head_free=free_for_head,
+        head_holders=holders,
+        free=len(free),
     )
+
+
+def _reserve(
+    head: Queued, devices: Sequence[Device], free: Sequence[Device], running: Sequence[Running], now: float
+) -> tuple[int, tuple[int, ...], float, int, list[int]]:
+    """Rules 3 and 4 for the head: the free devices it may use, the jobs holding the others (soonest expected end
+    first), its reservation and the devices to spare then, and the jobs to preempt for it."""
+    # Counted on the machines it may use only (its data's residency): free GPUs elsewhere do not seat it.
+    eligible = {d.index for d in head.eligible(devices)}
+    free_for_head = sum(1 for d in free if d.index in eligible)
+    mine = [_on(r, eligible) for r in running]
+    holders = tuple(r.id for r in sorted(mine, key=lambda r: r.expected_end()) if r.devices)
+    reservation, spare = _reservation(free_for_head, mine, head.devices_needed)
+    victims = _victims(head, free_for_head, mine)
+    if victims:
+        # The head takes the next devices to come free: nothing backfills in this decision (a victim's expected
+        # end is its timeout, not the grace period it is about to get).
+        reservation, spare = now, 0
+    return free_for_head, holders, reservation, spare, victims
+
+
+def _held(quota_block: QuotaBlock | None, job: Queued, starting: Sequence[Queued]) -> str | None:
+    """Rule 5: why a quota holds `job`, or None (no quotas: None)."""
+    return None if quota_block is None else quota_block(job, starting)
 
 
 def _on(r: Running, eligible: set[int]) -> Running:

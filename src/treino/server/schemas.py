@@ -15,10 +15,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from treino.govern.access import Principal
 from treino.govern.models import Role
+from treino.server import progress
 from treino.server.db import Job
 from treino.server.inventory import Device, Node
 from treino.server.settings import INT_MAX, METRIC_KEY_CHARS_MAX, METRIC_POINTS_PER_POST_MAX, NAME_PATTERN
 from treino.server.spec import FsPath, no_nul
+from treino.server.waits import Wait, WaitReason
 
 Text = Annotated[str, AfterValidator(no_nul)]
 Count = Annotated[int, Field(ge=0, le=INT_MAX)]
@@ -87,6 +89,37 @@ class InventoryOut(BaseModel):
 
 
 # --- jobs -----------------------------------------------------------------------------------------------------------
+class WaitOut(BaseModel):
+    """Why a job waits (treino.server.waits), from the scheduler's last pass."""
+
+    reason: WaitReason  # quota, resources, backfill, priority, queue, slurm (pending in Slurm), backend
+    detail: str  # the reason in one English sentence
+    position: int | None  # in the queue, 1 = next; None for a job pending in Slurm
+    blocked_by: list[int]  # resources: the jobs holding the devices; backfill, priority, queue: the job ahead
+    gpus_needed: int | None
+    gpus_free: int | None
+    until: float | None  # resources, backfill: when the job ahead is expected to start (None: unknown)
+    preempting: bool  # resources: `blocked_by` are being stopped for it
+    note: str | None  # the quota's message, or Slurm's reason (squeue %r)
+
+    @staticmethod
+    def fields(wait: Wait | None) -> dict[str, Any] | None:
+        """`wait` as this model's fields (validated with the summary that holds it: one validation per row)."""
+        if wait is None:
+            return None
+        return {
+            "reason": wait.reason.value,
+            "detail": wait.detail(),
+            "position": wait.position,
+            "blocked_by": list(wait.blocked_by),
+            "gpus_needed": wait.gpus_needed,
+            "gpus_free": wait.gpus_free,
+            "until": wait.until,
+            "preempting": wait.preempting,
+            "note": wait.note,
+        }
+
+
 class JobSummary(BaseModel):
     """A job as a list shows it: never its spec (which may hold megabytes), read from its columns alone."""
 
@@ -112,6 +145,32 @@ class JobSummary(BaseModel):
     steps_per_s: float | None
     continues_from: int | None  # a resubmit: the job whose checkpoint this one started from, ...
     continues_from_step: int | None  # ... and that checkpoint's step (None: not a continuation)
+    # Computed, not columns (treino.server.progress, treino.server.waits):
+    wait: WaitOut | None = None  # why a queued job (or one pending in Slurm) waits; None otherwise, or not yet known
+    total_steps: int | None = None  # the spec's total_steps, else `--steps N` in its args
+    eta_at: float | None = None  # a running job's expected end at its measured steps/s (unix s)
+    queue_wait_s: float | None = None  # submit to first start
+    duration_s: float | None = None  # first start to end (time requeued between attempts included)
+
+
+COMPUTED_FIELDS = frozenset({"wait", "total_steps", "eta_at", "queue_wait_s", "duration_s"})
+SUMMARY_COLUMNS = tuple(f for f in JobSummary.model_fields if f not in COMPUTED_FIELDS)  # read from the jobs table
+
+
+def computed_fields(
+    columns: dict[str, Any], spec_total: Any, args: Any, last_metric_at: float | None, wait: Wait | None
+) -> dict[str, Any]:
+    """A job's computed summary fields (treino.server.progress, treino.server.waits) from its columns, the spec's
+    `total_steps` and `args`, and its last metric's time."""
+    total = progress.total_steps(spec_total, args)
+    state, started, ended = columns["state"], columns["started_at"], columns["ended_at"]
+    return {
+        "wait": WaitOut.fields(wait),
+        "total_steps": total,
+        "eta_at": progress.eta_at(state, total, columns["last_step"], last_metric_at, columns["steps_per_s"]),
+        "queue_wait_s": progress.queue_wait_s(columns["submitted_at"], started),
+        "duration_s": progress.duration_s(started, ended),
+    }
 
 
 class ResubmitIn(Schema):
@@ -127,9 +186,11 @@ class JobPublic(JobSummary):
     spec: dict[str, Any]  # as submitted (JobSpec), env values hidden from all but the owner and admins
 
     @classmethod
-    def of(cls, job: Job, show_env: bool = False) -> JobPublic:
-        fields = {name: getattr(job, name) for name in cls.model_fields if name != "spec"}
-        return cls(**fields, spec=visible_spec(job.spec, show_env))
+    def of(cls, job: Job, show_env: bool = False, wait: Wait | None = None) -> JobPublic:
+        columns = {n: getattr(job, n) for n in cls.model_fields if n != "spec" and n not in COMPUTED_FIELDS}
+        spec = job.spec or {}
+        computed = computed_fields(columns, spec.get("total_steps"), spec.get("args"), job.last_metric_at, wait)
+        return cls(**columns, **computed, spec=visible_spec(spec, show_env))
 
 
 def visible_spec(spec: dict[str, Any], show_env: bool) -> dict[str, Any]:
@@ -318,6 +379,73 @@ class TokenList(BaseModel):
 class Revoked(BaseModel):
     id: int
     revoked_at: float
+
+
+# --- usage and quotas (treino.server.usage, treino.server.quotas) ---------------------------------------------------
+class UsageRowOut(BaseModel):
+    key: str  # the user, the purpose or the job's id
+    user: str | None
+    purpose: str | None
+    job_id: int | None
+    job_name: str | None
+    jobs: int
+    gpu_hours: float
+    cost_brl: float | None  # None: the server has no price (treino server --offer or --gpu-hour-brl)
+
+
+class HeldJob(BaseModel):
+    job_id: int
+    owner: str
+    reason: str  # why a quota keeps it queued
+
+
+class QuotaStanding(BaseModel):
+    """One user's quota and where they stand against it."""
+
+    set_for: str  # "user ana" or "role engineer": whose quota applies
+    gpu_hours_month: float | None
+    concurrent_gpus: int | None
+    used_gpu_hours_month: float  # this calendar month, up to now
+    gpus_running: int
+    resets_at: float  # the next month's first instant (unix seconds)
+
+
+class UsageOut(BaseModel):
+    since: float  # unix seconds
+    until: float
+    by: str  # user, purpose or job
+    scope: str  # "everyone" (an admin's view) or the one user it covers
+    source: str  # "treino" (the server's records) or "slurm" (Slurm's accounting)
+    source_note: str
+    brl_per_gpu_hour: float | None
+    price_basis: str | None  # the formula, the offer's price date and source; None: no price is set
+    rows: list[UsageRowOut]  # most GPU-hours first
+    gpu_hours: float
+    cost_brl: float | None
+    held: list[HeldJob]  # queued jobs a quota holds back now
+    quota: QuotaStanding | None  # the one user's quota (a report of one user); None: none applies, or everyone's
+
+
+class QuotaIn(Schema):
+    """Exactly one of `user` and `role`; a limit left out (null) is no limit, and both null remove the quota."""
+
+    user: Name | None = None
+    role: Role | None = Field(None, strict=False)
+    gpu_hours_month: float | None = Field(None, ge=0, le=1e9)
+    concurrent_gpus: Count | None = None
+
+
+class QuotaOut(BaseModel):
+    kind: str  # user or role
+    name: str
+    gpu_hours_month: float | None
+    concurrent_gpus: int | None
+    set_by: str
+    set_at: float
+
+
+class QuotaList(BaseModel):
+    quotas: list[QuotaOut]
 
 
 # --- grants and transfers -------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from sqlalchemy.orm import Session, object_session, sessionmaker
 
 from treino.errors import Conflict, NotFound, SpecError
 from treino.i18n import Msg
-from treino.server import scheduler
+from treino.server import quotas, scheduler, waits
 from treino.server.auth import dead_token_hash, new_job_token, token_hash
 from treino.server.backend import Backend, BackendUnavailable, ExitInfo, LaunchRequest, Placement
 from treino.server.db import (
@@ -62,6 +62,7 @@ from treino.server.settings import (
     KILL_MARGIN_S,
     LOST_ATTEMPTS_MAX,
     QUEUE_READ_IDS_MAX,
+    QUOTA_RECHECK_S,
     Settings,
 )
 from treino.server.spec import DEFAULT_GRACE_S, JobSpec
@@ -157,6 +158,13 @@ class Service:
         self.lock = threading.RLock()
         self.wakeup = threading.Event()  # set by submit and cancel: the scheduling task runs at once
         self.backend_unavailable_until = 0.0  # no starts before this (monotonic), after a BackendUnavailable
+        self.backend_unavailable_why = ""  # its message
+        # Rule 5 of treino.server.scheduler: why a job may not start now under a quota, or None. None: the
+        # database's quotas (treino.server.quotas.blocker, read once per pass). Whoever sets another calls
+        # `reschedule()` when its answers change for a reason the engine does not see.
+        self.quota_block: scheduler.QuotaBlock | None = None
+        self._snapshot: waits.Snapshot | None = None  # the last scheduling pass, for why each queued job waits
+        self._backend_pending: dict[int, str] = {}  # running jobs the backend has not started yet: its reason
         # What the scheduler reads, kept from the engine's commits (module docstring). Changed under `lock` only.
         self._queue: scheduler.Queue | None = None  # None: (re)read from the database at the next tick
         self._active: set[int] = set()  # ids of the running and stopping jobs
@@ -164,6 +172,8 @@ class Service:
         self._devices_seen: tuple[Device, ...] | None = None
         self._groups_seen: tuple[tuple[str, tuple[str, ...]], ...] | None = None  # nodes and their partitions
         self._submitted: collections.deque[int] = collections.deque()  # committed by submits, not yet read back
+        self.quota_holds: dict[int, str] = {}  # job id -> why the last pass held it back (treino.server.quotas)
+        self._recheck_at = float("inf")  # monotonic: a pass then, though nothing changed (a monthly quota resets)
         event.listen(sessions, "after_commit", self._committed)
         event.listen(sessions, "after_soft_rollback", self._rolled_back)
 
@@ -173,6 +183,17 @@ class Service:
 
     def wake(self) -> None:
         self.wakeup.set()
+
+    def reschedule(self) -> None:
+        """Run a scheduling pass at the next tick, and wake it (a quota's answers changed)."""
+        self._dirty = True
+        self.wake()
+
+    def waits(self) -> waits.Waits:
+        """Why the queued jobs wait, as the last scheduling pass decided (treino.server.waits): read it once per
+        job list, then ask it about each row. Lock-free: it reads only what the engine replaces whole."""
+        down = self.backend_unavailable_why if time.monotonic() < self.backend_unavailable_until else None
+        return waits.Waits(self._snapshot, self._backend_pending, down)
 
     def job_dir(self, job_id: int) -> Path:
         return self.settings.jobs_dir / str(job_id)
@@ -240,6 +261,12 @@ class Service:
         self.meters.submitted(s)
         return job
 
+    def quotas_changed(self) -> None:
+        """A quota was set (treino.server.quotas): the next pass looks at the queue again, at once."""
+        with self.lock:
+            self._dirty = True
+        self.wake()
+
     def cancel(self, job_id: int) -> Job:
         with self.lock, self.sessions.begin() as s:
             job = s.get(Job, job_id)
@@ -293,11 +320,14 @@ class Service:
             # wait for) only from there to its commit, not across the backend's calls.
             attempts = [(job, self._latest_attempt(s, job)) for job in active]
             polled = [(job, attempt, self.backend.poll(attempt.handle)) for job, attempt in attempts]
+            pending: dict[int, str] = {}
             for job, attempt, info in polled:
                 if info is not None:
                     self._finish(s, job, attempt, info)
                     continue
                 self._place(s, job, attempt)
+                if (placed := attempt.handle.get("placement") or {}).get("state") == "pending":
+                    pending[job.id] = str(placed.get("reason") or "")  # Slurm's own reason (squeue's %r)
                 timeout = _timeout_s(job)
                 if job.state == JobState.RUNNING and timeout and now > attempt.started_at + timeout:
                     self._request_stop(s, job, StopRequest.TIMEOUT)
@@ -307,6 +337,7 @@ class Service:
                     and now > job.stop_requested_at + _grace_s(job) + KILL_MARGIN_S
                 ):
                     self.backend.kill(attempt.handle)  # the supervisor did not finish the job off: we do
+            self._backend_pending = pending
             self._schedule(s, now, to_start)
 
     def _place(self, s: Session, job: Job, attempt: Attempt) -> None:
@@ -331,9 +362,9 @@ class Service:
     def _schedule(self, s: Session, now: float, to_start: list[tuple[int, LaunchRequest]]) -> None:
         if time.monotonic() < self.backend_unavailable_until:
             return  # `_dirty` stays set: the pass runs once the backend may be tried again
-        if not self._dirty or not self._queue:
+        if (not self._dirty and time.monotonic() < self._recheck_at) or not self._queue:
             return  # nothing the decision reads has changed since the last pass (module docstring)
-        self._dirty = False
+        self._dirty, self._recheck_at = False, float("inf")
         queue = self._queue
         inventory = self.inventory
         active = list(s.scalars(select(Job).where(Job.state.in_(list(ACTIVE_STATES))))) if self._active else []
@@ -358,11 +389,23 @@ class Service:
             queue.add(q)
         try:
             decision = scheduler.schedule(
-                inventory.devices, queue.ordered(), running, now, ordered=True, shapes=queue.shapes()
+                inventory.devices,
+                queue.ordered(),
+                running,
+                now,
+                ordered=True,
+                shapes=queue.shapes(),
+                quota_block=self.quota_block or quotas.blocker(s, now),
             )
+            # Kept for why each job waits (treino.server.waits): a copy of the queue's references, no other work.
+            self._snapshot = waits.Snapshot(decision, tuple(queue.ordered()), tuple(inventory.devices))
         finally:
             for q in joining:
                 queue.discard(q.id)
+        self.quota_holds = dict(decision.quota_blocked)
+        # time alone lifts a spent monthly quota, at the month's turn: look again now and then
+        if decision.quota_blocked:
+            self._recheck_at = time.monotonic() + QUOTA_RECHECK_S
         by_id = {j.id: j for j in active}
         for job_id in decision.preempt:
             self._request_stop(s, by_id[job_id], StopRequest.PREEMPT)
@@ -555,6 +598,7 @@ class Service:
         except BackendUnavailable as exc:
             # Nothing started (e.g. slurmctld down): the job goes back to the queue as it was, attempt undone.
             log.warning("job %s: not started, will retry: %s", request.job_id, exc)
+            self.backend_unavailable_why = str(exc)
             self._unlaunch(attempt_id)
             return
         except Exception as exc:  # refused (e.g. sbatch's error): the attempt fails with the reason

@@ -19,6 +19,7 @@ from treino.errors import TreinoError
 if TYPE_CHECKING:  # this module is imported by the CLI at start: nothing heavy at module level
     from treino.govern.access import Site
     from treino.server.isolation import JobUser
+    from treino.server.usage import GpuHourPrice
 
 # --- where --------------------------------------------------------------------------------------------------------
 # A root server runs jobs as an unprivileged user, who must pass through the data dir's parents: /root (0700) would
@@ -63,6 +64,9 @@ CHECKPOINTS_FOUND_MAX = 1000  # checkpoints a job's folder may add to the record
 # Files and folders one disk scan of a job's checkpoints walks to size the checkpoint folders it found (newest first):
 # a folder past it counts only the files seen. Bounds the scan of a folder the job fills with millions of files.
 CHECKPOINT_SIZE_ENTRIES_MAX = 100_000
+# A job a quota holds back (treino.server.quotas) is looked at again at least this often, though nothing else changed:
+# a spent monthly quota lifts at the month's turn, which no event announces.
+QUOTA_RECHECK_S = 60.0
 QUEUE_READ_IDS_MAX = 500  # job ids per query when a tick reads back the jobs submitted since the last one
 # Bucket bounds of the /metrics histograms (treino.server.meters): a job's wait in the queue before its first attempt,
 # and an attempt's run time. From seconds (a free server) to days (a long queue; a long training run).
@@ -185,6 +189,7 @@ class Settings:
     webhooks: tuple[str, ...] = ()  # --webhook URLs (treino.server.webhooks)
     webhook_secret: bytes = b""
     erasure_warn_days: float = ERASURE_WARN_DAYS
+    gpu_hour_price: GpuHourPrice | None = None  # --offer or --gpu-hour-brl: usage in BRL (treino.server.usage)
 
     def __post_init__(self) -> None:
         from treino.govern.audit import KEY_MIN_BYTES

@@ -10,6 +10,7 @@ nodes: 1                       # machines (Slurm backend): one torchrun agent pe
 priority: 0                    # higher runs first; FIFO within a priority
 max_restarts: 3                # restarts after a crash (OOM is never retried)
 timeout_minutes: 600           # optional wall-clock limit of one attempt; also lets small jobs backfill
+total_steps: 1000              # optional: the step it ends at, for progress and ETA (else `--steps N` in args)
 grace_seconds: 30              # SIGTERM -> SIGKILL on cancel and preemption, time to save a checkpoint
 memory_gb: 64                  # optional memory limit of one attempt, all its processes (its cgroup, where
                                #   the server has cgroups; the kernel's OOM killer ends it beyond that)
@@ -61,6 +62,7 @@ from treino.server.settings import (
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 MAX_GPUS_PER_JOB = 1024  # a sanity bound; the server checks its own inventory
 MAX_NODES_PER_JOB = 1024  # likewise
+TOTAL_STEPS_MAX = 2**53  # a sanity bound that JSON numbers (doubles) still hold exactly
 MAX_MEMORY_GB = 1024.0**2  # a sanity bound (1 PiB): memory_gb * 1024**3 bytes must fit a 64-bit integer
 TORCHRUN_SHUTDOWN_TIMEOUT_S = 30  # torchrun's default --shutdown-timeout
 DEFAULT_GRACE_S = 30.0  # SIGTERM -> SIGKILL on cancel, preemption and timeout
@@ -167,6 +169,7 @@ class JobSpec(BaseModel):
     priority: int = Field(0, ge=-100, le=100)
     max_restarts: int = Field(0, ge=0, le=100)
     timeout_minutes: float | None = Field(None, gt=0, le=10_000_000)
+    total_steps: int | None = Field(None, ge=1, le=TOTAL_STEPS_MAX)  # progress and ETA (treino.server.progress)
     grace_seconds: float = Field(DEFAULT_GRACE_S, ge=0, le=3600)
     memory_gb: float | None = Field(None, gt=0, le=MAX_MEMORY_GB)  # per attempt (GiB, 1024**3 bytes)
     plan: PlanSpec | None = None

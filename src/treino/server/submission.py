@@ -3,8 +3,9 @@
 `submit` refuses, before anything is stored, a spec this server could never run (capacity), a plan the planner says
 does not fit (`PlanCheck`, treino.server.admission), and datasets the submitter may not use: each must exist, the
 submitter must hold a grant for the spec's purpose, and the server's site (on Slurm: each partition's) must satisfy
-its residency. The latest version of each dataset is pinned to the job. Admissions and denials, naming their rule,
-go into the audit chain either way.
+its residency; and a job its owner's quota refuses (treino.server.quotas: the month's GPU-hours spent, or more GPUs
+than the owner may ever hold at once). The latest version of each dataset is pinned to the job. Admissions and
+denials, naming their rule, go into the audit chain either way.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from treino.errors import Conflict, PolicyViolation
 from treino.govern.access import Principal, Site, check_grant, check_residency
 from treino.govern.audit import AuditLog
 from treino.govern.models import Dataset, DatasetVersion, JobDataset, User
-from treino.server import trackers
+from treino.server import quotas, trackers
 from treino.server.db import Job, SubmitKey
 from treino.server.service import Service
 from treino.server.settings import IDEMPOTENCY_S, Settings
@@ -80,6 +81,7 @@ class Submissions:
                     earlier = self._earlier(s, who, key, digest)
                     if earlier is not None:
                         return earlier, False
+                quotas.check_admission(s, spec, who.name)  # the owner's monthly GPU-hours (403, rule "quota")
                 pins, partitions = self._admit_datasets(s, spec, who)
                 self.engine.check_partitions(spec, partitions)
                 job = self.engine.enqueue(s, spec, who.name, partitions)

@@ -175,8 +175,10 @@ def measure_training_step(
     checkpointing: str = "none",
     device_type: str = "cpu",
     grad_accum: int = 1,
+    on_step: Callable[[str], None] = lambda step: None,
 ) -> StepMeasurement:
-    """Two training steps of `model` on `batch`; the second one measured with MemTracker.
+    """Two training steps of `model` on `batch`; the second one measured with MemTracker. `on_step(name)` is
+    called as each starts.
 
     `model` must already hold its weights in `weights_dtype(precision)`. With `checkpointing="full"` every
     transformer block is recomputed in backward (HF `gradient_checkpointing_enable`, non-reentrant).
@@ -221,7 +223,9 @@ def measure_training_step(
         opt.zero_grad(set_to_none=True)
         model.zero_grad(set_to_none=True)
 
+    on_step("training step 1 (creates the optimizer state)")
     step()  # creates the optimizer state
+    on_step("training step 2, measured with MemTracker")
     tracker = _peak_tracker()
     _skip_frozen_parameters(tracker, model)
     tracker.track_external(model, opt, *batch.values(), *(master.master if master else []))

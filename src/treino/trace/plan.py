@@ -53,10 +53,17 @@ class TracePlan(TrainPlan):
         return super().advice() if self.advisable else []
 
 
-def plan_by_trace(model: str, gpu: GpuSpec, setup: TrainSetup) -> TrainPlan:
+TRACE_STEPS = 4  # the steps `on_step` is told of: import, build, warm-up step, measured step
+
+
+def plan_by_trace(
+    model: str, gpu: GpuSpec, setup: TrainSetup, on_step: Callable[[str], None] = lambda step: None
+) -> TrainPlan:
     """Trace one training step of `model` (a preset, a config.json path, or `module:function` returning
-    `(nn.Module, batch_kwargs)`) under `setup`, and plan it for one `gpu`."""
+    `(nn.Module, batch_kwargs)`) under `setup`, and plan it for one `gpu`. `on_step(name)` is called as each of
+    its TRACE_STEPS steps starts (the CLI's progress bar)."""
     _refuse_untraceable(setup)
+    on_step("importing PyTorch and transformers")
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
@@ -66,14 +73,14 @@ def plan_by_trace(model: str, gpu: GpuSpec, setup: TrainSetup) -> TrainPlan:
 
     notes = ["Measured: one training step traced with PyTorch's MemTracker on fake tensors (CPU kernels)."]
     if _is_callable_spec(model):
-        measurement = _failing_clearly(model, lambda: _trace_callable(model, setup))
+        measurement = _failing_clearly(model, lambda: _trace_callable(model, setup, on_step))
         spec = _opaque_spec(model, "custom", {}, measurement.params)
         notes.append(f"The batch comes from {model}; --micro-batch and --seq-len are not used.")
         advisable = False
     else:
         config = catalog.model_config(model)
         name = _model_name(model)
-        measurement = _failing_clearly(model, lambda: _trace_config(config, setup, engine))
+        measurement = _failing_clearly(model, lambda: _trace_config(config, setup, engine, on_step))
         try:
             spec = model_from_config(config, name=name)
         except PlanError as exc:  # a family the analytic planner does not model, or a field it needs
@@ -171,16 +178,19 @@ def _is_callable_spec(model: str) -> bool:
     )
 
 
-def _trace_config(config: Mapping[str, Any], setup: TrainSetup, engine: Any) -> StepMeasurement:
+def _trace_config(
+    config: Mapping[str, Any], setup: TrainSetup, engine: Any, on_step: Callable[[str], None]
+) -> StepMeasurement:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     with _quiet(), _one_sequence_per_row(), _fake_friendly_grouped_mm(), FakeTensorMode():
+        on_step("building the model on fake tensors")
         module = engine.build_hf_model(dict(config), precision=setup.precision, attention=setup.attention)
         batch = engine.lm_batch(config, setup.micro_batch, setup.seq_len)
-        return _measure(module, batch, setup, engine)
+        return _measure(module, batch, setup, engine, on_step)
 
 
-def _trace_callable(spec: str, setup: TrainSetup) -> StepMeasurement:
+def _trace_callable(spec: str, setup: TrainSetup, on_step: Callable[[str], None]) -> StepMeasurement:
     from torch import nn
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -192,6 +202,7 @@ def _trace_callable(spec: str, setup: TrainSetup) -> StepMeasurement:
     build = engine.load_callable(spec)
     dtype = engine.weights_dtype(setup.precision)
     with _quiet(), FakeTensorMode():
+        on_step(f"building {spec} on fake tensors")
         with engine.default_dtype(dtype):
             built = build()
         if not (
@@ -209,10 +220,12 @@ def _trace_callable(spec: str, setup: TrainSetup) -> StepMeasurement:
             if tensor.is_floating_point() and tensor.dtype != dtype:
                 # Module.to() would swap fake tensors, which fails while MemTracker-style weakrefs exist.
                 tensor.data = tensor.data.to(dtype)
-        return _measure(module, batch, setup, engine)
+        return _measure(module, batch, setup, engine, on_step)
 
 
-def _measure(module: Any, batch: dict[str, Any], setup: TrainSetup, engine: Any) -> StepMeasurement:
+def _measure(
+    module: Any, batch: dict[str, Any], setup: TrainSetup, engine: Any, on_step: Callable[[str], None]
+) -> StepMeasurement:
     measurement: StepMeasurement = engine.measure_training_step(
         module,
         batch,
@@ -220,6 +233,7 @@ def _measure(module: Any, batch: dict[str, Any], setup: TrainSetup, engine: Any)
         optimizer=setup.optimizer,
         checkpointing=setup.checkpointing,
         grad_accum=min(setup.grad_accum, TRACED_MICRO_STEPS_MAX),
+        on_step=on_step,
     )
     return measurement
 

@@ -5,7 +5,7 @@
     api/errors.py        treino's errors -> HTTP statuses, in one place; the body size limit
     api/guard.py         before any route: the failure budget of the client's address (429), the security headers
     api/routes/*.py      one router per resource: system, jobs, metrics (a job's, by key), datasets, users, grants,
-                         audit, lineage, subjects
+                         audit, lineage, subjects, usage (GPU-hours in BRL, quotas)
     web/pages.py         the dashboard's routes (server-rendered HTML)
 The request and response models are treino.server.schemas: the OpenAPI document at /openapi.json is the contract.
 """
@@ -16,7 +16,7 @@ from fastapi import FastAPI
 
 from treino.server.api import errors
 from treino.server.api.guard import AuthThrottle, SecurityHeaders
-from treino.server.api.routes import audit, datasets, grants, jobs, lineage, metrics, subjects, system, users
+from treino.server.api.routes import audit, datasets, grants, jobs, lineage, metrics, subjects, system, usage, users
 from treino.server.context import ServerContext
 
 
@@ -25,7 +25,7 @@ def build_app(ctx: ServerContext) -> FastAPI:
 
     app = FastAPI(title="treino", version="1", docs_url=None, redoc_url=None)
     app.state.ctx = ctx
-    routers = [m.router for m in (system, jobs, metrics, datasets, users, grants, audit, lineage, subjects)]
+    routers = [m.router for m in (system, jobs, metrics, datasets, users, grants, audit, lineage, subjects, usage)]
     for router in routers:
         app.include_router(router)
     pages.mount(app)

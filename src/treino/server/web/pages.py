@@ -40,15 +40,19 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from treino.errors import Forbidden, TooLarge, TooManyRequests, TreinoError, Unauthenticated
 from treino.govern.access import PERMISSIONS, Principal, allowed, may_read_logs
+from treino.govern.models import Role
 from treino.i18n import N_, message_of
 from treino.server.api.deps import Ctx, job_or_404
+from treino.server.api.routes.usage import usage_out
 from treino.server.auth import token_hash
 from treino.server.context import ServerContext
 from treino.server.db import FINAL_STATES, JobState
+from treino.server.quotas import all_quotas
 from treino.server.resubmission import may_resubmit
 from treino.server.resubmission import resubmit as resubmit_job
 from treino.server.schemas import may_see_env, visible_spec
 from treino.server.settings import COOKIE, FORM_BYTES_MAX, INT_MAX, METRIC_SERIES_KEYS_MAX, POLL_MS
+from treino.server.usage import By
 from treino.server.web import plan_view, views
 from treino.server.web.i18n import Locale, Msg, negotiate
 
@@ -356,6 +360,20 @@ def plan(request: Request, _visitor: Reader) -> HTMLResponse:
         r=result,
         scale_json=_script_json(plan_view.scale_series(result.scale)),
     )
+
+
+# --- usage and quotas ----------------------------------------------------------------------------------------------
+@router.get("/usage", response_class=HTMLResponse)
+def usage_page(request: Request, ctx: Ctx, visitor: Reader, since: str = "", by: str = "user") -> HTMLResponse:
+    """GPU-hours and their cost: an admin's of everyone, with the quotas; anyone else's of their own."""
+    group: By = by if by in ("purpose", "job") else "user"  # type: ignore[assignment]
+    u = usage_out(ctx, visitor.who, _clean(since, 40) or None, group, None)
+    admin = visitor.who.role == Role.ADMIN
+    quotas = None
+    if admin:
+        with ctx.sessions() as s:
+            quotas = all_quotas(s)
+    return render(request, "usage.html", u=u, since=_clean(since, 40), quotas=quotas)
 
 
 # --- data and audit ------------------------------------------------------------------------------------------------

@@ -12,11 +12,12 @@ from sqlalchemy.orm import Session, defer
 
 from treino.govern.access import Principal, allowed
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, JobDataset, Model, Role
-from treino.server import metric_series
+from treino.server import metric_series, progress
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, FINAL_STATES, Attempt, Checkpoint, Job, JobState, MetricPoint
 from treino.server.schemas import path_exists
 from treino.server.seed import newest_checkpoint
+from treino.server.waits import NO_WAITS, Wait, Waits
 
 QUEUE_SHOWN = 50  # queued jobs listed on the overview (the count covers all)
 RECENT_SHOWN = 15  # finished jobs listed on the overview
@@ -27,13 +28,8 @@ AUDIT_SHOWN = 200
 
 
 def steps_target(spec: dict[str, Any]) -> int | None:
-    """The job's last step when its spec says (`--steps N` or `--steps=N` in args), else None."""
-    args = [str(a) for a in spec.get("args") or []]
-    for i, arg in enumerate(args):
-        value = args[i + 1] if arg == "--steps" and i + 1 < len(args) else arg.removeprefix("--steps=")
-        if (arg == "--steps" or arg.startswith("--steps=")) and value.isdigit():
-            return int(value)
-    return None
+    """The job's last step when its spec says (`total_steps`, or `--steps N` / `--steps=N` in args), else None."""
+    return progress.total_steps(spec.get("total_steps"), spec.get("args"))
 
 
 def eta_seconds(job: Job, target: int | None) -> float | None:
@@ -43,10 +39,26 @@ def eta_seconds(job: Job, target: int | None) -> float | None:
     return max(target - job.last_step, 0) / job.steps_per_s
 
 
-def job_row(job: Job, args: list[Any] | None = None) -> dict[str, Any]:
-    """A job as the overview and the job page show it. `args`: the spec's, when the job was read without its spec
-    (`listed`); else they are read from the spec."""
-    target = steps_target({"args": args} if args is not None else job.spec)
+def wait_row(wait: Wait | None) -> dict[str, Any] | None:
+    """Why a job waits (treino.server.waits), as the templates word it (_jobs.html's wait_text)."""
+    if wait is None:
+        return None
+    return {
+        "reason": wait.reason.value,
+        "position": wait.position,
+        "blocked_by": list(wait.blocked_by),
+        "gpus_needed": wait.gpus_needed,
+        "gpus_free": wait.gpus_free,
+        "until": wait.until,
+        "preempting": wait.preempting,
+        "note": wait.note,
+    }
+
+
+def job_row(job: Job, args: list[Any] | None = None, total: Any = None, waits: Waits = NO_WAITS) -> dict[str, Any]:
+    """A job as the overview and the job page show it. `args`, `total`: the spec's, when the job was read without its
+    spec (`listed`); else they are read from the spec. `waits`: the engine's, for why a queued job waits."""
+    target = steps_target({"args": args, "total_steps": total} if args is not None else job.spec)
     return {
         "id": job.id,
         "name": job.name,
@@ -62,24 +74,29 @@ def job_row(job: Job, args: list[Any] | None = None) -> dict[str, Any]:
         "last_loss": job.last_loss,
         "eta_s": eta_seconds(job, target),
         "progress": (job.last_step or 0) / target if target else None,
+        "wait": wait_row(waits.of(job.id, job.state)),
+        "queue_wait_s": progress.queue_wait_s(job.submitted_at, job.started_at),
+        "duration_s": progress.duration_s(job.started_at, job.ended_at),
     }
 
 
-def select_rows() -> Select[tuple[Job, Any]]:
-    """Jobs without their specs (megabytes each, at worst), with only the spec's `args` (the steps target)."""
-    return select(Job, Job.spec["args"]).options(defer(Job.spec))
+def select_rows() -> Select[tuple[Job, Any, Any]]:
+    """Jobs without their specs (megabytes each, at worst), with only the spec's `args` and `total_steps` (the steps
+    target)."""
+    return select(Job, Job.spec["args"], Job.spec["total_steps"]).options(defer(Job.spec))
 
 
-def listed(s: Session, query: Select[tuple[Job, Any]]) -> list[dict[str, Any]]:
-    return [job_row(job, args if isinstance(args, list) else []) for job, args in s.execute(query)]
+def listed(s: Session, query: Select[tuple[Job, Any, Any]], waits: Waits = NO_WAITS) -> list[dict[str, Any]]:
+    return [job_row(job, args if isinstance(args, list) else [], total, waits) for job, args, total in s.execute(query)]
 
 
 def overview(ctx: ServerContext, s: Session, telemetry: list[dict[str, Any]]) -> dict[str, Any]:
     """Devices with their jobs, the queue (first QUEUE_SHOWN, in the order the scheduler takes them), running jobs and
     the last finished ones. Indexed queries only: the page stays fast with thousands of jobs in the table."""
-    active = listed(s, select_rows().where(Job.state.in_(list(ACTIVE_STATES))).order_by(Job.id))
+    waits = ctx.engine.waits()  # why each queued job waits, from the scheduler's last pass (treino.server.waits)
+    active = listed(s, select_rows().where(Job.state.in_(list(ACTIVE_STATES))).order_by(Job.id), waits)
     queued_q = select_rows().where(Job.state == JobState.QUEUED)
-    queue = listed(s, queued_q.order_by(Job.priority.desc(), Job.id).limit(QUEUE_SHOWN))
+    queue = listed(s, queued_q.order_by(Job.priority.desc(), Job.id).limit(QUEUE_SHOWN), waits)
     queued = s.scalar(select(func.count()).select_from(Job).where(Job.state == JobState.QUEUED)) or 0
     recent = listed(
         s, select_rows().where(Job.state.in_(list(FINAL_STATES))).order_by(Job.id.desc()).limit(RECENT_SHOWN)
@@ -216,7 +233,7 @@ def job_page(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) ->
     ]
     data = curves(s, job.id)
     return {
-        "job": job_row(job),
+        "job": job_row(job, waits=ctx.engine.waits()),
         "full": job,
         "attempts": attempts,
         "checkpoints": checkpoints,
@@ -252,7 +269,7 @@ def _newest_step(ctx: ServerContext, job: Job) -> int | None:
 def live(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) -> dict[str, Any]:
     """What the job page polls: state, progress, the log tail (None without `show_log`) and the curves."""
     return {
-        **job_row(job),
+        **job_row(job, waits=ctx.engine.waits()),
         "final": job.state in FINAL_STATES,
         "log": log_tail(ctx, job) if show_log else None,
         "curves": curves(s, job.id),

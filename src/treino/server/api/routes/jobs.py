@@ -4,7 +4,9 @@ POST /api/v1/jobs                          a JobSpec -> 201 JobPublic; 422 field
                                            that does not fit (with the planner's advice); 403 a dataset refused;
                                            with an Idempotency-Key: 200 and the first job on a repeat, 409 if the
                                            key came with another spec
-GET  /api/v1/jobs?state=&limit=&before_id=  summaries (no spec), newest first; `next` is the next page's before_id
+GET  /api/v1/jobs?state=&limit=&before_id=  summaries (no spec), newest first; `next` is the next page's before_id;
+                                           a queued job's `wait` (why, its position) from the scheduler's last pass,
+                                           progress and times (treino.server.waits, treino.server.progress)
 GET  /api/v1/jobs/{id}                     one job, its attempts and checkpoints
 POST /api/v1/jobs/{id}/cancel
 POST /api/v1/jobs/{id}/resubmit            {"from_scratch": false} -> 201 JobPublic: a new job continuing from the
@@ -44,6 +46,7 @@ from treino.server.db import Attempt, Checkpoint, Job, JobState, MetricPoint
 from treino.server.lineage import record_checkpoint
 from treino.server.resubmission import resubmit as resubmit_job
 from treino.server.schemas import (
+    SUMMARY_COLUMNS,
     AttemptOut,
     CheckpointAck,
     CheckpointIn,
@@ -57,6 +60,7 @@ from treino.server.schemas import (
     MetricsIn,
     MetricsOut,
     ResubmitIn,
+    computed_fields,
     may_see_env,
     path_exists,
     responses,
@@ -115,12 +119,21 @@ async def jobs(
     # polled by 50 clients must not be read and validated 50 times a second, nor stop the others' answers while it
     # is (benchmarks/server_bench.py).
     def read() -> bytes:
-        query = select(*(getattr(Job, f) for f in JobSummary.model_fields))  # the summary's columns, not the spec
+        # The summary's columns, not the spec: of it only the two values progress reads (treino.server.progress).
+        extra = (Job.last_metric_at, Job.spec["total_steps"], Job.spec["args"])
+        query = select(*(getattr(Job, f) for f in SUMMARY_COLUMNS), *extra)
         if state:
             query = query.where(Job.state == state)  # ix_jobs_state_id
+        waits = ctx.engine.waits()  # the scheduler's last pass, once per page: no query per row
         with ctx.sessions() as s:
             rows, after = keyset_page(s, query, Job.id, limit, before_id)
-            page = JobList(jobs=[JobSummary.model_validate(r, from_attributes=True) for r in rows], next=after)
+            summaries = []
+            for r in rows:
+                columns = dict(zip(SUMMARY_COLUMNS, r, strict=False))
+                last_metric_at, total, args = r[-3:]
+                computed = computed_fields(columns, total, args, last_metric_at, waits.of(r.id, r.state))
+                summaries.append(JobSummary.model_validate(columns | computed))
+            page = JobList(jobs=summaries, next=after)
         return page.model_dump_json().encode()
 
     body = await ctx.job_lists.page((state.value if state else None, limit, before_id), JOBS_CACHE_S, read)
@@ -130,7 +143,7 @@ async def jobs(
 @router.get("/{job_id}", response_model=JobDetail, responses=responses(403, 404))
 def job(job_id: JobId, ctx: Ctx, s: SessionDep, who: ReadJobs) -> JobDetail:
     j = job_or_404(s, job_id)
-    public = JobPublic.of(j, may_see_env(who, j))
+    public = JobPublic.of(j, may_see_env(who, j), ctx.engine.waits().of(j.id, j.state))
     if public.failure_detail and not may_read_logs(who, j.owner, ctx.settings.logs_visible_to):
         public.failure_detail = HIDDEN_DETAIL  # it quotes the job's output, which this reader may not see
     attempts = s.scalars(select(Attempt).where(Attempt.job_id == job_id).order_by(Attempt.number))

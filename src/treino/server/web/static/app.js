@@ -54,6 +54,7 @@
           const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
           log.textContent = live.log; if (atEnd) log.scrollTop = log.scrollHeight;
         }
+        if (job.dataset.state === "queued" && live.state !== "queued") location.reload();  // why it waited, how long: drawn by the server
         document.getElementById("job-state").textContent = states[live.state] || live.state;
         document.getElementById("job-state").className = "st st-" + live.state;
         document.getElementById("job-step").textContent = (live.last_step == null ? "–" : fmt(0).format(live.last_step)) + (live.steps ? " / " + fmt(0).format(live.steps) : "");

@@ -1,0 +1,355 @@
+"""GPU usage: GPU-hours per user, purpose or job over a window, priced in BRL at the server's price per GPU-hour.
+
+What counts: every attempt's time on its GPUs, `(end - start) x GPUs held` (the job's `gpus` per node x `nodes`),
+clipped to the window; an attempt still running counts up to now. Read from the server's own records with one SQL
+aggregation (attempts joined to jobs, grouped in the database), or, on a Slurm cluster whose accounting works
+(`sacct`, slurmdbd), from Slurm's own accounting of treino's jobs: `AllocTRES`'s `gres/gpu` x the time each ran.
+`UsageReport.source` says which.
+
+The price (`GpuHourPrice`) is `treino server --gpu-hour-brl 12.50`, or an offer of the catalog
+(`treino server --offer ID`) spread over its GPUs and the hours of a month:
+
+    BRL per GPU-hour = monthly price / (GPUs x 730 h)      (an hourly offer: hourly price / GPUs)
+
+730 h = 8760 h / 12, treino.plan.cost.HOURS_PER_MONTH; a USD price is converted at the catalog's dated BRL/USD rate
+(fx.csv). Without a price, usage is GPU-hours only and says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import Float, case, cast, distinct, func, literal, select
+from sqlalchemy.orm import Session
+
+from treino.errors import SpecError, UsageError
+from treino.plan.cost import HOURS_PER_MONTH, FxRate, Offer, format_brl, hourly_brl
+from treino.server.db import Attempt, Job
+
+By = Literal["user", "purpose", "job"]
+BY_VALUES: tuple[By, ...] = ("user", "purpose", "job")
+NO_PURPOSE = "(none)"  # jobs whose spec names no purpose (they read no dataset)
+SECONDS_PER_HOUR = 3600.0
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([hdw])$")
+_DURATION_S = {"h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+
+
+# --- the price ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GpuHourPrice:
+    """What one GPU-hour costs on this server, in BRL, and where that figure comes from."""
+
+    brl_per_gpu_hour: float
+    basis: str  # how it was reached, in words: the formula with its figures, the offer's price date and source
+
+    def cost_brl(self, gpu_hours: float) -> float:
+        return self.brl_per_gpu_hour * gpu_hours
+
+
+def price_from_offer(offer: Offer, fx: FxRate | None) -> GpuHourPrice:
+    """An offer's price per GPU-hour: monthly price / (GPUs x 730 h), or hourly price / GPUs; USD at `fx`."""
+    per_gpu_hour = hourly_brl(offer, fx) / offer.gpus
+    price = f"{offer.price:g} {offer.currency}/{offer.period}"
+    if offer.period == "month":
+        formula = f"{price} / ({offer.gpus} GPU(s) x {HOURS_PER_MONTH} h)"
+    else:
+        formula = f"{price} / {offer.gpus} GPU(s)"
+    fx_text = f" at {fx.brl_per_usd:g} BRL/USD of {fx.date}" if offer.currency == "USD" and fx else ""
+    return GpuHourPrice(
+        per_gpu_hour,
+        f"offer {offer.name}: {formula}{fx_text} = {format_brl(per_gpu_hour)} per GPU-hour; price of {offer.as_of}, "
+        f"source: {offer.source}",
+    )
+
+
+def price_from_brl(brl_per_gpu_hour: float) -> GpuHourPrice:
+    if not brl_per_gpu_hour > 0 or brl_per_gpu_hour == float("inf"):
+        raise SpecError(
+            "gpu_hour_brl", f"must be a positive number of BRL, not {brl_per_gpu_hour}. To fix: e.g. 12.50."
+        )
+    return GpuHourPrice(brl_per_gpu_hour, f"set by the server's operator: {format_brl(brl_per_gpu_hour)} per GPU-hour")
+
+
+def server_price(offer_name: str, brl_per_gpu_hour: float | None) -> GpuHourPrice | None:
+    """The price `treino server --offer ID` or `--gpu-hour-brl X` gives (not both); None without either."""
+    if offer_name and brl_per_gpu_hour is not None:
+        raise UsageError("Give --offer or --gpu-hour-brl, not both. To fix: drop one of them.")
+    if brl_per_gpu_hour is not None:
+        return price_from_brl(brl_per_gpu_hour)
+    if not offer_name:
+        return None
+    from treino.catalog.offers import fx_rate, offer
+
+    found = offer(offer_name)
+    return price_from_offer(found, fx_rate() if found.currency == "USD" else None)
+
+
+# --- the window -----------------------------------------------------------------------------------------------------
+def month_start(now: float) -> float:
+    """The first instant of `now`'s calendar month, in the server's local time (quotas reset then)."""
+    day = dt.datetime.fromtimestamp(now)
+    return day.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()
+
+
+def next_month_start(now: float) -> float:
+    day = dt.datetime.fromtimestamp(month_start(now))
+    year, month = (day.year + 1, 1) if day.month == 12 else (day.year, day.month + 1)
+    return day.replace(year=year, month=month).timestamp()
+
+
+def parse_since(text: str | None, now: float) -> float:
+    """`--since`: a date or time (ISO 8601, local time), a duration back from now (`30d`, `12h`, `2w`), or None:
+    the start of the current calendar month."""
+    if text is None or not text.strip():
+        return month_start(now)
+    text = text.strip()
+    if m := _DURATION.match(text):
+        return now - float(m.group(1)) * _DURATION_S[m.group(2)]
+    try:
+        return dt.datetime.fromisoformat(text).timestamp()
+    except (ValueError, OverflowError, OSError) as exc:  # not a date; a date the platform cannot place
+        raise SpecError(
+            "since", f"{text!r} is neither a date nor a duration. To fix: e.g. 2026-11-01, 2026-11-01T08:00 or 30d."
+        ) from exc
+
+
+# --- the figures ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class UsageRow:
+    key: str  # the user, the purpose, or the job's id
+    user: str | None  # by user or job
+    purpose: str | None  # by purpose or job
+    job_id: int | None  # by job
+    job_name: str | None
+    jobs: int
+    gpu_hours: float
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    since: float
+    until: float
+    by: By
+    rows: tuple[UsageRow, ...]
+    source: str  # "treino" (the server's records) or "slurm" (sacct)
+    source_note: str  # which, in words, and why
+
+    @property
+    def gpu_hours(self) -> float:
+        return sum(r.gpu_hours for r in self.rows)
+
+
+def gpus_held() -> Any:
+    """A job's GPUs while an attempt runs: `gpus` (per node) x `nodes` (absent from older specs: 1)."""
+    return Job.gpus * func.coalesce(Job.spec["nodes"].as_integer(), 1)
+
+
+def gpu_seconds_in(since: float, until: float, now: float) -> Any:
+    """SQL: an attempt's GPU-seconds inside [since, until]; one still running ends now. CASE, not GREATEST/LEAST
+    or MAX(a, b): the same expression on SQLite and PostgreSQL."""
+    end = func.coalesce(Attempt.ended_at, literal(now))
+    start_in = case((Attempt.started_at > since, Attempt.started_at), else_=literal(since))
+    end_in = case((end < until, end), else_=literal(until))
+    return cast(end_in - start_in, Float) * gpus_held()
+
+
+def overlaps(since: float, until: float, now: float) -> Any:
+    return (Attempt.started_at < until) & (func.coalesce(Attempt.ended_at, literal(now)) > since)
+
+
+def usage_rows(
+    s: Session, since: float, until: float, by: By, owner: str | None = None, now: float | None = None
+) -> list[UsageRow]:
+    """GPU-hours per `by` in [since, until], largest first: one grouped query (`owner`: that user's jobs only)."""
+    now = time.time() if now is None else now
+    purpose = func.coalesce(Job.spec["purpose"].as_string(), NO_PURPOSE)
+    keys: dict[By, tuple[Any, ...]] = {"user": (Job.owner,), "purpose": (purpose,), "job": (Job.id, Job.name)}
+    gpu_s = func.sum(gpu_seconds_in(since, until, now))
+    group = keys[by] + ((Job.owner, purpose) if by == "job" else ())
+    query = (
+        select(*group, func.count(distinct(Job.id)), gpu_s)
+        .select_from(Attempt)
+        .join(Job, Attempt.job_id == Job.id)
+        .where(overlaps(since, until, now))
+        .group_by(*group)
+    )
+    if owner is not None:
+        query = query.where(Job.owner == owner)
+    rows = []
+    for row in s.execute(query):
+        *key, jobs, seconds = row
+        hours = float(seconds or 0.0) / SECONDS_PER_HOUR
+        if by == "user":
+            rows.append(UsageRow(str(key[0]), str(key[0]), None, None, None, int(jobs), hours))
+        elif by == "purpose":
+            rows.append(UsageRow(str(key[0]), None, str(key[0]), None, None, int(jobs), hours))
+        else:
+            job_id, name, user, why = key
+            rows.append(UsageRow(str(job_id), str(user), str(why), int(job_id), str(name), int(jobs), hours))
+    return sorted(rows, key=lambda r: (-r.gpu_hours, r.key))
+
+
+def gpu_hours_of(s: Session, owner: str, since: float, until: float, now: float | None = None) -> float:
+    """One user's GPU-hours in [since, until] (their monthly quota's count)."""
+    now = time.time() if now is None else now
+    seconds = s.scalar(
+        select(func.sum(gpu_seconds_in(since, until, now)))
+        .select_from(Attempt)
+        .join(Job, Attempt.job_id == Job.id)
+        .where(overlaps(since, until, now), Job.owner == owner)
+    )
+    return float(seconds or 0.0) / SECONDS_PER_HOUR
+
+
+# --- Slurm's accounting ---------------------------------------------------------------------------------------------
+SACCT_FIELDS = ("JobIDRaw", "JobName", "AllocTRES", "Start", "End", "State")
+SACCT_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class SlurmUse:
+    """One of treino's Slurm jobs as accounting saw it: which treino job and attempt, its GPUs and run time."""
+
+    slurm_job_id: int
+    job_id: int  # treino's
+    attempt: int
+    gpus: int
+    start: float  # unix seconds
+    end: float | None  # None: still running
+
+
+def alloc_gpus(tres: str) -> int:
+    """The GPUs of an `AllocTRES` string (`billing=2,cpu=2,gres/gpu=2,mem=8G,node=1`): `gres/gpu=N`, else the sum
+    of the typed `gres/gpu:TYPE=N` entries (Slurm lists both when GPUs have a type)."""
+    plain, typed = None, 0
+    for item in tres.split(","):
+        name, _, value = item.partition("=")
+        if not value.isdigit():
+            continue
+        if name == "gres/gpu":
+            plain = int(value)
+        elif name.startswith("gres/gpu:"):
+            typed += int(value)
+    return plain if plain is not None else typed
+
+
+def _sacct_time(text: str) -> float | None:
+    """sacct's `2026-12-01T10:00:00` (the cluster's local time) -> unix seconds; `Unknown`, `None`: None."""
+    try:
+        return dt.datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
+
+
+def parse_sacct(text: str, tag: str) -> list[SlurmUse]:
+    """`sacct --allocations --parsable2 --format=JobIDRaw,JobName,AllocTRES,Start,End,State` (a header line, then
+    `|`-separated records) -> treino's jobs of the server `tag` (job names `treino-TAG-JOB-ATTEMPT`,
+    treino.server.slurm.SlurmBackend.job_name) that started. Other jobs of the cluster are left out."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return []
+    header = lines[0].split("|")
+    name_re = re.compile(rf"^treino-{re.escape(tag)}-(\d+)-(\d+)$")
+    out = []
+    for line in lines[1:]:
+        record = dict(zip(header, line.split("|"), strict=False))
+        m = name_re.match(record.get("JobName", ""))
+        start = _sacct_time(record.get("Start", ""))
+        if m is None or start is None or not record.get("JobIDRaw", "").isdigit():
+            continue
+        out.append(
+            SlurmUse(
+                int(record["JobIDRaw"]),
+                int(m.group(1)),
+                int(m.group(2)),
+                alloc_gpus(record.get("AllocTRES", "")),
+                start,
+                _sacct_time(record.get("End", "")),
+            )
+        )
+    return out
+
+
+def sacct_argv(since: float, until: float) -> list[str]:
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    return [
+        "sacct",
+        "--allusers",
+        "--allocations",
+        "--parsable2",
+        f"--starttime={dt.datetime.fromtimestamp(since).strftime(fmt)}",
+        f"--endtime={dt.datetime.fromtimestamp(until).strftime(fmt)}",
+        f"--format={','.join(SACCT_FIELDS)}",
+    ]
+
+
+def slurm_usage_rows(
+    s: Session, uses: Sequence[SlurmUse], since: float, until: float, by: By, owner: str | None, now: float
+) -> list[UsageRow]:
+    """`uses` (Slurm's accounting) grouped like `usage_rows`, each treino job's owner and purpose from its row."""
+    ids = sorted({u.job_id for u in uses})
+    purpose = func.coalesce(Job.spec["purpose"].as_string(), NO_PURPOSE)
+    jobs = {row[0]: row for row in s.execute(select(Job.id, Job.name, Job.owner, purpose).where(Job.id.in_(ids)))}
+    grouped: dict[str, UsageRow] = {}
+    counted: dict[str, set[int]] = {}  # key -> the treino jobs in its row
+    for u in uses:
+        if u.job_id not in jobs or (owner is not None and jobs[u.job_id][2] != owner):
+            continue
+        _, name, user, why = jobs[u.job_id]
+        seconds = max(0.0, min(u.end if u.end is not None else now, until) - max(u.start, since))
+        key = {"user": user, "purpose": why, "job": str(u.job_id)}[by]
+        row = grouped.get(key) or UsageRow(
+            key,
+            user if by != "purpose" else None,
+            why if by != "user" else None,
+            u.job_id if by == "job" else None,
+            name if by == "job" else None,
+            0,
+            0.0,
+        )
+        counted.setdefault(key, set()).add(u.job_id)
+        hours = row.gpu_hours + u.gpus * seconds / SECONDS_PER_HOUR
+        grouped[key] = dataclasses.replace(row, jobs=len(counted[key]), gpu_hours=hours)
+    return sorted(grouped.values(), key=lambda r: (-r.gpu_hours, r.key))
+
+
+SacctRunner = Callable[[Sequence[str]], str]
+
+
+def report(
+    s: Session,
+    since: float,
+    until: float,
+    by: By,
+    owner: str | None = None,
+    slurm_tag: str | None = None,
+    sacct: SacctRunner | None = None,
+    now: float | None = None,
+) -> UsageReport:
+    """The usage report: from Slurm's accounting when `slurm_tag` (the server runs on Slurm) and `sacct` answers,
+    else from the server's records; `source_note` says which, and why."""
+    now = time.time() if now is None else now
+    until = min(until, now)
+    if slurm_tag is not None and sacct is not None:
+        from treino.server.backend import BackendUnavailable
+        from treino.server.slurm import SlurmError
+
+        try:
+            answer = sacct(sacct_argv(since, until))
+            if not answer.startswith(SACCT_FIELDS[0] + "|"):  # --parsable2 always prints its header line first
+                raise SlurmError(f"sacct printed no table of jobs: {answer.strip()[:200]!r}")
+            uses = parse_sacct(answer, slurm_tag)
+        except (SlurmError, BackendUnavailable, OSError) as exc:  # no accounting storage, slurmdbd down, ...
+            note = f"the server's records: Slurm's accounting did not answer ({str(exc).strip()[:200]})"
+        else:
+            rows = slurm_usage_rows(s, uses, since, until, by, owner, now)
+            return UsageReport(since, until, by, tuple(rows), "slurm", "Slurm's accounting (sacct: AllocTRES x time)")
+    else:
+        note = "the server's records (attempts' start and end x GPUs held)"
+    return UsageReport(since, until, by, tuple(usage_rows(s, since, until, by, owner, now)), "treino", note)

@@ -1,0 +1,175 @@
+"""The pure parts of usage and quotas: the price per GPU-hour from an offer, `--since`, the scheduler's quota hold
+(rule 5), and Slurm accounting's `sacct --parsable2` output read into GPU-hours, with the fallback when sacct fails.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from treino.catalog.offers import fx_rate, offer
+from treino.cli.usage import quota_line
+from treino.errors import CatalogError, SpecError
+from treino.govern.models import User
+from treino.server.db import Attempt, Job, make_engine, make_sessionmaker, migrate, sqlite_url
+from treino.server.inventory import Device
+from treino.server.quotas import quota_block, set_quota
+from treino.server.scheduler import Queued, Running, schedule
+from treino.server.slurm import SlurmError
+from treino.server.usage import alloc_gpus, parse_sacct, parse_since, price_from_offer, report, server_price
+
+NOW = dt.datetime(2026, 12, 2, 10, 0).timestamp()
+
+
+def test_price_per_gpu_hour_of_a_monthly_brl_offer_and_an_hourly_usd_one() -> None:
+    # R$ 26.500 a month for 2 H100s: 26500 / (2 x 730 h) = R$ 18,150684... per GPU-hour (offers.csv, 2026-11-29)
+    price = price_from_offer(offer("example-eveo-pr1-2x-h100"), None)
+    assert math.isclose(price.brl_per_gpu_hour, 26500 / (2 * 730))
+    assert "26500 BRL/month / (2 GPU(s) x 730 h)" in price.basis and "R$ 18,15 per GPU-hour" in price.basis
+    assert "price of 2026-11-29" in price.basis
+    # AWS p5.48xlarge: 55.06 USD an hour for 8 H100s, at the catalog's 5.2359 BRL/USD (PTAX of 2026-02-04)
+    fx = fx_rate()
+    aws = price_from_offer(offer("aws-p5-48xlarge"), fx)
+    assert math.isclose(aws.brl_per_gpu_hour, 55.06 / 8 * 5.2359)
+    assert "at 5.2359 BRL/USD of 2026-02-04" in aws.basis
+    assert server_price("", None) is None
+    assert server_price("", 12.5) is not None and server_price("", 12.5).brl_per_gpu_hour == 12.5  # type: ignore[union-attr]
+    with pytest.raises(CatalogError, match="not both"):
+        server_price("aws-p5-48xlarge", 12.5)
+    with pytest.raises(SpecError):
+        server_price("", 0.0)
+
+
+def test_since_is_this_month_a_date_or_a_duration() -> None:
+    assert parse_since(None, NOW) == dt.datetime(2026, 12, 1).timestamp()
+    assert parse_since("30d", NOW) == NOW - 30 * 86400
+    assert parse_since("12h", NOW) == NOW - 12 * 3600
+    assert parse_since("2026-11-15", NOW) == dt.datetime(2026, 11, 15).timestamp()
+    with pytest.raises(SpecError, match="neither a date nor a duration"):
+        parse_since("last tuesday", NOW)
+
+
+def devices(n: int) -> list[Device]:
+    return [Device(i, "gpu", "H100", 80 * 2**30, 0) for i in range(n)]
+
+
+def test_a_job_a_quota_holds_waits_without_blocking_or_preempting_and_sees_the_starts_so_far() -> None:
+    asked: list[tuple[int, list[int]]] = []
+
+    def blocked(job: Queued, starting: Sequence[Queued]) -> str | None:
+        asked.append((job.id, [q.id for q in starting]))
+        return "quota: over" if job.id == 2 else None
+
+    # Job 2 has the highest priority and would preempt job 9 (priority -1): held, it neither starts nor preempts,
+    # and job 3 behind it takes the free device.
+    running = [Running(9, -1, (0, 1), 0.0, None)]
+    d = schedule(
+        devices(3), [Queued(2, 5, 3, 1.0, None), Queued(3, 0, 1, 2.0, None)], running, NOW, quota_block=blocked
+    )
+    assert d.start == ((3, (2,)),) and d.preempt == () and d.head is None
+    assert d.quota_blocked == ((2, "quota: over"),)
+    assert asked == [(2, []), (3, [])]
+    # Without the hold, job 2 is the head and preempts job 9.
+    assert schedule(devices(3), [Queued(2, 5, 3, 1.0, None)], running, NOW).preempt == (9,)
+    # The second job of a pass is asked with the first's start.
+    asked.clear()
+    schedule(devices(2), [Queued(3, 0, 1, 1.0, None), Queued(4, 0, 1, 2.0, None)], [], NOW, quota_block=blocked)
+    assert asked == [(3, []), (4, [3])]
+
+
+# `sacct --allusers --allocations --parsable2 --format=JobIDRaw,JobName,AllocTRES,Start,End,State`, as Slurm's
+# sacct(1) documents --parsable2 ("|"-delimited, no trailing "|", a header line): two of this server's attempts
+# (one running), another treino server's job, a user's own job and a job that never started.
+SACCT = """JobIDRaw|JobName|AllocTRES|Start|End|State
+101|treino-ab12cd34-7-1|billing=2,cpu=2,gres/gpu=2,mem=8G,node=1|2026-12-02T06:00:00|2026-12-02T08:00:00|COMPLETED
+102|treino-ab12cd34-8-2|billing=1,cpu=1,gres/gpu:h100=1,mem=4G,node=1|2026-12-02T09:30:00|Unknown|RUNNING
+103|treino-ffffffff-7-1|cpu=1,gres/gpu=4,node=1|2026-12-02T06:00:00|2026-12-02T08:00:00|COMPLETED
+104|bash|cpu=1,gres/gpu=1,node=1|2026-12-02T06:00:00|2026-12-02T07:00:00|COMPLETED
+105|treino-ab12cd34-9-1||Unknown|Unknown|PENDING
+"""
+
+
+def test_sacct_parsable2_output_to_treino_attempts() -> None:
+    uses = parse_sacct(SACCT, "ab12cd34")
+    assert [(u.slurm_job_id, u.job_id, u.attempt, u.gpus) for u in uses] == [(101, 7, 1, 2), (102, 8, 2, 1)]
+    assert uses[0].start == dt.datetime(2026, 12, 2, 6).timestamp() and uses[1].end is None
+    assert alloc_gpus("cpu=4,gres/gpu=2,gres/gpu:a100=2,node=1") == 2  # the untyped total, not twice
+    assert alloc_gpus("cpu=4,gres/gpu:a100=2,gres/gpu:l4=1") == 3
+    assert alloc_gpus("cpu=4,node=1") == 0
+    assert parse_sacct("", "ab12cd34") == []
+
+
+def test_usage_from_slurm_accounting_and_the_fallback_to_the_servers_records(tmp_path: Path) -> None:
+    engine = make_engine(sqlite_url(tmp_path))
+    migrate(engine)
+    sessions = make_sessionmaker(engine)
+    with sessions.begin() as s:
+        for job_id, owner in ((7, "ana"), (8, "bia")):
+            s.add(Job(id=job_id, name=f"j{job_id}", spec={"purpose": "p"}, owner=owner, gpus=1, job_token_hash="-"))
+        s.flush()
+        # The server's own record of job 7: 1 GPU for 1 h (Slurm's says 2 GPUs for 2 h)
+        s.add(Attempt(job_id=7, number=1, devices=[0], handle={}, started_at=NOW - 4 * 3600, ended_at=NOW - 3 * 3600))
+    since = dt.datetime(2026, 12, 2).timestamp()
+    with sessions() as s:
+        slurm = report(s, since, NOW, "user", slurm_tag="ab12cd34", sacct=lambda argv: SACCT, now=NOW)
+        assert slurm.source == "slurm"
+        hours = {r.key: r.gpu_hours for r in slurm.rows}
+        assert hours == {"ana": 4.0, "bia": 0.5}  # 2 GPUs x 2 h; 1 GPU x 30 min up to now
+        assert report(s, since, NOW, "user", "bia", "ab12cd34", lambda argv: SACCT, NOW).rows[0].key == "bia"
+
+        def no_accounting(argv: Sequence[str]) -> str:
+            assert argv[0] == "sacct" and "--parsable2" in argv
+            raise SlurmError("sacct: error: Slurm accounting storage is disabled")
+
+        fallback = report(s, since, NOW, "user", slurm_tag="ab12cd34", sacct=no_accounting, now=NOW)
+        assert fallback.source == "treino" and "accounting storage is disabled" in fallback.source_note
+        assert [(r.key, r.gpu_hours) for r in fallback.rows] == [("ana", 1.0)]
+    engine.dispose()
+
+
+def test_quota_block_a_users_own_quota_wins_over_their_roles(tmp_path: Path) -> None:
+    engine = make_engine(sqlite_url(tmp_path))
+    migrate(engine)
+    sessions = make_sessionmaker(engine)
+    with sessions.begin() as s:
+        s.add(User(name="ana", role="engineer"))
+        running = Job(name="r", spec={}, owner="ana", gpus=1, state="running", job_token_hash="-")
+        queued = Job(name="q", spec={"nodes": 1}, owner="ana", gpus=1, job_token_hash="-")
+        s.add_all([running, queued])
+        s.flush()
+        s.add(Attempt(job_id=running.id, number=1, devices=[0], handle={}, started_at=NOW - 2 * 3600))
+        set_quota(s, "role", "engineer", None, 1, "admin")
+    with sessions() as s:
+        job = s.get(Job, queued.id)
+        assert job is not None
+        why = quota_block(s, job, now=NOW)
+        assert why is not None and why.startswith("quota: ana's jobs hold 1 of the 1 GPU(s)")
+    with sessions.begin() as s:
+        set_quota(s, "user", "ana", 1.5, None, "admin")  # hers wins: no concurrent limit, 1.5 GPU-hours a month
+    with sessions() as s:
+        job = s.get(Job, queued.id)
+        assert job is not None
+        why = quota_block(s, job, now=NOW)  # the running job has used 2 GPU-hours this month
+        assert why is not None and "has used 2.00 of 1.5 GPU-hours this month (user ana)" in why
+        assert "resets, 2027-01-01 00:00" in why
+    with sessions.begin() as s:
+        set_quota(s, "user", "ana", None, None, "admin")  # removed: the role's applies again
+        set_quota(s, "role", "engineer", None, 2, "admin")
+    with sessions() as s:
+        job = s.get(Job, queued.id)
+        assert job is not None and quota_block(s, job, now=NOW) is None
+        assert quota_block(s, job, starting_gpus=1, now=NOW) is not None  # one more starting in the same pass
+    engine.dispose()
+
+
+def test_the_cli_says_where_a_user_stands_against_their_quota() -> None:
+    resets = dt.datetime(2027, 1, 1).timestamp()
+    q = {"set_for": "role engineer", "gpu_hours_month": 500.0, "concurrent_gpus": 4}
+    line = quota_line({**q, "used_gpu_hours_month": 3.2, "gpus_running": 1, "resets_at": resets})
+    assert line == (
+        "Quota (role engineer): 3.20 of 500 GPU-hours this month (resets 2027-01-01 00:00); 1 of 4 GPUs held at once."
+    )
