@@ -42,9 +42,9 @@ test: venv
 	@$(BIN)/python scripts/local_slurm.py install --if-root
 	@# PostgreSQL 15 from Debian for the tests' [postgresql] variants; as root only, else they skip and say why
 	@$(BIN)/python scripts/local_postgres.py install --if-root
-	@# two workers (pytest-xdist): most tests wait on real servers and jobs; tests/conftest.py keeps each file on one
-	@# worker and all of tests/cluster on one (its Slurm daemons listen on fixed ports)
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	@# two workers (pytest-xdist): most tests wait on real servers and jobs. Each file stays on one worker (its
+	@# module-scoped servers and Slurm cluster start once); tests/cluster's two clusters use their own ports
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: venv
 	$(BIN)/ruff check src tests benchmarks

@@ -57,16 +57,6 @@ class Database:
         return self.postgres.create_database() if self.postgres else None
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """For pytest-xdist's `--dist loadgroup` (`make test` runs two workers): each test file stays on one worker, so
-    its module-scoped servers start once, and all of tests/cluster shares one worker, since its Slurm daemons listen
-    on fixed ports. Without xdist the marks do nothing."""
-    for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group("cluster" if path.startswith("tests/cluster/") else path))
-
-
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Any]:
     """A private PostgreSQL for the session (a local_postgres.Instance), stopped and removed at its end."""

@@ -8,6 +8,8 @@ package fails them instead (.ci/run installs the packages).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -28,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "local_slurm.py"
 JOB_WAIT_S = 180.0  # a job through Slurm, including torch start-up on 2 busy cores
 POLL_S = 0.2
+UP_DOWN_LOCK = Path("/tmp/treino-local-slurm.lock")  # held while a cluster is up (one_at_a_time)
 
 
 @dataclass
@@ -66,12 +69,26 @@ def why_no_slurm() -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def one_at_a_time() -> Iterator[None]:
+    """One cluster at a time on this machine: `make test`'s two workers may reach tests/cluster's two files at once,
+    and their timings (a node's death noticed, a requeue) assume a machine not also running the other cluster."""
+    with open(UP_DOWN_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def bring_up(tmp: pytest.TempPathFactory, mode: str, extra: list[str]) -> Iterator[Cluster]:
     reason = why_no_slurm()
     if reason:
         if os.environ.get("CI") == "true":
             pytest.fail(f"cluster tests must run under CI=true, but: {reason}")
         pytest.skip(reason)
+    with one_at_a_time():
+        yield from _up_and_down(tmp, mode, extra)
+
+
+def _up_and_down(tmp: pytest.TempPathFactory, mode: str, extra: list[str]) -> Iterator[Cluster]:
     where = tmp.mktemp(f"slurm-{mode}")
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "up", "--dir", str(where), "--mode", mode, "--json", *extra],

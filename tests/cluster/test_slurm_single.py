@@ -211,7 +211,7 @@ def test_start_up_refusals_are_one_line_with_the_fix(slurm_single: Cluster, tmp_
 
     no_conf = {k: v for k, v in env.items() if k != "SLURM_CONF"}
     out = run_server(base, no_conf)
-    assert out.returncode == 2 and "SLURM_CONF is not set" in out.stderr and "To fix" in out.stderr
+    assert out.returncode == 1 and "SLURM_CONF is not set" in out.stderr and "To fix" in out.stderr
 
     # A slurm.conf whose controller is not running (another port): slurmctld cannot be reached.
     conf = Path(slurm_single.conf).read_text()
@@ -221,7 +221,7 @@ def test_start_up_refusals_are_one_line_with_the_fix(slurm_single: Cluster, tmp_
         "\n".join("SlurmctldPort=16999" if line.startswith("SlurmctldPort=") else line for line in conf.splitlines())
     )
     out = run_server(base, {**env, "SLURM_CONF": str(dead)})
-    assert out.returncode == 2 and "slurmctld cannot be reached" in out.stderr, out.stderr
+    assert out.returncode == 1 and "slurmctld cannot be reached" in out.stderr, out.stderr
 
 
 def test_a_data_dir_the_nodes_do_not_see_is_refused_at_start(slurm_single: Cluster, tmp_path: Path) -> None:
@@ -238,7 +238,7 @@ def test_a_data_dir_the_nodes_do_not_see_is_refused_at_start(slurm_single: Clust
         env=clean_env(COLUMNS="200"),
         timeout=120,
     )
-    assert out.returncode == 2, out.stderr
+    assert out.returncode == 1, out.stderr
     assert f"{data} is not shared with the cluster's nodes" in out.stderr and "To fix" in out.stderr
     assert "Traceback" not in out.stderr
 

@@ -35,7 +35,7 @@ from treino.server import cgroups
 from treino.server.db import sqlite_url
 from treino.server.supervisor import kill_key
 
-SERVER_START_S = 20.0  # until /healthz answers
+SERVER_START_S = 60.0  # until /healthz answers (a Slurm server first runs a 1-node job; make test runs 2 workers)
 SERVER_STOP_S = 10.0  # SIGTERM -> SIGKILL
 HEALTH_POLL_S = 0.1
 THIS_USER = pwd.getpwuid(os.geteuid()).pw_name

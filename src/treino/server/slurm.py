@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from treino.errors import TreinoError
+from treino.errors import TreinoError, UsageError
 from treino.server.backend import BackendUnavailable, ExitInfo, LaunchRequest, Placement, launch_failed, read_tail
 from treino.server.db import FailureReason
 from treino.server.inventory import Device, Inventory, Node
@@ -244,7 +244,7 @@ class SlurmBackend:
             if p not in known:
                 close = difflib.get_close_matches(p, known, n=2)
                 hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-                raise TreinoError(
+                raise UsageError(
                     f"Unknown Slurm partition {p!r}.{hint} This cluster has: {', '.join(known)} (sinfo). "
                     "To fix: --partition NAME with one of those."
                 )
