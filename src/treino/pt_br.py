@@ -728,7 +728,7 @@ PT: dict[str, str] = {
     "tier": "tier",
     "no site on record": "sem local registrado",
     "{n} offer(s)": "{n} oferta(s)",
-    "{n} site(s)": "{n} local(is)",
+    "{n} site(s)": "Locais: {n}",
     # --- treino usage, quotas (treino.cli.usage) ---
     "GPU usage of {scope}, {since} to {until}, by {by}": "Uso de GPUs de {scope}, de {since} a {until}, por {by}",
     "GPU-hours/month": "GPU-horas/mês",
@@ -786,4 +786,8 @@ PT: dict[str, str] = {
         " removida."
     ),
     "Every quota (admins).": "Todas as cotas (admins).",
+    "Slurm's accounting (sacct: AllocTRES x time)": "a contabilidade do Slurm (sacct: AllocTRES x tempo)",
+    "the server's records (attempts' start and end x GPUs held)": (
+        "os registros do servidor (início e fim das tentativas x GPUs ocupadas)"
+    ),
 }

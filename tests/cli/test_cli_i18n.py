@@ -77,3 +77,24 @@ def test_help_in_pt_br() -> None:
     plan = treino("--lang=pt-BR", "plan", "--help")
     assert "Vai caber, e com quais configurações?" in plan.stdout
     assert "Will it fit" in treino("--lang", "en", "plan", "--help", lang="pt_BR.UTF-8").stdout
+
+
+def test_offers_sites_and_a_waited_jobs_outcome_in_pt_br() -> None:
+    offers = treino("--lang", "pt-BR", "offers", "--kind", "dedicated")
+    assert offers.returncode == 0, offers.stderr
+    shown = offers.stdout.split("Câmbio:")[0]  # then fx.csv's source: data
+    assert "oferta(s)" in shown and "/mês" in shown and english_in(shown) == []
+    sites = treino("--lang", "pt-BR", "sites", "--country", "BR")
+    head = "\n".join(sites.stdout.splitlines()[:2])  # the rows are catalog data (a city is "São Paulo State")
+    assert sites.returncode == 0 and "Locais: " in head and "fornecedor" in head and english_in(head) == []
+    from treino.cli.wait import outcome
+    from treino.i18n import current, language, use
+
+    was = current()
+    use(language("pt-BR"))
+    try:
+        job = {"id": 7, "name": "ft", "state": "failed", "failure_reason": "oom", "exit_code": 137}
+        line, code = outcome(job)
+    finally:
+        use(was)
+    assert code == 1 and line.startswith("Job 7 (ft) falhou") and "(código de saída 137)" in line, line

@@ -46,7 +46,8 @@ class Visible(HTMLParser):
 def english_in(html: str) -> list[str]:
     parser = Visible()
     parser.feed(html)
-    words = re.findall(r"[A-Za-zÀ-ÿ]+", " ".join(parser.texts))
+    text = re.sub(r"--[a-z0-9-]+", " ", " ".join(parser.texts))  # command-line flags, as the CLI's check
+    words = re.findall(r"[A-Za-zÀ-ÿ]+", text)
     return sorted({w for w in words if w.lower() in ENGLISH_WORDS})
 
 
@@ -66,6 +67,8 @@ def test_every_page_is_in_portuguese_for_a_pt_br_visitor(demo: Demo) -> None:
             "plan that does not fit": client.get("/plan?model=llama-3-70b&gpu=h200-sxm&gpus=2&tokens=2e9"),
             "plan with bad input": client.get("/plan?model=nope&gpus=x"),
             "data and audit": client.get("/data"),
+            "usage": client.get("/usage"),
+            "usage by job": client.get("/usage?by=job&since=30d"),
             "no such job": client.get("/jobs/999999"),
         }
     with session(demo, "view1", "pt-BR") as client:
@@ -92,4 +95,8 @@ def test_treino_jobs_and_show_in_pt_br(demo: Demo) -> None:
     assert shown.returncode == 0, shown.stderr
     assert "tentativas" in shown.stdout and english_in(shown.stdout) == []
     missing = treino("show", "999999", *where, lang="pt_BR.UTF-8")
-    assert missing.returncode == 2 and "Como corrigir:" in missing.stderr
+    assert missing.returncode == 1 and "Como corrigir:" in missing.stderr  # a runtime failure (treino.errors)
+    usage = treino("--lang", "pt-BR", "usage", "--by", "job", "--since", "30d", *where)
+    assert usage.returncode == 0, usage.stderr
+    assert "GPU-horas" in usage.stdout and "Fonte: os registros do servidor" in usage.stdout
+    assert english_in(usage.stdout) == []

@@ -133,7 +133,7 @@ def usage(
         highlight=False,
         soft_wrap=False,
     )
-    out.print(tr("Source: {note}", note=report["source_note"]), highlight=False)
+    out.print(tr("Source: {note}", note=tr(report["source_note"])), highlight=False)
     if (quota := report.get("quota")) is not None:
         out.print(quota_line(quota), highlight=False)
     for held in report["held"]:
