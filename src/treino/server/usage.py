@@ -354,5 +354,5 @@ def report(
                 since, until, by, tuple(rows), "slurm", N_("Slurm's accounting (sacct: AllocTRES x time)")
             )
     else:
-        note = N_("the server's records (attempts' start and end x GPUs held)")  # the views translate it by value
+        note = N_("the server's records (attempts' start and end x GPUs held)")  # translated by value
     return UsageReport(since, until, by, tuple(usage_rows(s, since, until, by, owner, now)), "treino", note)
