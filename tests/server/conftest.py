@@ -48,8 +48,10 @@ def free_port() -> int:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """This environment without treino's own variables, the venv's `python` first on PATH, and `extra`."""
+    """This environment without treino's own variables, the venv's `python` first on PATH, and `extra`; in English
+    (the CLI speaks the language of LC_ALL, LC_MESSAGES or LANG, and the tests read English)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TREINO_") and k != "XDG_CONFIG_HOME"}
+    env = {k: v for k, v in env.items() if k not in ("LC_ALL", "LC_MESSAGES")} | {"LANG": "C.UTF-8"}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "/usr/bin:/bin")])
     return {**env, **extra}
 

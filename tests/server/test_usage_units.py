@@ -13,7 +13,7 @@ import pytest
 
 from treino.catalog.offers import fx_rate, offer
 from treino.cli.usage import quota_line
-from treino.errors import CatalogError, SpecError
+from treino.errors import SpecError, UsageError
 from treino.govern.models import User
 from treino.server.db import Attempt, Job, make_engine, make_sessionmaker, migrate, sqlite_url
 from treino.server.inventory import Device
@@ -38,7 +38,7 @@ def test_price_per_gpu_hour_of_a_monthly_brl_offer_and_an_hourly_usd_one() -> No
     assert "at 5.2359 BRL/USD of 2026-02-04" in aws.basis
     assert server_price("", None) is None
     assert server_price("", 12.5) is not None and server_price("", 12.5).brl_per_gpu_hour == 12.5  # type: ignore[union-attr]
-    with pytest.raises(CatalogError, match="not both"):
+    with pytest.raises(UsageError, match="not both"):
         server_price("aws-p5-48xlarge", 12.5)
     with pytest.raises(SpecError):
         server_price("", 0.0)

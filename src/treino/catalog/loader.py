@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from treino.errors import CatalogError, PlanError, UnknownNameError
+from treino.i18n import Msg
 from treino.plan.hardware import GpuSpec
 from treino.plan.model import ModelSpec, model_from_config
 
@@ -108,8 +109,22 @@ def _normalise(name: str) -> str:
 def _did_you_mean(kind: str, name: str, known: list[str], listing: str) -> UnknownNameError:
     """`listing` is the command that lists the known names (`treino gpus`)."""
     close = difflib.get_close_matches(_normalise(name), known, n=3, cutoff=0.5)
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    return UnknownNameError(f"Unknown {kind} {name!r}.{hint} To fix: run '{listing}' for the list.")
+    if close:  # Msg templates (treino.i18n): the CLI says it in the user's language
+        alternatives = " or ".join(repr(c) for c in close)
+        return UnknownNameError(
+            Msg(
+                "Unknown {kind} {name!r}. Did you mean {alternatives}? To fix: run '{listing}' for the list.",
+                kind=Msg(kind),
+                name=name,
+                alternatives=alternatives,
+                listing=listing,
+            )
+        )
+    return UnknownNameError(
+        Msg(
+            "Unknown {kind} {name!r}. To fix: run '{listing}' for the list.", kind=Msg(kind), name=name, listing=listing
+        )
+    )
 
 
 def gpu(name: str) -> GpuSpec:

@@ -32,6 +32,7 @@ from treino.cli.metrics import metrics
 from treino.cli.resubmit import resubmit
 from treino.cli.server import server
 from treino.errors import EXIT_NO_FIT, TreinoError, UsageError
+from treino.i18n import N_, current, from_env, language, tr, use
 
 EXIT_CODES_HELP = (
     "Exit codes, the same with --json: 0 done; 1 a runtime failure (the server, a file, a failed job); "
@@ -84,9 +85,27 @@ def _show_version(show: bool) -> None:
         raise typer.Exit(0)
 
 
+def _set_lang(code: str) -> str:
+    """--lang, read before any command runs (eager), so that help and errors are in that language too."""
+    try:
+        use(language(code) if code else from_env())
+    except ValueError as exc:
+        raise typer.BadParameter(current().error(exc)) from exc
+    return code
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    _lang: Annotated[
+        str,
+        typer.Option(
+            "--lang",
+            callback=_set_lang,
+            is_eager=True,
+            help="Language of the output: en or pt-BR (default: from LC_ALL, LC_MESSAGES or LANG).",
+        ),
+    ] = "",
     _version: Annotated[
         bool,
         typer.Option("--version", "-V", callback=_show_version, is_eager=True, help="Show treino's version and exit."),
@@ -240,8 +259,14 @@ def plan_train(
         from treino.plan.cost import format_brl
 
         console().print(
-            f"Cost on {offer}: {format_brl(cost['total_brl'])} for {months} month(s) "
-            f"({format_brl(cost['per_month_brl'])} a month; prices as of {cost['price_as_of']})."
+            tr(
+                "Cost on {offer}: {total} for {months} month(s) ({per_month} a month; prices as of {as_of}).",
+                offer=offer,
+                total=format_brl(cost["total_brl"]),
+                months=months,
+                per_month=format_brl(cost["per_month_brl"]),
+                as_of=cost["price_as_of"],
+            )
         )
         if cost["fx_brl_per_usd"] is not None:
             console().print(fx_line(fx_rate(fx_given)), style="dim", highlight=False)
@@ -414,38 +439,60 @@ def plan_cost(
     from treino.cli.render import console
 
     table = Table(
-        title=f"{model}: {runs_per_month:g} run(s) a month of {tokens:,.0f} tokens, {months} months",
+        title=tr(
+            "{model}: {runs:g} run(s) a month of {tokens:,.0f} tokens, {months} months",
+            model=model,
+            runs=runs_per_month,
+            tokens=tokens,
+            months=months,
+        ),
         title_justify="left",
     )
-    for col in ("", "offer", "GPUs", "hours per run", "per month", f"total, {months} months", "egress share"):
-        table.add_column(col, justify="left" if col in ("", "offer") else "right")
+    columns = ["", N_("offer"), N_("GPUs"), N_("hours per run"), N_("per month"), N_("total, {months} months")]
+    columns.append(N_("egress share"))
+    for col in columns:
+        table.add_column(tr(col, months=months) if col else "", justify="left" if col in ("", "offer") else "right")
     for label, oc in (("dedicated", result.dedicated), ("cloud", result.cloud)):
         table.add_row(
-            label,
+            tr(label),
             oc.choice.offer,
             f"{oc.choice.gpus}x {oc.choice.gpu}",
-            f"{oc.choice.hours:,.1f}",
+            tr("{n:,.1f}", n=oc.choice.hours),
             format_brl(oc.per_month_brl),
             format_brl(oc.total_brl),
-            f"{oc.egress_share:.1%}",
+            tr("{pct:.1f} %", pct=100 * oc.egress_share),
         )
     console().print(table)
     console().print(
         Text(
-            f"Cheaper: {result.cheaper}. The dedicated server pays off above "
-            f"{result.break_even_runs_per_month:,.1f} runs a month.",
+            tr("Cheaper")
+            + f": {tr(result.cheaper)}. "
+            + tr(
+                "The dedicated server pays off above {runs} runs a month.",
+                runs=tr("{n:,.1f}", n=result.break_even_runs_per_month),
+            ),
             style="bold",
         )
     )
     console().print(
-        f"A {fx_move:g} % move of the BRL/USD rate puts the cloud total between "
-        f"{format_brl(result.cloud_total_low_brl)} and {format_brl(result.cloud_total_high_brl)}."
+        tr(
+            "A {move:g} % move of the BRL/USD rate puts the cloud total between {low} and {high}.",
+            move=fx_move,
+            low=format_brl(result.cloud_total_low_brl),
+            high=format_brl(result.cloud_total_high_brl),
+        )
     )
     console().print(
         Text(
-            f"{fx_line(fx)} Prices: "
-            f"{result.dedicated.cost.price_source} ({result.dedicated.cost.price_as_of}); "
-            f"{result.cloud.cost.price_source} ({result.cloud.cost.price_as_of}).",
+            fx_line(fx)
+            + " "
+            + tr(
+                "Prices: {dedicated} ({dedicated_as_of}); {cloud} ({cloud_as_of}).",
+                dedicated=result.dedicated.cost.price_source,
+                dedicated_as_of=result.dedicated.cost.price_as_of,
+                cloud=result.cloud.cost.price_source,
+                cloud_as_of=result.cloud.cost.price_as_of,
+            ),
             style="dim",
         )
     )
@@ -691,12 +738,17 @@ def recommend_cmd(
 
 def main() -> None:
     """Entry point: TreinoError -> one red line and its exit code (treino.errors: 1 a failure, 2 a usage error);
-    traceback only with --debug."""
+    traceback only with --debug. The language is the environment's (LC_ALL, LC_MESSAGES, LANG) until --lang says
+    otherwise."""
     from treino.cli.extras import naming_missing_extras
+    from treino.cli.i18n import help_language, localize
 
+    use(help_language(sys.argv[1:]))
     try:
         with naming_missing_extras(app, sys.argv[1:]):  # a package of a missing extra -> MissingExtra, one line
-            app()
+            command = typer.main.get_command(app)  # what app() runs; its help texts in the user's language first
+            localize(command, current())
+            command()
     except TreinoError as exc:
         if _state["debug"] or "--debug" in sys.argv:
             raise
@@ -704,5 +756,6 @@ def main() -> None:
         from rich.markup import escape
 
         # escape(): a message may hold brackets ("pip install 'treino[torch]'") that are not Rich markup.
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        line = f"[bold red]{escape(tr('error'))}:[/] {escape(current().error(exc))}"
+        Console(stderr=True).print(line, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)

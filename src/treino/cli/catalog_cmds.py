@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from treino.errors import UsageError
+from treino.i18n import N_, tr
 
 if TYPE_CHECKING:
     from treino.plan.cost import FxRate, Offer
@@ -45,8 +46,13 @@ def fx_rate(given: float | None) -> FxRate:
 def fx_line(fx: FxRate) -> str:
     """The rate a command used and where it came from, for its output."""
     if fx.source == FX_GIVEN_SOURCE:
-        return f"Rate: {fx.brl_per_usd:g} BRL/USD ({FX_GIVEN_SOURCE})."
-    return f"Rate: {fx.brl_per_usd:g} BRL/USD on {fx.date} (catalog fx.csv: {fx.source})."
+        return tr("Rate: {rate:g} BRL/USD (--fx-rate, given by you).", rate=fx.brl_per_usd)
+    return tr(
+        "Rate: {rate:g} BRL/USD on {date} (catalog fx.csv: {source}).",
+        rate=fx.brl_per_usd,
+        date=fx.date,
+        source=fx.source,
+    )
 
 
 def fx_json(fx: FxRate) -> dict[str, object]:
@@ -57,8 +63,8 @@ def _price(offer: Offer) -> str:
     from treino.plan.cost import format_brl
 
     if offer.currency == "BRL":
-        return format_brl(offer.price) + ("/month" if offer.period == "month" else "/h")
-    return f"US$ {offer.price:,.2f}" + ("/month" if offer.period == "month" else "/h")
+        return format_brl(offer.price) + (tr("/month") if offer.period == "month" else "/h")
+    return tr("US$ {price:,.2f}", price=offer.price) + (tr("/month") if offer.period == "month" else "/h")
 
 
 def _brl_per_gpu_hour(offer: Offer, fx: FxRate) -> float:
@@ -116,13 +122,13 @@ def offers_cmd(
 
     # Four columns, so 80 characters hold them: under each offer's name its provider and site, under its price
     # the price's date; the name is never cut.
-    grid = Table(title=f"{len(rows)} offer(s)", title_justify="left", show_edge=False)
-    identity_column(grid, "offer")
-    grid.add_column("GPUs")
-    grid.add_column("price, as of", justify="right", no_wrap=True)
-    grid.add_column("R$/GPU-h", justify="right", no_wrap=True)
+    grid = Table(title=tr("{n} offer(s)", n=len(rows)), title_justify="left", show_edge=False)
+    identity_column(grid, tr("offer"))
+    grid.add_column(tr("GPUs"))
+    grid.add_column(tr("price, as of"), justify="right", no_wrap=True)
+    grid.add_column(tr("R$/GPU-h"), justify="right", no_wrap=True)
     for o in rows:
-        where = f"{o.site} ({sites[o.site].country})" if o.site else "no site on record"
+        where = f"{o.site} ({sites[o.site].country})" if o.site else tr("no site on record")
         name = Text(o.name, style="bold")
         name.append(f"\n{o.provider}, {where}", style="dim")
         price = Text(_price(o))
@@ -131,13 +137,15 @@ def offers_cmd(
     out = console()
     out.print(grid)
     if any(o.example for o in rows):
-        out.print(Text("* an illustrative example price, not a quote: add your own with --offers FILE", style="dim"))
+        out.print(
+            Text(tr("* an illustrative example price, not a quote: add your own with --offers FILE"), style="dim")
+        )
     out.print(Text(fx_line(fx), style="dim"))
     if sources:
         for o in rows:
             out.print(Text(f"{o.name}: {o.source}", style="dim"))
     else:
-        out.print(Text("Where each price comes from: treino offers --sources (or --json).", style="dim"))
+        out.print(Text(tr("Where each price comes from: treino offers --sources (or --json)."), style="dim"))
 
 
 def sites_cmd(
@@ -155,10 +163,10 @@ def sites_cmd(
 
     from treino.cli.render import console, identity_column
 
-    grid = Table(title=f"{len(rows)} site(s)", title_justify="left", show_edge=False)
-    identity_column(grid, "site")
-    for col in ("provider", "country", "city", "tier", "as of"):
-        grid.add_column(col)
+    grid = Table(title=tr("{n} site(s)", n=len(rows)), title_justify="left", show_edge=False)
+    identity_column(grid, tr("site"))
+    for col in (N_("provider"), N_("country"), N_("city"), N_("tier"), N_("as of")):
+        grid.add_column(tr(col))
     for s in rows:
         grid.add_row(s.name, s.provider, s.country, s.city, s.tier or "-", s.as_of)
     console().print(grid)

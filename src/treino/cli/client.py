@@ -20,6 +20,7 @@ import typer
 import yaml
 
 from treino.errors import JobError, TreinoError
+from treino.i18n import N_, Msg, current, tr
 from treino.server.settings import PAGE_MAX, SUBMIT_BACKOFF_S, SUBMIT_TRIES
 
 if TYPE_CHECKING:  # httpx is imported when a command talks to a server, not for every `treino` command
@@ -254,17 +255,17 @@ def age(seconds: float) -> str:
 
 
 def _when(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+    return current().when(ts) if ts else "-"  # 29/11/2026 14:05:00 in pt-BR
 
 
 def _num(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
+    return "-" if value is None else current().msg(Msg("{value:" + fmt + "}", value=value))  # 1.234,5 in pt-BR
 
 
 def _state(state: str) -> Any:
     from rich.text import Text
 
-    return Text(state, style=STATE_STYLES.get(state, ""))
+    return Text(tr(state), style=STATE_STYLES.get(state, ""))  # in the CLI's language (treino.i18n)
 
 
 def _devices(job: dict[str, Any]) -> str:
@@ -290,14 +291,18 @@ def submit(
     with _client(url, token) as client:
         job = client.submit(spec, what=f"the job spec {spec_file}")
         if not as_json:
-            typer.echo(f"Submitted job {job['id']} ({job['name']}), {job['state']}.")
+            typer.echo(
+                tr("Submitted job {id} ({name}), {state}.", id=job["id"], name=job["name"], state=Msg(job["state"]))
+            )
         if wait or follow:
             from treino.cli.wait import outcome, wait_for
 
             try:
                 job = wait_for(client, job["id"], follow=follow and not as_json)
             except KeyboardInterrupt:
-                typer.echo(f"Stopped waiting; job {job['id']} goes on (treino cancel {job['id']} stops it).", err=True)
+                typer.echo(
+                    tr("Stopped waiting; job {id} goes on (treino cancel {id} stops it).", id=job["id"]), err=True
+                )
                 raise typer.Exit(130) from None
             line, code = outcome(job)
             if as_json:
@@ -330,15 +335,15 @@ def jobs(
     from treino.cli.render import console
 
     now = time.time()
-    table = Table(title_justify="left", title=f"{len(rows)} job(s)" + (f", {state}" if state else ""))
+    table = Table(title_justify="left", title=tr("{n} job(s)", n=len(rows)) + (f", {tr(state)}" if state else ""))
     # Short headers, so the columns fit 80 characters: ids and states never cut, a long name or device list folds,
     # the status (a queued job's place and why it waits, a running job's ETA, a finished job's duration) wraps.
     # The loss and the rest: 'treino show ID'.
-    min_widths = {"state": len("succeeded")}
-    for col in ("id", "name", "state", "gpus", "prio", "step", "status"):
+    min_widths = {"state": max(len(tr("succeeded")), len(tr("cancelled")), len(tr("state")))}
+    for col in (N_("id"), N_("name"), N_("state"), N_("gpus"), N_("prio"), N_("step"), N_("status")):
         wraps = col in ("name", "gpus", "status")
         table.add_column(
-            col,
+            tr(col),
             justify="left" if col in ("name", "state", "status") else "right",
             no_wrap=not wraps,
             overflow="fold" if wraps else "ellipsis",
@@ -356,7 +361,8 @@ def jobs(
         )
     console().print(table)
     if page.get("next") is not None:
-        typer.echo(f"Older jobs: treino jobs --before-id {page['next']}" + (f" --state {state}" if state else ""))
+        more = f"treino jobs --before-id {page['next']}" + (f" --state {state}" if state else "")
+        typer.echo(tr("Older jobs: {command}", command=more))
 
 
 def show(
@@ -394,34 +400,49 @@ def show(
     fields.add_column(style="bold")
     fields.add_column()
     for label, value in (
-        ("state", _state(job["state"])),
-        ("owner", job["owner"]),
-        ("command", shlex.join(map(str, entry))),
-        ("workdir", spec.get("workdir") or "(server data dir)"),
-        ("gpus", _devices(job)),
-        ("priority", str(job["priority"])),
-        ("attempts", f"{job['attempts']} ({job['restarts']} restart(s), {job['preemptions']} preemption(s))"),
-        ("submitted", _when(job["submitted_at"])),
-        ("started", _when(job["started_at"])),
-        ("ended", _when(job["ended_at"])),
-        ("exit code", _num(job["exit_code"], "d")),
-        ("step", progress(job)),
-        ("loss", _num(job["last_loss"], ".4g")),
-        ("steps/s", _num(job["steps_per_s"], ".2f")),
-        ("checkpoint", _num(job["checkpoint_step"], "d")),
+        (N_("state"), _state(job["state"])),
+        (N_("owner"), job["owner"]),
+        (N_("command"), shlex.join(map(str, entry))),
+        (N_("workdir"), spec.get("workdir") or tr("(server data dir)")),
+        (N_("gpus"), _devices(job)),
+        (N_("priority"), str(job["priority"])),
+        (
+            N_("attempts"),
+            tr(
+                "{attempts} ({restarts} restart(s), {preemptions} preemption(s))",
+                attempts=job["attempts"],
+                restarts=job["restarts"],
+                preemptions=job["preemptions"],
+            ),
+        ),
+        (N_("submitted"), _when(job["submitted_at"])),
+        (N_("started"), _when(job["started_at"])),
+        (N_("ended"), _when(job["ended_at"])),
+        (N_("exit code"), _num(job["exit_code"], "d")),
+        (N_("step"), progress(job)),
+        (N_("loss"), _num(job["last_loss"], ".4g")),
+        (N_("steps/s"), _num(job["steps_per_s"], ".2f")),
+        (N_("checkpoint"), _num(job["checkpoint_step"], "d")),
         *show_fields(job, time.time()),
     ):
-        fields.add_row(label, value)
-    out.print(Text(f"Job {job['id']} ({job['name']})", style="bold"))
+        fields.add_row(tr(label), value)
+    out.print(Text(tr("Job {id} ({name})", id=job["id"], name=job["name"]), style="bold"))
     out.print(fields)
     if job.get("continues_from") is not None:  # a resubmit (treino resubmit)
-        out.print(f"Continues job {job['continues_from']} from its checkpoint of step {job['continues_from_step']}.")
+        out.print(
+            tr(
+                "Continues job {job} from its checkpoint of step {step}.",
+                job=job["continues_from"],
+                step=job["continues_from_step"],
+            )
+        )
     if job.get("failure_reason"):
-        out.print(Text(f"Failure: {job['failure_reason']}: {job.get('failure_detail') or ''}", style="red"))
+        failure = f"{tr(job['failure_reason'])}: {job.get('failure_detail') or ''}"
+        out.print(Text(tr("Failure: {failure}", failure=failure), style="red"))
     if job.get("history"):
-        table = Table(title="attempts", title_justify="left")
-        for col in ("#", "devices", "started", "ended", "exit code", "outcome"):
-            table.add_column(col, justify="right" if col in ("#", "exit code") else "left", no_wrap=True)
+        table = Table(title=tr("attempts"), title_justify="left")
+        for col in ("#", N_("devices"), N_("started"), N_("ended"), N_("exit code"), N_("outcome")):
+            table.add_column(tr(col), justify="right" if col in ("#", "exit code") else "left", no_wrap=True)
         for a in job["history"]:
             table.add_row(
                 str(a["number"]),
@@ -429,22 +450,30 @@ def show(
                 _when(a["started_at"]),
                 _when(a["ended_at"]),
                 _num(a["exit_code"], "d"),
-                a["outcome"] or "running",
+                tr(a["outcome"] or "running"),
             )
         out.print(table)
     if job.get("checkpoints"):
-        table = Table(title="checkpoints", title_justify="left")
-        for col in ("step", "attempt", "bytes", "path"):
-            table.add_column(col, justify="left" if col == "path" else "right")
+        table = Table(title=tr("checkpoints"), title_justify="left")
+        for col in (N_("step"), N_("attempt"), N_("bytes"), N_("path")):
+            table.add_column(tr(col), justify="left" if col == "path" else "right")
         for c in job["checkpoints"]:
-            path = c["path"] if c.get("exists", True) else f"[dim]{c['path']} (deleted: keeps the last K)[/dim]"
-            table.add_row(str(c["step"]), str(c["attempt"]), f"{c['bytes']:,}", path)
+            gone = tr("(deleted: keeps the last K)")
+            path = c["path"] if c.get("exists", True) else f"[dim]{c['path']} {gone}[/dim]"
+            table.add_row(str(c["step"]), str(c["attempt"]), _num(c["bytes"], ","), path)
         out.print(table)
     losses = [p["values"]["loss"] for p in points if "loss" in p["values"]]
     if losses:
         out.print(Text(f"loss  {sparkline(losses)}", style="cyan"))
         out.print(
-            f"      first {losses[0]:.4g} · last {losses[-1]:.4g} · min {min(losses):.4g} over {len(losses)} point(s)",
+            "      "
+            + tr(
+                "first {first:.4g} · last {last:.4g} · min {min:.4g} over {n} point(s)",
+                first=losses[0],
+                last=losses[-1],
+                min=min(losses),
+                n=len(losses),
+            ),
             highlight=False,
         )
 
@@ -498,10 +527,15 @@ def cancel(
     with _client(url, token) as client:
         job = client.cancel(job_id)
     if job["state"] == "cancelled":
-        typer.echo(f"Cancelled job {job['id']} ({job['name']}).")
+        typer.echo(tr("Cancelled job {id} ({name}).", id=job["id"], name=job["name"]))
     else:
         grace = (job.get("spec") or {}).get("grace_seconds", 30)
         typer.echo(
-            f"Cancelling job {job['id']} ({job['name']}): SIGTERM sent, SIGKILL after {grace:g} s. "
-            f"Watch it with 'treino show {job['id']}'."
+            tr(
+                "Cancelling job {id} ({name}): SIGTERM sent, SIGKILL after {grace:g} s. "
+                "Watch it with 'treino show {id}'.",
+                id=job["id"],
+                name=job["name"],
+                grace=grace,
+            )
         )

@@ -7,6 +7,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from treino.i18n import N_, Msg, tr
+
+# The scheduler's reasons (treino.server.waits.WaitReason), as `treino jobs` words them in the CLI's language
+REASONS = (N_("resources"), N_("priority"), N_("queue"), N_("backfill"), N_("quota"), N_("slurm"))
+
 
 def span(seconds: float | None) -> str:
     """'45s', '12m', '3h05m', '2d04h': two units at most; '-' when unknown."""
@@ -47,24 +52,27 @@ def devices_short(job: dict[str, Any]) -> str:
 
 
 def _jobs(ids: list[int]) -> str:
-    return ("job " if len(ids) == 1 else "jobs ") + ",".join(map(str, ids[:3])) + ("…" if len(ids) > 3 else "")
+    listed = ",".join(map(str, ids[:3])) + ("…" if len(ids) > 3 else "")
+    return tr("job {ids}", ids=listed) if len(ids) == 1 else tr("jobs {ids}", ids=listed)
 
 
 def wait_short(wait: dict[str, Any] | None) -> str:
     """A queued job's place and reason in a few words, for the table: '#1 resources (job 3)'."""
     if not wait:
-        return "waiting"
+        return tr("waiting")
     place = f"#{wait['position']} " if wait.get("position") else ""
     reason, blockers, until = wait["reason"], wait.get("blocked_by") or [], wait.get("until")
     if reason == "resources" and wait.get("preempting"):
-        return f"{place}preempting {_jobs(blockers)}"
+        return place + tr("preempting {jobs}", jobs=_jobs(blockers))
     if reason == "backfill":
-        return f"{place}backfill ({_jobs(blockers)}{' at ' + clock(until) if until else ''})"
+        if until:
+            return place + tr("backfill ({jobs} at {clock})", jobs=_jobs(blockers), clock=clock(until))
+        return place + tr("backfill ({jobs})", jobs=_jobs(blockers))
     if reason in ("resources", "priority", "queue") and blockers:
-        return f"{place}{reason} ({_jobs(blockers)})"
+        return place + tr("{reason} ({jobs})", reason=Msg(reason), jobs=_jobs(blockers))
     if reason == "slurm":
-        return f"Slurm: {wait.get('note') or 'pending'}"
-    return f"{place}{reason}"
+        return f"Slurm: {wait.get('note') or tr('pending')}"
+    return place + tr(reason)
 
 
 def progress(job: dict[str, Any]) -> str:
@@ -85,27 +93,33 @@ def status(job: dict[str, Any], now: float) -> str:
             return wait_short(job["wait"])
         eta_at = job.get("eta_at")
         if eta_at is not None:
-            return f"ETA {span(eta_at - now)}"
-        return f"ran {span(now - job['started_at'])}" if job.get("started_at") else "-"
+            return tr("ETA {span}", span=span(eta_at - now))
+        return tr("ran {span}", span=span(now - job["started_at"])) if job.get("started_at") else "-"
     took = job.get("duration_s")
-    return f"took {span(took)}" if took is not None else "-"
+    return tr("took {span}", span=span(took)) if took is not None else "-"
 
 
 def show_fields(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
-    """`treino show`'s lines on waiting, ETA and times (those that apply to the job's state)."""
+    """`treino show`'s lines on waiting, ETA and times (those that apply to the job's state); labels for tr()."""
     rows: list[tuple[str, str]] = []
     wait = job.get("wait")
     if wait:
-        place = f"#{wait['position']} in the queue; " if wait.get("position") else ""
-        rows.append(("waiting", f"{place}{wait['reason']}: {wait['detail']}"))
+        place = tr("#{position} in the queue; ", position=wait["position"]) if wait.get("position") else ""
+        rows.append((N_("waiting"), f"{place}{tr(wait['reason'])}: {wait['detail']}"))
     elif job["state"] == "queued":
-        rows.append(("waiting", "not yet considered by the scheduler (just submitted)"))
+        rows.append((N_("waiting"), tr("not yet considered by the scheduler (just submitted)")))
     if job.get("eta_at") is not None and job["state"] == "running":
-        rows.append(("ETA", f"{span(job['eta_at'] - now)} (at {clock(job['eta_at'])}, at the last measured steps/s)"))
+        eta = tr(
+            "{span} (at {clock}, at the last measured steps/s)",
+            span=span(job["eta_at"] - now),
+            clock=clock(job["eta_at"]),
+        )
+        rows.append((N_("ETA"), eta))
     if job.get("queue_wait_s") is not None:
-        rows.append(("queue wait", span(job["queue_wait_s"])))
+        rows.append((N_("queue wait"), span(job["queue_wait_s"])))
     elif job["state"] == "queued":
-        rows.append(("queue wait", f"{span(now - job['submitted_at'])} so far"))
+        rows.append((N_("queue wait"), tr("{span} so far", span=span(now - job["submitted_at"]))))
     if job.get("duration_s") is not None:
-        rows.append(("duration", f"{span(job['duration_s'])} (first start to end, requeues included)"))
+        took = tr("{span} (first start to end, requeues included)", span=span(job["duration_s"]))
+        rows.append((N_("duration"), took))
     return rows

@@ -1,4 +1,5 @@
-"""Rich rendering of plans. No logic: every number comes from treino.plan."""
+"""Rich rendering of plans. No logic: every number comes from treino.plan. Text and numbers in the CLI's language
+(treino.i18n: `tr` for texts and Msg templates, whose number fields follow the language)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from treino.i18n import N_, Joined, Msg, tr
 from treino.plan import InferenceEstimate, TrainPlan
 from treino.plan.hardware import GpuSpec
 from treino.plan.model import ModelSpec
@@ -20,13 +22,13 @@ GIB = 2**30
 BAR_WIDTH = 60
 STRATEGY_WIDTH_MIN = 20  # characters: `recommend`'s flags under each offer wrap at the longer of this and its name
 _PARTS = (  # label, MemoryEstimate field, colour
-    ("weights", "weights_bytes", "blue"),
-    ("gradients", "gradients_bytes", "magenta"),
-    ("optimizer", "optimizer_bytes", "yellow"),
-    ("activations", "activations_bytes", "green"),
-    ("logits+loss", "logits_bytes", "cyan"),
-    ("temporaries", "temporary_bytes", "white"),
-    ("overhead", "overhead_bytes", "red"),
+    (N_("weights"), "weights_bytes", "blue"),
+    (N_("gradients"), "gradients_bytes", "magenta"),
+    (N_("optimizer"), "optimizer_bytes", "yellow"),
+    (N_("activations"), "activations_bytes", "green"),
+    (N_("logits+loss"), "logits_bytes", "cyan"),
+    (N_("temporaries"), "temporary_bytes", "white"),
+    (N_("overhead"), "overhead_bytes", "red"),
 )
 
 
@@ -37,11 +39,11 @@ def identity_column(table: Table, header: str, **kwargs: object) -> None:
 
 
 def gib(nbytes: float) -> str:
-    return f"{nbytes / GIB:,.2f} GiB"
+    return tr("{gib:,.2f} GiB", gib=nbytes / GIB)
 
 
 def count(n: int) -> str:
-    return f"{n / 1e9:,.2f} B" if n >= 1e9 else f"{n / 1e6:,.1f} M"
+    return tr("{n:,.2f} B", n=n / 1e9) if n >= 1e9 else tr("{n:,.1f} M", n=n / 1e6)
 
 
 def _bar(segments: list[tuple[str, float, str]], capacity: float) -> Text:
@@ -59,103 +61,168 @@ def _bar(segments: list[tuple[str, float, str]], capacity: float) -> Text:
         text.append("░" * (cap_cell - used), style="dim")
     text.append("│")
     if total > capacity:
-        text.append(f" {gib(total - capacity)} over", style="bold red")
+        text.append(" " + tr("{size} over", size=gib(total - capacity)), style="bold red")
     return text
 
 
 def train_plan(plan: TrainPlan) -> Group:
     m, s, gpu = plan.memory, plan.setup, plan.gpu
     title = (
-        f"{plan.model.name}: {count(m.params)} params ({count(m.trainable_params)} trainable) · "
-        f"{s.precision} · {s.optimizer} · micro-batch {s.micro_batch} × {s.seq_len} tokens · "
-        f"{s.gpus}× {gpu.display_name}"
+        tr(
+            "{model}: {params} params ({trainable} trainable) · {precision} · {optimizer} · "
+            "micro-batch {micro_batch} × {seq_len} tokens · {gpus}× {gpu}",
+            model=plan.model.name,
+            params=count(m.params),
+            trainable=count(m.trainable_params),
+            precision=s.precision,
+            optimizer=s.optimizer,
+            micro_batch=s.micro_batch,
+            seq_len=s.seq_len,
+            gpus=s.gpus,
+            gpu=gpu.display_name,
+        )
         + (f" · ZeRO-{s.zero}" if s.zero else "")
         + (f" · TP {s.tp}" if s.tp > 1 else "")
-        + f" · {plan.method}"
+        + f" · {tr(plan.method)}"
     )
     table = Table(show_edge=False)
-    table.add_column("per GPU")
-    table.add_column("memory", justify="right")
-    table.add_column("share", justify="right")
+    table.add_column(tr("per GPU"))
+    table.add_column(tr("memory"), justify="right")
+    table.add_column(tr("share"), justify="right")
     for label, attr, colour in _PARTS:
         value = getattr(m, attr)
-        table.add_row(Text("■ ", style=colour) + label, gib(value), f"{100 * value / m.peak_bytes:.0f} %")
-    table.add_row("peak of live tensors", gib(m.peak_tensor_bytes), f"at {m.peak_phase}", style="bold")
-    table.add_row("peak", gib(m.peak_bytes), "", style="bold")
-    table.add_row(f"{gpu.display_name} memory", gib(gpu.memory_bytes), "", style="dim")
+        table.add_row(
+            Text("■ ", style=colour) + tr(label), gib(value), tr("{pct:.0f} %", pct=100 * value / m.peak_bytes)
+        )
+    table.add_row(
+        tr("peak of live tensors"), gib(m.peak_tensor_bytes), tr("at {phase}", phase=Msg(m.peak_phase)), style="bold"
+    )
+    table.add_row(tr("peak"), gib(m.peak_bytes), "", style="bold")
+    table.add_row(tr("{gpu} memory", gpu=gpu.display_name), gib(gpu.memory_bytes), "", style="dim")
     if m.cpu_offload_bytes:
-        table.add_row("offloaded to CPU RAM", gib(m.cpu_offload_bytes), "")
+        table.add_row(tr("offloaded to CPU RAM"), gib(m.cpu_offload_bytes), "")
     segments = [(label, float(getattr(m, attr)), colour) for label, attr, colour in _PARTS]
     bar = _bar(segments, gpu.memory_bytes)
     if plan.fits:
-        verdict = Text(f"FITS: {gib(plan.headroom_bytes)} headroom on each {gpu.display_name}.", style="bold green")
+        verdict = Text(
+            tr("FITS")
+            + ": "
+            + tr("{headroom} headroom on each {gpu}.", headroom=gib(plan.headroom_bytes), gpu=gpu.display_name),
+            style="bold green",
+        )
     else:
         verdict = Text(
-            f"DOES NOT FIT: needs {gib(m.peak_bytes)} per GPU, the {gpu.display_name} has {gib(gpu.memory_bytes)}.",
+            tr("DOES NOT FIT")
+            + ": "
+            + tr(
+                "needs {need} per GPU, the {gpu} has {have}.",
+                need=gib(m.peak_bytes),
+                gpu=gpu.display_name,
+                have=gib(gpu.memory_bytes),
+            ),
             style="bold red",
         )
     parts: list[object] = [Text(title, style="bold"), table, Text(""), bar, verdict]
     advice = plan.advice()
     if advice:
-        tips = Table(title="What makes it fit, cheapest first", title_justify="left", show_edge=False)
-        tips.add_column("change")
-        tips.add_column("flags", overflow="fold")  # a flag is never cut to an ellipsis
-        tips.add_column("peak", justify="right", no_wrap=True)
-        tips.add_column("fits")
-        tips.add_column("speed", justify="right", no_wrap=True)
+        tips = Table(title=tr("What makes it fit, cheapest first"), title_justify="left", show_edge=False)
+        tips.add_column(tr("change"))
+        tips.add_column(tr("flags"), overflow="fold")  # a flag is never cut to an ellipsis
+        tips.add_column(tr("peak"), justify="right", no_wrap=True)
+        tips.add_column(tr("fits"))
+        tips.add_column(tr("speed"), justify="right", no_wrap=True)
         for a in advice:
-            speed = f"{(a.slowdown - 1) * 100:+.0f} %" if a.slowdown != 1 else "same"
-            change = Text(a.change)
-            if a.caveat:  # its caveats under the change they belong to
-                change.append("\n" + "; ".join(c for c in a.caveat.split("; ") if c), style="dim")
-            tips.add_row(change, a.flags, gib(a.peak_bytes), "yes" if a.fits else "no", speed)
+            speed = tr("{pct:+.0f} %", pct=(a.slowdown - 1) * 100) if a.slowdown != 1 else tr("same")
+            change = Text(tr(a.change))
+            caveats = [tr(c) for c in _parts(a.caveat) if c]
+            if caveats:  # its caveats under the change they belong to
+                change.append("\n" + "; ".join(caveats), style="dim")
+            tips.add_row(change, a.flags, gib(a.peak_bytes), tr("yes") if a.fits else tr("no"), speed)
         parts += [Text(""), tips]
     for note in m.notes:
-        parts.append(Text(note, style="dim"))
+        parts.append(Text(tr(note), style="dim"))
     return Group(*parts)  # type: ignore[arg-type]
+
+
+def _parts(caveats: str) -> tuple[str, ...]:
+    """The caveats of an advice (a Joined of CHANGES' caveats, each one translatable by itself)."""
+    return caveats.parts if isinstance(caveats, Joined) else (caveats,)
 
 
 def duration(seconds: float) -> str:
     if seconds < 120:
-        return f"{seconds:,.1f} s"
+        return tr("{n:,.1f} s", n=seconds)
     if seconds < 2 * 3600:
-        return f"{seconds / 60:,.1f} min"
+        return tr("{n:,.1f} min", n=seconds / 60)
     if seconds < 3 * 86400:
-        return f"{seconds / 3600:,.1f} h"
-    return f"{seconds / 86400:,.1f} days"
+        return tr("{n:,.1f} h", n=seconds / 3600)
+    return tr("{n:,.1f} days", n=seconds / 86400)
 
 
 def time_line(t: TimeEstimate, interconnect: str) -> Text:
     text = Text(
-        f"Time: {duration(t.step_seconds)} per step ({t.tokens_per_step:,} tokens), "
-        f"{t.tokens_per_second:,.0f} tokens/s, MFU {t.mfu:.0%} ({t.mfu_source}), {t.bound}-bound"
+        tr("Time")
+        + ": "
+        + tr(
+            "{step_time} per step ({tokens} tokens), {rate} tokens/s, MFU {mfu} % ({source}), {bound}",
+            step_time=duration(t.step_seconds),
+            tokens=tr("{n:,}", n=t.tokens_per_step),
+            rate=tr("{n:,.0f}", n=t.tokens_per_second),
+            mfu=tr("{n:.0f}", n=100 * t.mfu),
+            source=t.mfu_source,
+            bound=Msg(f"{t.bound}-bound"),
+        )
     )
     if t.comm_seconds:
         text.append(
-            f"; all-reduce over {interconnect} {duration(t.comm_seconds)}, "
-            f"{duration(t.exposed_comm_seconds)} not hidden by backward"
+            "; "
+            + tr(
+                "all-reduce over {link} {time}, {exposed} not hidden by backward",
+                link=Msg(interconnect),
+                time=duration(t.comm_seconds),
+                exposed=duration(t.exposed_comm_seconds),
+            )
         )
     if t.total_seconds:
-        text.append(f". The run: {t.steps:,} steps, {duration(t.total_seconds)}.", style="bold")
+        text.append(
+            ". " + tr("The run: {steps} steps, {time}.", steps=tr("{n:,}", n=t.steps), time=duration(t.total_seconds)),
+            style="bold",
+        )
     return text
 
 
 def pipeline_line(p: PipelineEstimate) -> Group:
     ok = p.gpu_idle_fraction == 0
     need = p.needed_bytes_per_s
-    rate = f"{need / 1e6:,.1f} MB/s" if need >= 1e5 else f"{need / 1e3:,.1f} kB/s"
+    rate = tr("{n:,.1f} MB/s", n=need / 1e6) if need >= 1e5 else tr("{n:,.1f} kB/s", n=need / 1e3)
     head = Text(
-        f"Data: the GPUs consume {rate} ({p.needed_samples_per_s:,.0f} {p.unit}/s); "
-        f"storage gives {p.storage_bytes_per_s / 1e9:,.2f} GB/s"
-        + (" from the page cache" if p.dataset_in_page_cache else "")
-        + f", {p.worker_cores} worker cores {p.cpu_samples_per_s:,.0f} {p.unit}/s. ",
+        tr(
+            "Data: the GPUs consume {rate} ({samples:,.0f} {unit}/s); storage gives {storage:,.2f} GB/s",
+            rate=rate,
+            samples=p.needed_samples_per_s,
+            unit=Msg(p.unit),
+            storage=p.storage_bytes_per_s / 1e9,
+        )
+        + (tr(" from the page cache") if p.dataset_in_page_cache else "")
+        + tr(
+            ", {cores} worker cores {samples:,.0f} {unit}/s. ",
+            cores=p.worker_cores,
+            samples=p.cpu_samples_per_s,
+            unit=Msg(p.unit),
+        ),
         style="" if ok else "yellow",
     )
     head.append(
-        "Kept fed." if ok else f"GPUs idle {p.gpu_idle_fraction:.0%} of the time ({p.bottleneck}).",
+        tr("Kept fed.")
+        if ok
+        else tr(
+            "GPUs idle {pct:.0f} % of the time ({bottleneck}).",
+            pct=100 * p.gpu_idle_fraction,
+            bottleneck=Msg(p.bottleneck),
+        ),
         style="green" if ok else "bold red",
     )
-    return Group(head, *(Text(f"  fix: {a}", style="dim") for a in p.advice))
+    return Group(head, *(Text("  " + tr("fix: {text}", text=a), style="dim") for a in p.advice))
 
 
 def _flag_lines(flags: str, width: int) -> list[str]:
@@ -174,14 +241,16 @@ def _flag_lines(flags: str, width: int) -> list[str]:
 def recommendation(r: Recommendation) -> Group:
     from treino.plan.cost import format_brl
 
-    table = Table(title="Cheapest configurations that fit and meet the limits", title_justify="left", show_edge=False)
+    table = Table(
+        title=tr("Cheapest configurations that fit and meet the limits"), title_justify="left", show_edge=False
+    )
     shown = list(r.choices) or ([r.best_effort] if r.best_effort else [])
     # The offer column is as wide as its longest name, never cut; each choice's strategy (its flags, kept whole)
     # goes in the row below its name, wrapped to that width, so it stays with its row at any console width.
     width = max([len(c.offer) for c in shown] + [STRATEGY_WIDTH_MIN])
-    identity_column(table, "offer")
-    for col in ("GPUs", "site", "time", "cost"):
-        table.add_column(col, justify="right" if col in ("GPUs", "time", "cost") else "left", no_wrap=col == "cost")
+    identity_column(table, tr("offer"))
+    for col in (N_("GPUs"), N_("site"), N_("time"), N_("cost")):
+        table.add_column(tr(col), justify="right" if col in ("GPUs", "time", "cost") else "left", no_wrap=col == "cost")
     for c in shown:
         site = f"{c.site} ({c.country})" if c.site else "-"
         price = format_brl(c.cost_brl) + (" *" if c.example_price else "")
@@ -189,13 +258,15 @@ def recommendation(r: Recommendation) -> Group:
         table.add_row(Text("\n".join(_flag_lines(c.setup, width)), style="dim"), "", "", "", "", end_section=True)
     parts: list[object] = [table]
     if not r.choices:
-        parts.insert(0, Text("Nothing meets every limit. The closest:", style="bold red"))
-        parts.append(Text(f"It {r.miss}.", style="red"))
+        parts.insert(0, Text(tr("Nothing meets every limit. The closest:"), style="bold red"))
+        parts.append(Text(tr("It {miss}.", miss=r.miss), style="red"))
     if any(c.example_price for c in shown):
-        parts.append(Text("* an illustrative example price, not a quote: add your own with --offers FILE", style="dim"))
+        parts.append(
+            Text(tr("* an illustrative example price, not a quote: add your own with --offers FILE"), style="dim")
+        )
     if r.rejected:
-        parts.append(Text(f"Rejected ({len(r.rejected)}):", style="bold"))
-        parts += [Text(f"  {x.offer}: {x.reason}", style="dim") for x in r.rejected]
+        parts.append(Text(tr("Rejected ({n}):", n=len(r.rejected)), style="bold"))
+        parts += [Text(f"  {x.offer}: {tr(x.reason)}", style="dim") for x in r.rejected]
     return Group(*parts)  # type: ignore[arg-type]
 
 

@@ -12,6 +12,7 @@ import typer
 
 from treino.cli.client import JsonOpt, TokenOpt, UrlOpt, _client, _print_json
 from treino.errors import UsageError
+from treino.i18n import N_, Msg, tr
 
 quotas_app = typer.Typer(no_args_is_help=True, help="Limits on users' and roles' GPUs: GPU-hours a month, at once.")
 CSV_COLUMNS = ("key", "user", "purpose", "job_id", "job_name", "jobs", "gpu_hours", "cost_brl")
@@ -41,17 +42,24 @@ def usage_csv(report: dict[str, Any]) -> str:
 def quota_line(q: dict[str, Any]) -> str:
     """'Quota (role engineer): 3.20 of 500 GPU-hours this month (resets 2027-01-01 00:00); 1 of 4 GPUs held at
     once.'"""
+    used = q["used_gpu_hours_month"]
     hours = (
-        f"{q['used_gpu_hours_month']:.2f} GPU-hours used this month, no limit"
+        tr("{used:.2f} GPU-hours used this month, no limit", used=used)
         if q["gpu_hours_month"] is None
-        else f"{q['used_gpu_hours_month']:.2f} of {q['gpu_hours_month']:g} GPU-hours this month"
+        else tr("{used:.2f} of {limit:g} GPU-hours this month", used=used, limit=q["gpu_hours_month"])
     )
     gpus = (
-        f"{q['gpus_running']} GPU(s) held now, no limit at once"
+        tr("{n} GPU(s) held now, no limit at once", n=q["gpus_running"])
         if q["concurrent_gpus"] is None
-        else f"{q['gpus_running']} of {q['concurrent_gpus']} GPUs held at once"
+        else tr("{n} of {limit} GPUs held at once", n=q["gpus_running"], limit=q["concurrent_gpus"])
     )
-    return f"Quota ({q['set_for']}): {hours} (resets {_day(q['resets_at'])}); {gpus}."
+    return tr(
+        "Quota ({set_for}): {hours} (resets {resets}); {gpus}.",
+        set_for=q["set_for"],
+        hours=hours,
+        resets=_day(q["resets_at"]),
+        gpus=gpus,
+    )
 
 
 def usage(
@@ -85,13 +93,23 @@ def usage(
     from treino.plan.cost import format_brl
 
     priced = report["brl_per_gpu_hour"] is not None
-    heading = f"GPU usage of {report['scope']}, {_day(report['since'])} to {_day(report['until'])}, by {report['by']}"
+    heading = tr(
+        "GPU usage of {scope}, {since} to {until}, by {by}",
+        scope=report["scope"],
+        since=_day(report["since"]),
+        until=_day(report["until"]),
+        by=Msg(report["by"]),
+    )
     table = Table()
-    names = {"user": ("user",), "purpose": ("purpose",), "job": ("job", "name", "user", "purpose")}[report["by"]]
+    names = {
+        "user": (N_("user"),),
+        "purpose": (N_("purpose"),),
+        "job": (N_("job"), N_("name"), N_("user"), N_("purpose")),
+    }[report["by"]]
     for name in names:
-        table.add_column(name, overflow="fold")
-    for name in ("jobs", "GPU-hours", *(("cost",) if priced else ())):
-        table.add_column(name, justify="right")
+        table.add_column(tr(name), overflow="fold")
+    for name in (N_("jobs"), N_("GPU-hours"), *((N_("cost"),) if priced else ())):
+        table.add_column(tr(name), justify="right")
     for row in report["rows"]:
         keys = (
             (row["key"],)
@@ -101,23 +119,28 @@ def usage(
         cost = (format_brl(row["cost_brl"]),) if priced else ()
         table.add_row(*keys, str(row["jobs"]), f"{row['gpu_hours']:.2f}", *cost)
     total_cost = (format_brl(report["cost_brl"]),) if priced else ()
-    table.add_row(*("total", *[""] * (len(names) - 1)), "", f"{report['gpu_hours']:.2f}", *total_cost, style="bold")
+    table.add_row(*(tr("total"), *[""] * (len(names) - 1)), "", f"{report['gpu_hours']:.2f}", *total_cost, style="bold")
     out = console()
     out.print(heading, highlight=False)
     out.print(table, highlight=False)
     out.print(
-        f"Price: {report['price_basis']}"
+        tr("Price: {basis}", basis=report["price_basis"])
         if priced
-        else "No price is set: GPU-hours only. To price them: "
-        "treino server --offer ID (see treino offers) or --gpu-hour-brl 12.50.",
+        else tr(
+            "No price is set: GPU-hours only. To price them: "
+            "treino server --offer ID (see treino offers) or --gpu-hour-brl 12.50."
+        ),
         highlight=False,
         soft_wrap=False,
     )
-    out.print(f"Source: {report['source_note']}", highlight=False)
+    out.print(tr("Source: {note}", note=tr(report["source_note"])), highlight=False)
     if (quota := report.get("quota")) is not None:
         out.print(quota_line(quota), highlight=False)
     for held in report["held"]:
-        out.print(f"Job {held['job_id']} ({held['owner']}) waits: {held['reason']}", highlight=False)
+        out.print(
+            tr("Job {id} ({owner}) waits: {reason}", id=held["job_id"], owner=held["owner"], reason=held["reason"]),
+            highlight=False,
+        )
 
 
 @quotas_app.command("set")
@@ -144,18 +167,17 @@ def quotas_set(
         _print_json(row)
         return
     if gpu_hours_month is None and concurrent_gpus is None:
-        typer.echo(f"Removed the quota of {row['kind']} {row['name']}.")
+        typer.echo(tr("Removed the quota of {kind} {name}.", kind=Msg(row["kind"]), name=row["name"]))
         return
-    typer.echo(f"Quota of {row['kind']} {row['name']}: {_limits(row)}.")
+    typer.echo(tr("Quota of {kind} {name}: {limits}.", kind=Msg(row["kind"]), name=row["name"], limits=_limits(row)))
 
 
 def _limits(row: dict[str, Any]) -> str:
     hours = row["gpu_hours_month"]
     gpus = row["concurrent_gpus"]
-    return (
-        f"{'no limit on' if hours is None else f'{hours:g}'} GPU-hours a month, "
-        f"{'no limit on' if gpus is None else gpus} GPUs at once"
-    )
+    month = tr("no limit on GPU-hours a month") if hours is None else tr("{n:g} GPU-hours a month", n=hours)
+    once = tr("no limit on GPUs at once") if gpus is None else tr("{n} GPUs at once", n=gpus)
+    return f"{month}, {once}"
 
 
 @quotas_app.command("list")
@@ -170,12 +192,12 @@ def quotas_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = 
 
     from treino.cli.render import console
 
-    table = Table(title=f"{len(rows)} quota(s)", title_justify="left")
-    for name in ("for", "GPU-hours/month", "GPUs at once", "set by", "set"):
-        table.add_column(name, justify="right" if name.startswith("GPU") else "left", overflow="fold")
+    table = Table(title=tr("{n} quota(s)", n=len(rows)), title_justify="left")
+    for name in (N_("for"), N_("GPU-hours/month"), N_("GPUs at once"), N_("set by"), N_("set")):
+        table.add_column(tr(name), justify="right" if name.startswith("GPU") else "left", overflow="fold")
     for q in rows:
         table.add_row(
-            f"{q['kind']} {q['name']}",
+            f"{tr(q['kind'])} {q['name']}",
             "-" if q["gpu_hours_month"] is None else f"{q['gpu_hours_month']:g}",
             "-" if q["concurrent_gpus"] is None else str(q["concurrent_gpus"]),
             q["set_by"],

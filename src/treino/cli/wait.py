@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from treino.errors import EXIT_FAILURE, EXIT_OK
+from treino.i18n import Msg, tr
 
 if TYPE_CHECKING:
     from treino.cli.client import ServerClient
@@ -40,7 +41,7 @@ class _LogCursor:
                 continue  # the server sends its output a piece at a time: ask again at once
             if chunk["final"] and attempts > self.attempt:
                 self.attempt, self.offset = self.attempt + 1, 0  # the job restarted: its next attempt's output
-                sys.stdout.write(f"--- attempt {self.attempt} ---\n")
+                sys.stdout.write(tr("--- attempt {n} ---", n=self.attempt) + "\n")
                 continue
             return
 
@@ -59,11 +60,11 @@ def wait_for(client: ServerClient, job_id: int, follow: bool) -> dict[str, Any]:
 
 def outcome(job: dict[str, Any]) -> tuple[str, int]:
     """The line that says how the job ended, and the exit code it means."""
-    line = f"Job {job['id']} ({job['name']}) {job['state']}"
+    line = tr("Job {id} ({name}) {state}", id=job["id"], name=job["name"], state=Msg(job["state"]))
     if job["state"] == "succeeded":
         return line + ".", EXIT_OK
     if job.get("failure_reason"):
-        line += f": {job['failure_reason']}" + (f": {job['failure_detail']}" if job.get("failure_detail") else "")
+        line += f": {tr(job['failure_reason'])}" + (f": {job['failure_detail']}" if job.get("failure_detail") else "")
     if job.get("exit_code") is not None:
-        line += f" (exit code {job['exit_code']})"
+        line += " " + tr("(exit code {code})", code=job["exit_code"])
     return line + ".", EXIT_FAILURE

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 from treino.errors import PlanError
+from treino.i18n import Joined
 from treino.plan.hardware import GpuSpec
 from treino.plan.memory import MemoryEstimate, TrainSetup, estimate_training_memory
 from treino.plan.model import ModelSpec
@@ -30,7 +31,7 @@ Setting = tuple[str, int | str]  # a TrainSetup field and its new value
 
 @dataclass(frozen=True)
 class Advice:
-    change: str  # what to do, short labels joined by " + "
+    change: str  # what to do, short labels joined by " + " (a treino.i18n.Joined of CHANGES' labels)
     flags: str  # the CLI flags that plan it (`treino plan train`): flags_for(settings)
     peak_bytes: int  # per GPU after the change
     frees_bytes: int
@@ -197,10 +198,10 @@ def advise(
         for change in picked:
             slowdown *= change.slowdown
         result_changes = sum(c.changes_result for c in picked)
-        caveats = "; ".join(c.caveat for c in picked if c.caveat)
+        caveats = Joined("; ", [c.caveat for c in picked if c.caveat])  # Joined: the views translate each part
         settings = settings_changed(setup, combined)
         advice = Advice(
-            " + ".join(c.change for c in picked),
+            Joined(" + ", [c.change for c in picked]),
             flags_for(settings),
             estimate.peak_bytes,
             current.peak_bytes - estimate.peak_bytes,

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, replace
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 from treino.plan.hardware import GpuSpec
 from treino.plan.memory import TrainSetup, lora_params
 from treino.plan.model import ModelSpec
@@ -63,7 +64,7 @@ class TimeEstimate:
     flops_per_token: float  # model FLOPs (what MFU counts)
     hardware_flops_per_token: float  # with recompute and LoRA's skipped weight gradients
     mfu: float
-    mfu_source: str
+    mfu_source: str  # a Msg (treino.i18n)
     compute_seconds: float  # per optimizer step
     comm_seconds: float
     exposed_comm_seconds: float
@@ -97,9 +98,9 @@ def hardware_flops_per_token(model: ModelSpec, setup: TrainSetup) -> float:
 
 def mfu_prior(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup) -> tuple[float, str]:
     base = MFU_PRIOR.get(gpu.name)
-    source = f"prior for {gpu.name} (docs/catalog.md, MFU priors)"
+    source = Msg("prior for {gpu} (docs/catalog.md, MFU priors)", gpu=gpu.name)  # a Msg: the views translate it
     if base is None:
-        base, source = MFU_PRIOR_UNVERIFIED, f"unverified prior for {gpu.name}"
+        base, source = MFU_PRIOR_UNVERIFIED, Msg("unverified prior for {gpu}", gpu=gpu.name)
     size = min(1.0, max(SMALL_MODEL_FLOOR, SMALL_MODEL_FLOOR + 0.15 * math.log2(model.hidden_size / 768)))
     mfu = base * size
     if setup.checkpointing == "full":

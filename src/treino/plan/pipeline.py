@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 
 # Sequential read, GB/s (decimal). hardware-and-prices §5.1; SATA SSD = the SATA III line rate (D); network
 # storage = one 10 GbE link (D). Users with a `treino bench` profile pass their measured figure instead.
@@ -101,14 +102,22 @@ def estimate_pipeline(
     if bottleneck == "storage":
         need_gb_s = needed_bytes / 1e9
         advice.append(
-            f"Storage must read {need_gb_s:,.2f} GB/s and delivers {storage_read_gb_s:,.2f}: use NVMe "
-            "(Gen4 ~7 GB/s, Gen5 ~14.8 GB/s, RAID-0 several), or cache the dataset in RAM."
+            Msg(
+                "Storage must read {need:,.2f} GB/s and delivers {have:,.2f}: use NVMe "
+                "(Gen4 ~7 GB/s, Gen5 ~14.8 GB/s, RAID-0 several), or cache the dataset in RAM.",
+                need=need_gb_s,
+                have=storage_read_gb_s,
+            )
         )
     if bottleneck == "cpu" or worker_cores == 0:
         cores = int(-(-samples_per_s // rate)) + gpus + 4
         advice.append(
-            f"Data loading needs about {cores} CPU cores (GPUs x (workers + 1) + 4, docs/catalog.md); the server "
-            f"has {cpu_cores}. Pre-tokenise or pre-decode the data, or pick a server with more cores."
+            Msg(
+                "Data loading needs about {cores} CPU cores (GPUs x (workers + 1) + 4, docs/catalog.md); the server "
+                "has {have}. Pre-tokenise or pre-decode the data, or pick a server with more cores.",
+                cores=cores,
+                have=cpu_cores,
+            )
         )
     return PipelineEstimate(
         needed_bytes_per_s=needed_bytes,

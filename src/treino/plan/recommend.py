@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from treino.errors import PlanError
+from treino.i18n import Joined, Msg
 from treino.plan.cost import HOURS_PER_MONTH, FxRate, Offer, format_brl, hourly_brl, monthly_brl
 from treino.plan.hardware import GpuSpec
 from treino.plan.memory import TrainSetup, estimate_training_memory
@@ -106,9 +107,17 @@ def recommend(
     for cand in candidates:
         offer = cand.offer
         if residency and cand.country != residency.upper():
-            where = f"is in {offer.site} ({cand.country})" if cand.country else "has no site on record"
+            where = (
+                Msg("is in {site} ({country})", site=offer.site, country=cand.country)
+                if cand.country
+                else Msg("has no site on record")
+            )
             rejected.append(
-                Rejection(offer.name, f"residency {residency.upper()} required; the offer {where}", "residency")
+                Rejection(
+                    offer.name,
+                    Msg("residency {country} required; the offer {where}", country=residency.upper(), where=where),
+                    "residency",
+                )
             )
             continue
         best = best_for_offer(
@@ -146,10 +155,23 @@ def _miss_ratio(c: Choice, deadline: float | None, budget: float | None) -> floa
 def _miss_text(c: Choice, deadline: float | None, budget: float | None) -> str:
     parts = []
     if deadline and c.hours > deadline:
-        parts.append(f"takes {c.hours:,.1f} h, {c.hours - deadline:,.1f} h past the {deadline:,.0f} h deadline")
+        parts.append(
+            Msg(
+                "takes {hours:,.1f} h, {late:,.1f} h past the {deadline:,.0f} h deadline",
+                hours=c.hours,
+                late=c.hours - deadline,
+                deadline=deadline,
+            )
+        )
     if budget and c.cost_brl > budget:
-        parts.append(f"costs {format_brl(c.cost_brl)}, {format_brl(c.cost_brl - budget)} over the budget")
-    return "; ".join(parts)
+        parts.append(
+            Msg(
+                "costs {cost}, {over} over the budget",
+                cost=format_brl(c.cost_brl),
+                over=format_brl(c.cost_brl - budget),
+            )
+        )
+    return Joined("; ", parts)  # Msg and Joined (treino.i18n): the CLI shows them in the user's language
 
 
 def best_for_offer(
@@ -219,8 +241,12 @@ def best_for_offer(
     if best is None:
         return Rejection(
             offer.name,
-            f"does not fit: the leanest strategy needs {leanest_gib:,.1f} GiB per GPU, "
-            f"the {gpu.display_name} has {gpu.memory_bytes / 2**30:,.1f}",
+            Msg(
+                "does not fit: the leanest strategy needs {need:,.1f} GiB per GPU, the {gpu} has {have:,.1f}",
+                need=leanest_gib,
+                gpu=gpu.display_name,
+                have=gpu.memory_bytes / 2**30,
+            ),
             "memory",
         )
     _, _, choice = best

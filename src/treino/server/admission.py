@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from treino import catalog
 from treino.errors import SpecError
+from treino.i18n import Joined, Msg
 from treino.plan import TrainSetup, plan_training
 from treino.plan.advice import advise, spec_keys_for
 from treino.plan.hardware import GpuSpec
@@ -56,13 +57,30 @@ def admission_for(gpu: GpuSpec, gpus_per_node: Callable[[], int] | None = None) 
             return f"fits: {need:.1f} of {have:.1f} GiB per {gpu.display_name}{over}"
         max_gpus = None if gpus_per_node is None else gpus_per_node() * spec.nodes
         options = [a for a in advise(plan.model, gpu, setup, plan.memory, max_gpus) if a.fits][:3]
-        advice = "; ".join(
-            f"{a.change} ({a.peak_bytes / GIB:.1f} GiB with {spec_keys_for(a.settings, spec.nodes)})" for a in options
+        # Msg templates (treino.i18n): the dashboard shows the refusal in the visitor's language, the API in English
+        advice = Joined(
+            "; ",
+            (
+                Msg(
+                    "{change} ({peak:.1f} GiB with {keys})",
+                    change=a.change,
+                    peak=a.peak_bytes / GIB,
+                    keys=spec_keys_for(a.settings, spec.nodes),
+                )
+                for a in options
+            ),
         )
+        problem = "does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu} has {have:.1f} GiB. "
         raise SpecError(
             "plan",
-            f"does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu.display_name} has {have:.1f} GiB. "
-            + (f"To fix: {advice}." if advice else "To fix: more GPUs with plan: {zero: 3}, or a smaller model."),
+            Msg(problem + "To fix: {advice}.", need=need, gpu=gpu.display_name, have=have, advice=advice)
+            if advice
+            else Msg(
+                problem + "To fix: more GPUs with plan: {{zero: 3}}, or a smaller model.",
+                need=need,
+                gpu=gpu.display_name,
+                have=have,
+            ),
         )
 
     return check

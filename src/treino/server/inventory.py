@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from treino.errors import TreinoError
+from treino.i18n import Msg
 
 CPU_SPEC = re.compile(r"^cpu:(\d+)$")
 
@@ -51,15 +52,24 @@ class Inventory:
         if self.nodes:
             usable = [n for n in self.nodes if n.usable]
             names = sorted({d.name for d in self.devices}) or ["GPU"]
-            return (
-                f"{len(self.devices)} x {', '.join(names)} on {len(usable)} of {len(self.nodes)} Slurm node(s) "
-                f"(partitions {', '.join(sorted({p for n in self.nodes for p in n.partitions}))})"
+            return Msg(  # a Msg: the dashboard shows it in the visitor's language
+                "{devices} x {names} on {usable} of {nodes} Slurm node(s) (partitions {partitions})",
+                devices=len(self.devices),
+                names=", ".join(names),
+                usable=len(usable),
+                nodes=len(self.nodes),
+                partitions=", ".join(sorted({p for n in self.nodes for p in n.partitions})),
             )
         if self.kind == "cpu":
-            return f"{len(self.devices)} CPU slots (no GPUs: jobs run on CPU with gloo)"
+            return Msg("{devices} CPU slots (no GPUs: jobs run on CPU with gloo)", devices=len(self.devices))
         names = sorted({d.name for d in self.devices})
         domains = len({d.domain for d in self.devices})
-        return f"{len(self.devices)} x {', '.join(names)} GPU(s) in {domains} NVLink domain(s)"
+        return Msg(
+            "{devices} x {names} GPU(s) in {domains} NVLink domain(s)",
+            devices=len(self.devices),
+            names=", ".join(names),
+            domains=domains,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

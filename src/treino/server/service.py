@@ -37,6 +37,7 @@ from sqlalchemy import event, select
 from sqlalchemy.orm import Session, object_session, sessionmaker
 
 from treino.errors import Conflict, NotFound, SpecError
+from treino.i18n import Msg
 from treino.server import quotas, scheduler, waits
 from treino.server.auth import dead_token_hash, new_job_token, token_hash
 from treino.server.backend import Backend, BackendUnavailable, ExitInfo, LaunchRequest, Placement
@@ -270,9 +271,11 @@ class Service:
         with self.lock, self.sessions.begin() as s:
             job = s.get(Job, job_id)
             if job is None:
-                raise NotFound(f"No job {job_id}. To fix: list jobs with 'treino jobs'.")
+                raise NotFound(Msg("No job {job_id}. To fix: list jobs with 'treino jobs'.", job_id=job_id))
             if job.state in FINAL_STATES:
-                raise Conflict(f"Job {job_id} is already {job.state}; nothing to cancel.")
+                raise Conflict(
+                    Msg("Job {job_id} is already {state}; nothing to cancel.", job_id=job_id, state=Msg(job.state))
+                )
             if job.state == JobState.QUEUED:
                 self._end(job, JobState.CANCELLED)
             elif job.stop_request != StopRequest.CANCEL:

@@ -29,6 +29,7 @@ from sqlalchemy import Float, case, cast, distinct, func, literal, select
 from sqlalchemy.orm import Session
 
 from treino.errors import SpecError, UsageError
+from treino.i18n import N_
 from treino.plan.cost import HOURS_PER_MONTH, FxRate, Offer, format_brl, hourly_brl
 from treino.server.db import Attempt, Job
 
@@ -349,7 +350,9 @@ def report(
             note = f"the server's records: Slurm's accounting did not answer ({str(exc).strip()[:200]})"
         else:
             rows = slurm_usage_rows(s, uses, since, until, by, owner, now)
-            return UsageReport(since, until, by, tuple(rows), "slurm", "Slurm's accounting (sacct: AllocTRES x time)")
+            return UsageReport(
+                since, until, by, tuple(rows), "slurm", N_("Slurm's accounting (sacct: AllocTRES x time)")
+            )
     else:
-        note = "the server's records (attempts' start and end x GPUs held)"
+        note = N_("the server's records (attempts' start and end x GPUs held)")  # translated by value
     return UsageReport(since, until, by, tuple(usage_rows(s, since, until, by, owner, now)), "treino", note)

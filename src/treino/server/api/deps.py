@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from treino.errors import Conflict, NotFound, Unauthenticated
 from treino.govern.access import SENSITIVE_PERMISSIONS, Principal
 from treino.govern.models import Role
+from treino.i18n import Msg
 from treino.server.auth import is_job_token, require
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, Job
@@ -152,7 +153,7 @@ def keyset_page(
 def job_or_404(s: Session, job_id: int) -> Job:
     job = s.get(Job, job_id)
     if job is None:
-        raise NotFound(f"No job {job_id}. To fix: list jobs with 'treino jobs'.")
+        raise NotFound(Msg("No job {job_id}. To fix: list jobs with 'treino jobs'.", job_id=job_id))
     return job
 
 

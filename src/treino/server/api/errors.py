@@ -31,6 +31,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from treino.errors import DatabaseBroken, InsufficientStorage, PolicyViolation, TreinoError, Unauthenticated
+from treino.i18n import message_of
 from treino.server.auth import JOB_TOKEN_PREFIX
 from treino.server.disk import space_text, storage_fault
 from treino.server.settings import API_BODY_BYTES_MAX, FORM_BYTES_MAX, INT_MAX, METRICS_BYTES_MAX, SPEC_BYTES_MAX
@@ -94,7 +95,7 @@ def install(app: FastAPI, page: PageRenderer | None = None) -> None:
     async def _treino(request: Request, exc: TreinoError) -> Response:
         if wants_html(request):
             assert page is not None
-            return page(request, exc.http_status, str(exc))
+            return page(request, exc.http_status, message_of(exc))  # a Msg: translated on the page
         return JSONResponse(error_body(exc), status_code=exc.http_status)
 
     async def _storage(request: Request, exc: Exception) -> Response:

@@ -41,11 +41,12 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from treino.errors import Forbidden, TooLarge, TooManyRequests, TreinoError, Unauthenticated
 from treino.govern.access import PERMISSIONS, Principal, allowed, may_read_logs
 from treino.govern.models import Role
+from treino.i18n import N_, message_of
 from treino.server.api.deps import Ctx, job_or_404
 from treino.server.api.routes.usage import usage_out
 from treino.server.auth import token_hash
 from treino.server.context import ServerContext
-from treino.server.db import FINAL_STATES
+from treino.server.db import FINAL_STATES, JobState
 from treino.server.quotas import all_quotas
 from treino.server.resubmission import may_resubmit
 from treino.server.resubmission import resubmit as resubmit_job
@@ -53,10 +54,11 @@ from treino.server.schemas import may_see_env, visible_spec
 from treino.server.settings import COOKIE, FORM_BYTES_MAX, INT_MAX, METRIC_SERIES_KEYS_MAX, POLL_MS
 from treino.server.usage import By
 from treino.server.web import plan_view, views
-from treino.server.web.i18n import negotiate
+from treino.server.web.i18n import Locale, Msg, negotiate
 
 HERE = Path(__file__).parent
 router = APIRouter(include_in_schema=False)  # pages, not API: /openapi.json documents the API only
+JOB_STATES = [s.value for s in JobState]
 PageJobId = Annotated[int, PathParam(ge=1, le=INT_MAX)]
 
 
@@ -102,9 +104,14 @@ def allowed_to(permission: str, what: str = "") -> Any:
     def check(visitor: Annotated[Visitor, Depends(logged_in)]) -> Visitor:
         if not allowed(visitor.who.role, permission):
             roles = ", ".join(sorted(r.value for r in PERMISSIONS[permission]))
-            action = what or permission
-            fix = f"To fix: use a token of a user with role {roles}."
-            raise Forbidden(f"Role {visitor.who.role} may not {action}. {fix}")
+            raise Forbidden(
+                Msg(
+                    "Role {role} may not {action}. To fix: use a token of a user with role {roles}.",
+                    role=visitor.who.role,
+                    action=Msg(what or permission),
+                    roles=roles,
+                )
+            )
         return visitor
 
     return Depends(check)
@@ -131,6 +138,8 @@ def render(request: Request, name: str, status: int = 200, **page: Any) -> HTMLR
         .get_template(name)
         .render(
             t=loc.t,
+            fmt=lambda template, **fields: loc.msg(Msg(template, **fields)),
+            states_json=json.dumps({state: loc.t(state) for state in JOB_STATES}),  # for the live state's script
             loc=loc,
             who=who,
             csrf=csrf_of(ctx, visitor.session) if visitor else "",
@@ -148,25 +157,26 @@ def error_page(request: Request, status: int, message: str) -> Response:
     if status == 401:
         return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
     loc = negotiate(request.headers.get("accept-language"))
-    title = {403: "Forbidden", 404: "Not found"}.get(status, "Error")
-    return render(request, "error.html", status, title=loc.t(title), message=message)
+    title = {403: N_("Forbidden"), 404: N_("Not found")}.get(status, N_("Error"))
+    return render(request, "error.html", status, title=loc.t(title), message=loc.msg(message))
 
 
 async def form_of(request: Request, visitor: Visitor | None = None) -> dict[str, str]:
     """The url-encoded body (no python-multipart needed); with a `visitor`, its CSRF token must match."""
     body = await request.body()
     if len(body) > FORM_BYTES_MAX:
-        raise TooLarge("Form too large.")
+        raise TooLarge(Msg("Form too large."))
     form = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
     if visitor is not None:
         ctx: ServerContext = request.app.state.ctx
         if not hmac.compare_digest(form.get("csrf", ""), csrf_of(ctx, visitor.session)):
-            raise Forbidden("Missing or wrong CSRF token. To fix: reload the page and try again.")
+            raise Forbidden(Msg("Missing or wrong CSRF token. To fix: reload the page and try again."))
     return form
 
 
-def back_to_job(job_id: int, message: str) -> RedirectResponse:
-    return RedirectResponse(f"/jobs/{job_id}?msg={quote(message[:300])}", status_code=303)
+def back_to_job(job_id: int, message: str, loc: Locale) -> RedirectResponse:
+    """To the job's page, with `message` (translated here: the flash is shown as it is) above it."""
+    return RedirectResponse(f"/jobs/{job_id}?msg={quote(loc.msg(message)[:300])}", status_code=303)
 
 
 # --- login ---------------------------------------------------------------------------------------------------------
@@ -279,20 +289,27 @@ def job_metrics(
 @router.post("/jobs/{job_id}/cancel")
 async def cancel(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Canceller) -> Response:
     await form_of(request, visitor)
-    return await run_in_threadpool(_cancel, job_id, ctx, visitor)  # transactions and signals: off the event loop
+    loc = negotiate(request.headers.get("accept-language"))
+    return await run_in_threadpool(_cancel, job_id, ctx, visitor, loc)  # transactions and signals: off the event loop
 
 
-def _cancel(job_id: int, ctx: ServerContext, visitor: Visitor) -> Response:
+def _cancel(job_id: int, ctx: ServerContext, visitor: Visitor, loc: Locale) -> Response:
     with ctx.sessions() as s:
         job = job_or_404(s, job_id)
         if not views.may_cancel(visitor.who, job) and job.state not in FINAL_STATES:
-            raise Forbidden(f"Job {job_id} belongs to {job.owner}. To fix: ask them or an admin to cancel it.")
+            raise Forbidden(
+                Msg(
+                    "Job {job_id} belongs to {owner}. To fix: ask them or an admin to cancel it.",
+                    job_id=job_id,
+                    owner=job.owner,
+                )
+            )
     try:
         done = ctx.engine.cancel(job_id)
     except TreinoError as exc:  # already finished: said on the page
-        return back_to_job(job_id, str(exc))
+        return back_to_job(job_id, message_of(exc), loc)
     ctx.job_lists.clear()
-    return back_to_job(job_id, "Job cancelled." if done.state == "cancelled" else "Cancellation requested.")
+    return back_to_job(job_id, "Job cancelled." if done.state == "cancelled" else "Cancellation requested.", loc)
 
 
 @router.post("/jobs/{job_id}/resubmit")
@@ -301,22 +318,33 @@ async def resubmit(request: Request, job_id: PageJobId, ctx: Ctx, visitor: Submi
     form = await form_of(request, visitor)
     # The submit path checks the trackers (a subprocess, up to TRACKER_CHECK_TIMEOUT_S), scans the checkpoint folder
     # and writes transactions: in a worker thread, so that the event loop goes on answering every other request.
-    return await run_in_threadpool(_resubmit, job_id, ctx, visitor, form.get("from_scratch") == "1")
+    loc = negotiate(request.headers.get("accept-language"))
+    return await run_in_threadpool(_resubmit, job_id, ctx, visitor, form.get("from_scratch") == "1", loc)
 
 
-def _resubmit(job_id: int, ctx: ServerContext, visitor: Visitor, from_scratch: bool) -> Response:
+def _resubmit(job_id: int, ctx: ServerContext, visitor: Visitor, from_scratch: bool, loc: Locale) -> Response:
     with ctx.sessions() as s:
         original = job_or_404(s, job_id)
     if not may_resubmit(visitor.who, original):
         # the spec's env may hold its owner's secrets: only they (or an admin) may run it again
-        raise Forbidden(f"Job {job_id} belongs to {original.owner}: only they or an admin may resubmit it.")
+        raise Forbidden(
+            Msg(
+                "Job {job_id} belongs to {owner}: only they or an admin may resubmit it.",
+                job_id=job_id,
+                owner=original.owner,
+            )
+        )
     try:
         job = resubmit_job(ctx.submissions, job_id, visitor.who, from_scratch=from_scratch)
     except TreinoError as exc:  # refused as the API would refuse it: the reason on the original's page
-        return back_to_job(job_id, str(exc))
+        return back_to_job(job_id, message_of(exc), loc)
     ctx.job_lists.clear()
-    how = f"continues job {job_id} from step {job.continues_from_step}" if job.continues_from else "from step 0"
-    return back_to_job(job.id, f"resubmitted from job {job_id}: {how}")
+    how = (
+        Msg("continues job {job_id} from step {step}", job_id=job_id, step=job.continues_from_step)
+        if job.continues_from
+        else Msg("from step 0")
+    )
+    return back_to_job(job.id, Msg("resubmitted from job {job_id}: {how}", job_id=job_id, how=how), loc)
 
 
 # --- plan ----------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from treino.errors import TreinoError
+from treino.i18n import Msg, message_of
 
 PRECISIONS = ("bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true", "fp32")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion")
@@ -41,7 +42,7 @@ class PlanForm:
     @classmethod
     def from_query(cls, q: dict[str, str]) -> tuple[PlanForm, list[str]]:
         """The form from query parameters, and what was wrong with them (each field keeps its default then)."""
-        form, errors = cls(), []
+        form, errors = cls(), list[str]()
         for name, default in asdict(form).items():
             raw = q.get(name)
             if raw is None or raw == "":
@@ -49,7 +50,7 @@ class PlanForm:
             try:
                 value: Any = type(default)(float(raw)) if isinstance(default, int | float) else raw.strip()
             except ValueError:
-                errors.append(f"{name}: not a number: {raw!r}")
+                errors.append(Msg("{name}: not a number: {raw!r}", name=name, raw=raw))
                 continue
             setattr(form, name, value)
         return form, errors
@@ -58,7 +59,7 @@ class PlanForm:
 @dataclass
 class PlanResult:
     form: PlanForm
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # Msg where the message has one: the page translates it
     plan: Any = None  # treino.plan.TrainPlan
     parts: list[dict[str, Any]] = field(default_factory=list)
     timing: Any = None  # treino.plan.performance.TimeEstimate
@@ -96,16 +97,18 @@ def compute(form: PlanForm) -> PlanResult:
         },
     )
     if form.model not in out.choices["model"]:
-        out.errors.append(f"Unknown model {form.model!r}. To fix: pick one of the list ('treino models').")
+        out.errors.append(
+            Msg("Unknown model {model!r}. To fix: pick one of the list ('treino models').", model=form.model)
+        )
     if form.gpu not in out.choices["gpu"]:
-        out.errors.append(f"Unknown GPU {form.gpu!r}. To fix: pick one of the list ('treino gpus').")
+        out.errors.append(Msg("Unknown GPU {gpu!r}. To fix: pick one of the list ('treino gpus').", gpu=form.gpu))
     for name in ("dedicated", "cloud"):
         if getattr(form, name) and getattr(form, name) not in out.choices[name]:
-            out.errors.append(f"Unknown {name} offer {getattr(form, name)!r}.")
+            out.errors.append(Msg("Unknown {kind} offer {offer!r}.", kind=Msg(name), offer=getattr(form, name)))
     if not (1 <= form.gpus <= 1024 and 1 <= form.micro_batch <= 4096 and 1 <= form.seq_len <= 2**20):
-        out.errors.append("GPUs, micro-batch and sequence must be positive (GPUs <= 1024).")
+        out.errors.append(Msg("GPUs, micro-batch and sequence must be positive (GPUs <= 1024)."))
     if not 0 <= form.tokens <= 1e15:
-        out.errors.append("tokens must be between 0 and 1e15.")
+        out.errors.append(Msg("tokens must be between 0 and 1e15."))
     if out.errors:
         return out
     try:
@@ -130,7 +133,7 @@ def compute(form: PlanForm) -> PlanResult:
         )
         out.scale = [asdict(p) for p in scale(spec, gpu, scale_setup, SCALE_COUNTS)]
     except TreinoError as exc:
-        out.errors.append(str(exc))
+        out.errors.append(message_of(exc))
         return out
     if form.tokens > 0:
         try:
@@ -148,7 +151,7 @@ def compute(form: PlanForm) -> PlanResult:
                 months=COST_MONTHS,
             )
         except TreinoError as exc:
-            out.cost_error = str(exc)
+            out.cost_error = message_of(exc)
     return out
 
 

@@ -35,12 +35,13 @@
   if (job) {
     const data = JSON.parse(document.getElementById("curves").textContent);
     const lossEl = document.getElementById("loss-chart"), rateEl = document.getElementById("rate-chart");
+    const states = JSON.parse(job.dataset.states || "{}"), stepLabel = job.dataset.tStep || "step";  // in the page's language
     let plots = [];
     const draw = (c) => {
       if (!c.step.length) return;
       plots.forEach((p) => p.destroy());
-      plots = [chart(lossEl, c.step, c.loss, lossEl.dataset.label, "#0072B2", "step", fmt(4)),
-               chart(rateEl, c.step, c.rate, rateEl.dataset.label, "#E69F00", "step", fmt(2))].filter(Boolean);
+      plots = [chart(lossEl, c.step, c.loss, lossEl.dataset.label, "#0072B2", stepLabel, fmt(4)),
+               chart(rateEl, c.step, c.rate, rateEl.dataset.label, "#E69F00", stepLabel, fmt(2))].filter(Boolean);
     };
     draw(data);
     if (job.dataset.final !== "1") {
@@ -54,7 +55,7 @@
           log.textContent = live.log; if (atEnd) log.scrollTop = log.scrollHeight;
         }
         if (job.dataset.state === "queued" && live.state !== "queued") location.reload();  // why it waited, how long: drawn by the server
-        document.getElementById("job-state").textContent = live.state;
+        document.getElementById("job-state").textContent = states[live.state] || live.state;
         document.getElementById("job-state").className = "st st-" + live.state;
         document.getElementById("job-step").textContent = (live.last_step == null ? "–" : fmt(0).format(live.last_step)) + (live.steps ? " / " + fmt(0).format(live.steps) : "");
         document.getElementById("job-rate").textContent = live.steps_per_s == null ? "–" : fmt(2).format(live.steps_per_s);

@@ -94,7 +94,7 @@
     const jobs = [jobId, ...state.compare].filter((id) => data.has(id));
     const width = Math.max((box.clientWidth || 900) / (state.keys.length > 1 ? 2 : 1) - 40, 300);
     for (const key of state.keys) {
-      const tables = [], series = [{ label: "step" }];
+      const tables = [], series = [{ label: root.dataset.tStep || "step" }];
       jobs.forEach((id, n) => {
         const s = data.get(id).series.find((x) => x.key === key);
         if (!s) return;
@@ -123,7 +123,7 @@
         width: width, height: 220,
         legend: { show: true },
         scales: { x: { time: false }, y: state.log ? { distr: 3 } : {} },
-        axes: [{ label: "step" }, { values: (u, v) => v.map((x) => (x == null ? "" : fmt.format(x))), size: 60 }],
+        axes: [{ label: root.dataset.tStep || "step" }, { values: (u, v) => v.map((x) => (x == null ? "" : fmt.format(x))), size: 60 }],
         series: series,
       }, tables.length === 1 ? tables[0] : uPlot.join(tables), el);
       charts.push(fig.uplot);

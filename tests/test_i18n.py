@@ -1,0 +1,217 @@
+"""Every text treino shows has a pt-BR entry (treino.pt_br.PT), read from the sources themselves, so that a new
+string without one fails here, naming it:
+
+- the dashboard's templates, parsed with Jinja2: every literal given to t() or fmt(), and no English words in the
+  text outside {{ }} and tags (only the technical names of TEMPLATE_WORDS may stay as they are);
+- the Python sources: every Msg("...") template and every literal given to tr(...) or a Locale's .t(...);
+- the texts the views translate by value: job states, failure reasons and outcomes, the planner's memory parts,
+  phases, bounds, advice labels and caveats, and its notes.
+
+The rendered pages and CLI outputs are checked in tests/web/test_i18n_pages.py and tests/cli/test_cli_i18n.py
+(no English word of ENGLISH_WORDS in what a pt-BR reader sees).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from jinja2 import Environment, nodes
+
+from treino.i18n import EN, PT_BR, Joined, Locale, Msg, from_env, parse
+from treino.pt_br import PT
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "treino"
+TEMPLATES = SRC / "server" / "web" / "templates"
+TRANSLATED_CALLS = {"t", "fmt", "tr"}  # t(text), fmt(template, **fields), tr(text or template, **fields)
+# Names and units a pt-BR page shows as they are, outside {{ }} in the templates
+TEMPLATE_WORDS = {"treino", "KiB", "GiB", "ZeRO-3", "sha256", "Slurm", "BRL", "USD", "v", "C"}
+
+# English words that have no place in what a pt-BR reader sees (the checks of rendered pages and CLI output use it).
+# Not here: the loanwords the catalog keeps (job, dataset, log, loss, token, tokens, checkpoint, flags, total, plan).
+_WORDS = """
+    the and of to with for from on in is are not yes this that per each has needs run runs step steps queue running
+    queued succeeded failed cancelled stopping state owner name memory fits does fit cheaper month months offer
+    search overview out submitted priority devices outcome history attempt started ended path size disk version
+    purpose erased models kind cancel resubmit scratch continues compute peak headroom change speed same time
+    scaling efficiency cost hours dedicated cloud pays above weights gradients optimizer activations temporaries
+    overhead prior unverified bound sequence free node nodes address partitions utilisation temperature recent
+    waiting metrics keys key points last smoothing raw compare remove records signed chain intact broken lineage
+    requests subject requested deadline actor action detail forbidden found error logged tried refused role may ask
+    them only fix share params trainable over link offloaded rate prices between pricing
+"""
+ENGLISH_WORDS = set(_WORDS.split())
+
+
+def _constant(node: nodes.Node | ast.AST) -> str | None:
+    """A template or Python string literal, "a" + "b" included; None when the text is computed."""
+    if isinstance(node, nodes.Const | ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _constant(node.left), _constant(node.right)
+        return left + right if left is not None and right is not None else None
+    return None
+
+
+def template_keys() -> dict[str, set[str]]:
+    """Every literal given to t() or fmt() in the templates: {key: templates using it}."""
+    env = Environment()
+    used: dict[str, set[str]] = {}
+    for path in sorted(TEMPLATES.glob("*.html")):
+        tree = env.parse(path.read_text())
+        for call in tree.find_all(nodes.Call):
+            if isinstance(call.node, nodes.Name) and call.node.name in TRANSLATED_CALLS and call.args:
+                text = _constant(call.args[0])
+                if text is not None:
+                    used.setdefault(text, set()).add(path.name)
+    return used
+
+
+def template_text() -> dict[str, list[str]]:
+    """The words of each template's text outside {{ }}, {% %}, {# #} and HTML tags (Jinja2's lexer splits them)."""
+    env = Environment()
+    found: dict[str, list[str]] = {}
+    for path in sorted(TEMPLATES.glob("*.html")):
+        text = "".join(value if kind == "data" else " " for _line, kind, value in env.lex(path.read_text()))
+        visible = re.sub(r"<[^>]*>", " ", re.sub(r"<(script|style)\b.*?</\1>", " ", text, flags=re.S))
+        words = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9-]*", visible) if w not in TEMPLATE_WORDS]
+        if words:
+            found[path.name] = words
+    return found
+
+
+def python_keys() -> dict[str, set[str]]:
+    """Every Msg("...") template and every literal given to tr(...), N_(...) or .t(...) in treino's sources (a
+    template of numbers alone, "{n:,.1f}", needs no entry)."""
+    used: dict[str, set[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        if path.name == "pt_br.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name in {"Msg", "tr", "N_"} or (name == "t" and isinstance(f, ast.Attribute)):
+                text = _constant(node.args[0])
+                if text is not None and re.search("[A-Za-z]", re.sub(r"\{[^}]*\}", "", text)):  # not "{n:,}"
+                    used.setdefault(text, set()).add(str(path.relative_to(SRC)))
+    return used
+
+
+def value_keys() -> set[str]:
+    """Texts the views translate by value (t(j.state), t(p.label), each(" + ") of advice...)."""
+    from treino.plan.advice import CHANGES
+    from treino.server.db import FailureReason, JobState, StopRequest
+    from treino.server.web.plan_view import MEMORY_PARTS
+
+    keys = {s.value for s in JobState} | {r.value for r in FailureReason} | {r.value for r in StopRequest}
+    keys |= {label for label, _attr, _colour in MEMORY_PARTS}
+    keys |= {c.change for c in CHANGES} | {c.caveat for c in CHANGES if c.caveat}
+    keys |= {"loss", "backward", "optimizer step", "backward, recompute"}  # plan.memory's phases
+    keys |= {"compute-bound", "memory-bound", "nvlink", "pcie", "dedicated", "cloud", "GPU", "CPU"}
+    keys |= {"The optimizer step runs on the CPU (DeepSpeed ZeRO-Offload)."}  # plan.memory's note
+    keys |= {"analytic", "trace", "tokens", "images", "none", "storage", "cpu"}  # plan methods, data units, bottlenecks
+    return keys
+
+
+def _missing(keys: set[str] | dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{k!r} ({', '.join(sorted(keys[k]))})" if isinstance(keys, dict) else repr(k) for k in keys if k not in PT
+    )
+
+
+def test_every_template_text_has_a_pt_br_entry() -> None:
+    assert _missing(template_keys()) == []
+
+
+def test_templates_hold_no_untranslated_text() -> None:
+    assert template_text() == {}
+
+
+def test_every_message_template_of_the_code_has_a_pt_br_entry() -> None:
+    assert _missing(python_keys()) == []
+
+
+def test_every_text_translated_by_value_has_a_pt_br_entry() -> None:
+    assert _missing(value_keys()) == []
+
+
+def test_entries_keep_their_fields_and_fix() -> None:
+    """A translation names the same {fields} as its English key, and a "To fix:" becomes "Como corrigir:"."""
+    field = re.compile(r"\{([a-z_]*)[!:}]")
+    bad = [k for k, v in PT.items() if sorted(field.findall(k)) != sorted(field.findall(v))]
+    bad += [k for k, v in PT.items() if ("To fix:" in k) != ("Como corrigir:" in v)]
+    assert bad == []
+
+
+def test_a_msg_is_its_english_text_and_renders_in_portuguese() -> None:
+    """treino.server.admission's refusal: numbers, a nested Joined of advice labels and the fix, all translated."""
+    advice = Joined(
+        "; ",
+        [
+            Msg(
+                "{change} ({peak:.1f} GiB with {keys})",
+                change=Joined(" + ", ["ZeRO-3", "full checkpointing"]),
+                peak=70.25,
+                keys="plan: {zero: 3}",
+            )
+        ],
+    )
+    problem = "does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu} has {have:.1f} GiB. "
+    msg = Msg(problem + "To fix: {advice}.", need=1234.5, gpu="H200", have=141.0, advice=advice)
+    assert (
+        str(msg)
+        == msg
+        == (
+            "does not fit: the planner needs 1234.5 GiB per GPU, the H200 has 141.0 GiB. "
+            "To fix: ZeRO-3 + full checkpointing (70.2 GiB with plan: {zero: 3})."
+        )
+    )
+    assert EN.msg(msg) == str(msg) and EN.error(ValueError(msg)) == str(msg)
+    assert PT_BR.error(ValueError(msg)) == (
+        "não cabe: o planejador precisa de 1234,5 GiB por GPU, a H200 tem 141,0 GiB. "
+        "Como corrigir: ZeRO-3 + checkpointing completo (70,2 GiB com plan: {zero: 3})."
+    )
+    assert PT_BR.msg("Unknown text. To fix: do something.") == "Unknown text. Como corrigir: do something."
+
+
+@pytest.mark.parametrize(
+    ("env", "code"),
+    [
+        ({"LANG": "pt_BR.UTF-8"}, "pt-BR"),
+        ({"LANG": "en_US.UTF-8", "LC_MESSAGES": "pt_BR"}, "pt-BR"),
+        ({"LANG": "pt_BR.UTF-8", "LC_ALL": "C"}, "en"),
+        ({}, "en"),
+    ],
+)
+def test_the_cli_language_follows_lc_all_lc_messages_lang(env: dict[str, str], code: str) -> None:
+    assert from_env(env) == Locale(code)
+    assert parse(code) == Locale(code)
+
+
+def test_pt_br_numbers_and_money() -> None:
+    assert PT_BR.money(1234.56) == "R$ 1.234,56" and PT_BR.num(1234.5, 1) == "1.234,5"
+    assert EN.money(1234.56) == "BRL 1,234.56" and EN.num(1234.5, 1) == "1,234.5"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in TEMPLATES.glob("*.html")))
+def test_every_template_compiles_with_the_dashboards_environment(name: str) -> None:
+    from treino.server.web.pages import templates
+
+    templates().get_template(name)  # an unknown filter (|msg instead of msg()) fails here, not on a page
+
+
+def test_every_command_description_and_root_option_of_the_cli_has_a_pt_br_entry() -> None:
+    """`treino --help` and each command's --help (treino.cli.i18n rewrites them; option helps of the commands
+    themselves are not yet in the catalog: docs/i18n.md)."""
+    import typer
+
+    from treino.cli.app import app
+    from treino.cli.i18n import help_texts
+
+    texts = help_texts(typer.main.get_command(app))
+    assert len(texts) > 40
+    assert sorted(f"{where}: {text!r}" for text, where in texts.items() if text not in PT) == []
