@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
-
 import torch
 from torch import nn
 
@@ -123,8 +122,11 @@ def train_sisa(run: job.Run, plan: sisa.SisaPlan, table: pa.Table, steps: int) -
             plan.save(shard, j, state)
             run.log(step=plan.previous_step + plan.trained_slices, shard=shard.index, slice=j)
     retrained = [s.index for s in plan.shards if s.start_slice < plan.slices]
-    print(f"sisa shards={len(plan.shards)} slices={plan.slices} retrained={retrained} "
-          f"from={[s.start_slice for s in plan.shards]}", flush=True)
+    print(
+        f"sisa shards={len(plan.shards)} slices={plan.slices} retrained={retrained} "
+        f"from={[s.start_slice for s in plan.shards]}",
+        flush=True,
+    )
     plan.finish()
     finals = [plan.final_state(s) for s in plan.shards]
     holdout = table.take(plan.holdout)

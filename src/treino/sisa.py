@@ -56,7 +56,7 @@ from treino.errors import JobError
 from treino.job import _write_atomic
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no py.typed marker
     import torch
 
     from treino.job import Run
@@ -329,7 +329,7 @@ class SisaPlan:
 def erased_rows(run: Run, dataset: str) -> pa.Table | None:
     """The erased subject's rows of `dataset`, which the server leaves in an erasure's retraining job's folder for
     the memorisation check (and deletes once the job ends), or None."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     path = run.checkpoint_dir.parent / ERASED_ROWS_NAME.format(dataset=dataset)
     if not path.is_file():

@@ -556,6 +556,7 @@ class Service:
             "TREINO_ATTEMPT": str(number),
             "TREINO_TRACKERS_DIR": str(trackers_dir),
             **({} if spec.trackers is None else {"TREINO_TRACKERS": ",".join(spec.trackers)}),
+            **({} if spec.sisa is None else {"TREINO_SISA": f"{spec.sisa.shards}:{spec.sisa.slices}"}),
         }
         node_of = {d.index: d.node for d in inventory.devices}
         nodes = tuple(dict.fromkeys(node_of[i] for i in devices))  # in order, once each
