@@ -400,7 +400,15 @@ def subject_report(ctx: ServerContext, subject: str, actor: str) -> SubjectRepor
             ],
             models=[SubjectModel(id=m.model_id, job=m.job_id, kind=m.kind) for m in report.models],
             jobs=report.job_ids,
-            erasures=[ErasureRef(id=e.id, requested_at=e.requested_at, deadline_at=e.deadline_at) for e in erasures],
+            erasures=[
+                ErasureRef(
+                    id=e.id,
+                    requested_at=e.requested_at,
+                    deadline_at=e.deadline_at,
+                    memorisation=(e.report or {}).get("memorisation", []),
+                )
+                for e in erasures
+            ],
             generated_at=time.time(),
         )
 
