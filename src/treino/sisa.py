@@ -62,7 +62,6 @@ if TYPE_CHECKING:
     from treino.job import Run
 
 ENV_SISA = "TREINO_SISA"  # "K:R", set by the server from the spec's `sisa`
-ENV_ERASURE = "TREINO_ERASURE"  # the erasure whose retraining this job is (treino.server.governance sets it)
 SISA_DIR = "sisa"  # in the checkpoint folder
 MANIFEST_NAME = "manifest.json"
 HOLDOUT_BUCKETS = 20  # rows are split in this many buckets by a hash of their key; ...
@@ -356,7 +355,6 @@ def memorisation_check(
         return {"erased_loss": e, "holdout_loss": h, "gap": gap}
 
     result: dict[str, Any] = {
-        "erasure": int(os.environ[ENV_ERASURE]) if os.environ.get(ENV_ERASURE, "").isdigit() else None,
         "metric": "mean loss",
         "erased_rows": erased.num_rows,
         "holdout_rows": holdout.num_rows,

@@ -43,7 +43,6 @@ from treino.server.schemas import (
 from treino.server.settings import ERASURE_DEADLINE_DAYS
 from treino.server.spec import JobSpec
 from treino.server.submission import JobHook, job_site
-from treino.sisa import ENV_ERASURE
 
 
 def dataset_named(s: Session, name: str) -> Dataset:
@@ -325,9 +324,8 @@ def _retrain(
 ) -> tuple[list[int], list[RetrainRefused]]:
     """Each affected job again, same spec and owner, through the one submit path: admitted anew, it gets the
     versions without the subject. A job no longer admitted (a revoked grant, a plan that no longer fits) is
-    listed with its reason; it never fails the erasure already done. Its env names the erasure (TREINO_ERASURE);
-    a SISA job continues from its shards' slice checkpoints, with the erased rows for its memorisation check
-    (treino.server.unlearning)."""
+    listed with its reason; it never fails the erasure already done. A SISA job continues from its shards' slice
+    checkpoints, with the erased rows for its memorisation check (treino.server.unlearning)."""
     queued: list[int] = []
     refused: list[RetrainRefused] = []
     for job_id in sorted(set(job_ids)):
@@ -336,14 +334,13 @@ def _retrain(
             if job is None:
                 continue
             owner = s.scalar(select(User).where(User.name == job.owner))
-            env = {**(job.spec.get("env") or {}), ENV_ERASURE: str(erasure_id)}
-            spec = JobSpec.model_validate({**job.spec, "name": f"{job.name}-retrain-e{erasure_id}"[:100], "env": env})
+            spec = JobSpec.model_validate({**job.spec, "name": f"{job.name}-retrain-e{erasure_id}"[:100]})
             who = (
                 Principal(owner.name, Role(owner.role), 0, owner.id)
                 if owner
                 else Principal(job.owner, Role.VIEWER, 0, None)
             )
-        hook = _sisa_continuation(ctx, job_id, erased or {}) if spec.sisa is not None else None
+        hook = _sisa_continuation(ctx, job_id, erasure_id, erased or {}) if spec.sisa is not None else None
         try:
             new = ctx.submissions.submit(spec, who, hook)
         except TreinoError as exc:  # PolicyViolation is audited by submit (job.deny)
@@ -355,9 +352,10 @@ def _retrain(
     return queued, refused
 
 
-def _sisa_continuation(ctx: ServerContext, job_id: int, erased: dict[str, pa.Table]) -> JobHook | None:
+def _sisa_continuation(ctx: ServerContext, job_id: int, erasure_id: int, erased: dict[str, pa.Table]) -> JobHook | None:
     """The submit hook that makes a SISA job's retraining continue from its `sisa/` checkpoint (None: it left none,
-    so the retraining starts from scratch), with the erased rows placed in its folder."""
+    so the retraining starts from scratch), listed in the erasure's record in the same transaction, with the erased
+    rows placed in its folder."""
     step = unlearning.sisa_step(ctx.engine.checkpoint_dir(job_id))
     if step is None:
         return None
@@ -365,6 +363,11 @@ def _sisa_continuation(ctx: ServerContext, job_id: int, erased: dict[str, pa.Tab
     def continue_from(s: Session, job: Job) -> None:
         job.continues_from, job.continues_from_step = job_id, step
         s.flush()
+        erasure = s.get(Erasure, erasure_id)
+        assert erasure is not None
+        report = dict(erasure.report or {})
+        report[unlearning.SISA_JOBS_KEY] = [*report.get(unlearning.SISA_JOBS_KEY, []), job.id]
+        erasure.report = report
         unlearning.place_erased_rows(ctx.engine.job_dir(job.id), erased, ctx.settings.job_user)
 
     return continue_from

@@ -322,7 +322,7 @@ class GovernanceEvents:
             unlearning.record_memorisation(s, self.audit, job, self.jobs_dir / str(job.id))
 
     def continuation_refusal(self, s: Session, job: Job) -> str | None:
-        if job.spec.get("sisa") and unlearning.erasure_of(job) is not None:
+        if unlearning.erasure_of(s, job) is not None:
             return None  # an erasure's SISA retraining: the SDK reuses only slices whose rows are all still there
         erased = erased_inheritance(s, job)
         if not erased:

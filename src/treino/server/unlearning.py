@@ -28,19 +28,20 @@ from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no py.typed marker
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from treino.govern import datasets as store_ops
-from treino.govern.audit import AuditLog
+from treino.govern.audit import Action, AuditLog
 from treino.govern.models import Erasure
 from treino.server.db import Job
 from treino.server.isolation import JobUser
 from treino.server.settings import MEMORISATION_FILE_BYTES_MAX
-from treino.sisa import ENV_ERASURE, ERASED_ROWS_NAME, MEMORISATION_NAME, SISA_DIR
+from treino.sisa import ERASED_ROWS_NAME, MEMORISATION_NAME, SISA_DIR
 
 log = logging.getLogger("treino.server")
 
-ACTION_MEMORISATION = "erasure.memorisation"
+SISA_JOBS_KEY = "sisa_retrain_jobs"  # in an erasure's report: its SISA retraining jobs
 WHAT_IT_PROVES = (
     "Mean loss of the retrained model on the erased rows against held-out rows it never saw. A gap near the "
     "held-out level is consistent with the rows being forgotten; a much lower loss on the erased rows suggests "
@@ -48,10 +49,15 @@ WHAT_IT_PROVES = (
 )
 
 
-def erasure_of(job: Job) -> int | None:
-    """The erasure whose retraining `job` is (its spec's TREINO_ERASURE, set by the server), or None."""
-    raw = (job.spec.get("env") or {}).get(ENV_ERASURE, "")
-    return int(raw) if isinstance(raw, str) and raw.isdigit() else None
+def erasure_of(s: Session, job: Job) -> Erasure | None:
+    """The erasure whose SISA retraining `job` is (its record lists the job, written by the server in the job's
+    submit transaction), or None."""
+    if not job.spec.get("sisa") or job.continues_from is None:
+        return None
+    for erasure in s.scalars(select(Erasure).order_by(Erasure.id.desc())):
+        if job.id in (erasure.report or {}).get(SISA_JOBS_KEY, []):
+            return erasure
+    return None
 
 
 def sisa_step(checkpoint_dir: Path) -> int | None:
@@ -156,13 +162,12 @@ def _clean(figures: dict[str, Any]) -> dict[str, Any]:
 def record_memorisation(s: Session, audit: AuditLog, job: Job, job_dir: Path) -> None:
     """When an erasure's retraining job ends: its memorisation figures (if it wrote them) into the erasure's record
     and the audit chain; the erased rows it was given deleted either way."""
-    erasure_id = erasure_of(job)
-    if erasure_id is None:
+    erasure = erasure_of(s, job)
+    if erasure is None:
         return
     try:
         figures = _read_figures(job_dir / "checkpoints")
-        erasure = s.get(Erasure, erasure_id)
-        if figures is None or erasure is None:
+        if figures is None:
             return
         check = {**_clean(figures), "job": job.id, "proves": WHAT_IT_PROVES}
         report = dict(erasure.report or {})
@@ -171,10 +176,10 @@ def record_memorisation(s: Session, audit: AuditLog, job: Job, job_dir: Path) ->
         audit.append(
             s,
             actor=job.owner,
-            action=ACTION_MEMORISATION,
+            action=Action.ERASURE_MEMORISATION,
             subject=erasure.subject_pseudonym,
             job_id=job.id,
-            detail={"erasure": erasure_id, **check},
+            detail={"erasure": erasure.id, **check},
         )
     finally:
         drop_erased_rows(job_dir)
