@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import torch
 
@@ -108,5 +109,7 @@ def test_an_erasure_retrains_only_the_subjects_shard_from_its_slice(start_server
     (erasure,) = after["erasures"]
     assert erasure["memorisation"][0]["after"] == detail["after"]
     assert ok(api(server, tokens["dpo1"], "GET", "/api/v1/audit/verify"))["ok"]
-    page = api(server, tokens["dpo1"], "GET", "/data").text
+    with httpx.Client(base_url=server.url, headers={"Accept-Language": "en"}, timeout=30) as client:
+        assert client.post("/login", data={"token": tokens["dpo1"], "next": "/"}).status_code == 303
+        page = client.get("/data").text
     assert re.search(r"after gap -?\d+\.\d{3}", page), page[-3000:]
