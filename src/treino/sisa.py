@@ -26,7 +26,7 @@ Assignment is deterministic and content-based, so that an erasure moves no other
   the memorisation check (never trained on, in any shard).
 
 Checkpoints: `{checkpoint_dir}/sisa/shard-{k:03d}/slice-{j:04d}.pt` (atomic), and `sisa/manifest.json`: K, R and,
-per shard and slice, a sha256 of the slice's rows (every column of every row, in key order). The folder is
+per shard and slice, a sha256 of the slice's rows (every column of every row, in key order, as Arrow IPC). The folder is
 registered as one checkpoint (run.register_checkpoint) at `finish()`, so the server's lineage records it, and a
 continued job (an erasure's retraining: treino.server.governance) starts with it seeded in its own folder. Then
 `SisaPlan.open` compares each slice's rows with the manifest: a shard whose slices are all unchanged is reused as is;
@@ -154,12 +154,15 @@ def aggregate(probabilities: Sequence[torch.Tensor], how: str = "mean") -> torch
 
 
 def _row_digest(table: pa.Table, rows: list[int]) -> str:
-    h = hashlib.sha256()
-    if rows:
-        for record in table.take(rows).to_pylist():
-            h.update(json.dumps(record, sort_keys=True, default=str).encode())
-            h.update(b"\n")
-    return h.hexdigest()
+    """sha256 of the rows `rows` of `table`, every column, as one Arrow IPC stream (schema metadata dropped, one
+    chunk): the same rows give the same digest whichever version of the dataset they were read from."""
+    import pyarrow as pa
+
+    part = table.take(rows).replace_schema_metadata(None).combine_chunks()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, part.schema) as writer:
+        writer.write_table(part)
+    return hashlib.sha256(sink.getvalue()).hexdigest()
 
 
 @dataclass
