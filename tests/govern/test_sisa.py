@@ -63,7 +63,7 @@ def test_an_erasure_retrains_only_the_subjects_shard_from_its_slice(
 ) -> None:
     if database.kind != "sqlite":
         pytest.skip(
-            "two training jobs (~45 s): the erasure record's JSON is written as by test_lgpd_e2e; [sqlite] runs it"
+            "two training jobs (~45 s); the erasure record is written as test_lgpd_e2e checks on both: [sqlite] runs it"
         )
     server = start_server(extra_args=["--site", "eveo-sp1", "--import-root", str(DATA)])
     tokens = setup_people_and_data(server)
