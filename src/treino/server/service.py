@@ -66,6 +66,7 @@ from treino.server.settings import (
 )
 from treino.server.spec import DEFAULT_GRACE_S, JobSpec
 from treino.server.supervisor import free_bytes
+from treino.server.unlearning import drop_erased_rows
 
 log = logging.getLogger("treino.server")
 
@@ -687,6 +688,8 @@ class Service:
             self._transition(job, JobState.QUEUED)
         else:
             self._end(job, JobState.FAILED, outcome, detail)
+        if job.state in FINAL_STATES:  # an erasure's retraining: the erased rows it was given go with its end
+            drop_erased_rows(self.job_dir(job.id))
         said = f"{stop} requested" if stop else detail  # a requested stop explains the end, whatever Slurm says
         log.info("job %s attempt %s ended: %s (%s) -> %s", job.id, attempt.number, attempt.outcome, said, job.state)
 
