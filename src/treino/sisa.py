@@ -21,9 +21,9 @@ Assignment is deterministic and content-based, so that an erasure moves no other
 - a row's key is its subject column's value in one canonical form (`subject_key`: letters and digits only, lower
   case; an all-digit value of at most 11 digits zero-padded to 11, so a CPF typed with or without dots and leading
   zero is one key); one subject's rows all fall in one shard and one slice;
-- shard = sha256("treino-sisa-shard:" + key) mod K; slice = sha256("treino-sisa-slice:" + key) mod R; rows with
-  `holdout_buckets` of HOLDOUT_BUCKETS (by a third hash) are held out of training, for the ensemble's accuracy and
-  the memorisation check (never trained on, in any shard).
+- d = sha256("treino-sisa:" + key); shard = d[0:8] mod K, slice = d[8:16] mod R (as big-endian integers); rows
+  whose d[16:24] mod HOLDOUT_BUCKETS is under `holdout_buckets` are held out of training, for the ensemble's
+  accuracy and the memorisation check (never trained on, in any shard).
 
 Checkpoints: `{checkpoint_dir}/sisa/shard-{k:03d}/slice-{j:04d}.pt` (atomic), and `sisa/manifest.json`: K, R and,
 per shard and slice, a sha256 of the slice's rows (every column of every row, in key order, as Arrow IPC). The folder is
@@ -46,6 +46,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -69,33 +70,38 @@ DEFAULT_HOLDOUT_BUCKETS = 2  # ... this many are held out of training (10 %)
 ERASED_ROWS_NAME = "erased-rows-{dataset}.parquet"  # in the job's folder: the erased subject's rows, for the check
 MEMORISATION_NAME = "memorisation.json"  # in the checkpoint folder: the check's figures, read by the server
 SHARDS_MAX = 64
+_NOT_ALNUM = re.compile(r"[\W_]+")  # what subject_key drops: anything but letters and digits
 SLICES_MAX = 1000
 
 
 def subject_key(value: Any) -> str:
     """One canonical form of a subject identifier: letters and digits, lower case; all digits and at most 11 of
     them (a CPF, typed with or without punctuation and its leading zeros) zero-padded to 11."""
-    text = "".join(c for c in str(value) if c.isalnum()).lower()
+    text = _NOT_ALNUM.sub("", str(value)).lower()
     if text.isdigit() and len(text) <= 11:
         return text.zfill(11)
     return text
 
 
-def _bucket(salt: str, key: str, n: int) -> int:
-    digest = hashlib.sha256(f"{salt}:{key}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % n
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(f"treino-sisa:{key}".encode()).digest()
+
+
+def _bucket(digest: bytes, part: int, n: int) -> int:
+    """Bytes 8*part..8*part+8 of the key's digest, mod n: the shard (part 0), the slice (1), the holdout bucket (2)."""
+    return int.from_bytes(digest[8 * part : 8 * part + 8], "big") % n
 
 
 def shard_of(key: str, shards: int) -> int:
-    return _bucket("treino-sisa-shard", key, shards)
+    return _bucket(_digest(key), 0, shards)
 
 
 def slice_of(key: str, slices: int) -> int:
-    return _bucket("treino-sisa-slice", key, slices)
+    return _bucket(_digest(key), 1, slices)
 
 
 def held_out(key: str, holdout_buckets: int = DEFAULT_HOLDOUT_BUCKETS) -> bool:
-    return _bucket("treino-sisa-holdout", key, HOLDOUT_BUCKETS) < holdout_buckets
+    return _bucket(_digest(key), 2, HOLDOUT_BUCKETS) < holdout_buckets
 
 
 @dataclass
@@ -114,12 +120,13 @@ def assign(keys: Sequence[str], shards: int, slices: int, holdout_buckets: int =
     rows: list[list[list[int]]] = [[[] for _ in range(slices)] for _ in range(shards)]
     holdout: list[int] = []
     order = sorted(range(len(keys)), key=lambda i: (keys[i], i))
+    digests: dict[str, bytes] = {}
     for i in order:
-        key = keys[i]
-        if held_out(key, holdout_buckets):
+        digest = digests.get(keys[i]) or digests.setdefault(keys[i], _digest(keys[i]))
+        if _bucket(digest, 2, HOLDOUT_BUCKETS) < holdout_buckets:
             holdout.append(i)
         else:
-            rows[shard_of(key, shards)][slice_of(key, slices)].append(i)
+            rows[_bucket(digest, 0, shards)][_bucket(digest, 1, slices)].append(i)
     return Assignment(shards, slices, rows, holdout)
 
 
