@@ -14,12 +14,14 @@ from typing import Any
 import httpx
 import pytest
 import torch
+from pydantic import ValidationError
 
 from tests.conftest import Database
 from tests.govern.test_lgpd_e2e import DATA, api, ok, setup_people_and_data, wait_final
 from tests.server.people import churn_job
 from treino import sisa
 from treino.errors import JobError
+from treino.server.spec import JobSpec, SisaSpec
 
 
 def test_one_subject_one_shard_one_slice_whatever_the_cpf_formatting() -> None:
@@ -120,3 +122,11 @@ def test_an_erasure_retrains_only_the_subjects_shard_from_its_slice(
         assert client.post("/login", data={"token": tokens["dpo1"], "next": "/"}).status_code == 303
         page = client.get("/data").text
     assert re.search(r"after gap -?\d+\.\d{3}", page), page[-3000:]
+
+
+def test_the_spec_takes_sisa_shards_and_slices_and_refuses_nonsense() -> None:
+    base = {"name": "j", "command": ["true"]}
+    assert JobSpec.model_validate({**base, "sisa": {"shards": 3, "slices": 4}}).sisa == SisaSpec(shards=3, slices=4)
+    for bad in ({"shards": 0}, {"shards": 3, "slices": 0}, {"shards": sisa.SHARDS_MAX + 1}, {"shards": "3"}, {}):
+        with pytest.raises(ValidationError):
+            JobSpec.model_validate({**base, "sisa": bad})
