@@ -12,8 +12,9 @@ spreads them over its slices). The held-out customers (treino.sisa's hash bucket
 - SISA, first training: K shards x R slices, every slice checkpointed.
 - SISA, erasure: one customer's rows removed, the plan reopened on the folder the first training left: only the
   customer's shard retrains, from the slice before the customer's. Mean over ERASURES customers, each on a fresh
-  copy of the folder. "train" counts the AdamW steps only; "total" adds the plan (slice digests of every row,
-  the same on every retraining), loading and writing the slice checkpoints.
+  copy of the folder. Times are CPU seconds of this process (time.process_time, one torch thread), so that other
+  work on a shared machine does not count. "train" counts the AdamW steps only; "total" adds the plan (slice
+  digests of every row, the same on every retraining), loading and writing the slice checkpoints.
 - both on the data as is and on COPIES copies of it (each copy's customers distinct subjects): at 2,000 rows a
   step of this model costs about the same whatever its rows (fixed per-step overhead), so there only the slices
   skipped save time; with more rows a step costs in proportion to them, and a shard's retraining approaches 1/K.
@@ -69,9 +70,9 @@ class Timed:
         self.seconds = 0.0
 
     def fit(self, state: Any, x: torch.Tensor, y: torch.Tensor, steps: int) -> Any:
-        start = time.perf_counter()
+        start = time.process_time()
         out = self.churn.fit(state, x, y, steps)
-        self.seconds += time.perf_counter() - start
+        self.seconds += time.process_time() - start
         return out
 
 
@@ -79,7 +80,7 @@ def train_sisa(churn: ModuleType, folder: Path, table: pa.Table, shards: int) ->
     """(total s, training s, the shards' final states, the plan) of one SISA training in `folder`."""
     os.environ[job.ENV_CHECKPOINT_DIR] = str(folder)
     run = job.init()
-    start = time.perf_counter()
+    start = time.process_time()
     plan = sisa.SisaPlan.open(run, table, subject_column="cpf", shards=shards, slices=SLICES)
     assert plan is not None
     timed = Timed(churn)
@@ -92,7 +93,7 @@ def train_sisa(churn: ModuleType, folder: Path, table: pa.Table, shards: int) ->
             plan.save(shard, j, state)
     plan.finish()
     finals = [plan.final_state(s) for s in plan.shards]
-    total = time.perf_counter() - start
+    total = time.process_time() - start
     run.finish()
     return total, timed.seconds, finals, plan
 
@@ -120,7 +121,8 @@ def main() -> int:
         bench(console, scaled(pacsv.read_csv(DATA), copies))
     console.print(
         f"Erasure: mean of {ERASURES} customers, each removed from a fresh copy of the first training's folder. "
-        "'train' = AdamW steps only; 'total' adds slice digests, checkpoint reads and writes. Python "
+        "CPU seconds of this process. 'train' = AdamW steps only; 'total' adds slice digests, checkpoint reads and "
+        "writes. Python "
         f"{sys.version.split()[0]}, torch {torch.__version__}, 1 thread."
     )
     return 0
@@ -142,10 +144,10 @@ def bench(console: Console, table: pa.Table) -> None:
     totals, trains = [], []
     for _ in range(REPEATS):
         timed = Timed(churn)
-        start = time.perf_counter()
+        start = time.process_time()
         x, y = churn.features(table.take(train_idx), mean, std)
         single = timed.fit(None, x, y, STEPS)
-        totals.append(time.perf_counter() - start)
+        totals.append(time.process_time() - start)
         trains.append(timed.seconds)
     full_total, full_train = statistics.median(totals), statistics.median(trains)
     single_accuracy = accuracy(churn, [single], holdout)
