@@ -284,7 +284,9 @@ def erase(ctx: ServerContext, subject: str, dataset: str | None, retrain: bool, 
     rows: dict[str, pa.Table] = {}
     if retrain and result.job_ids:  # for the memorisation check of SISA retraining, before the bytes go
         with ctx.sessions() as s:
-            rows = unlearning.erased_rows(s, ctx.settings.store, result, subject)
+            specs = s.scalars(select(Job.spec).where(Job.id.in_(result.job_ids)))
+            if any(spec.get("sisa") for spec in specs):
+                rows = unlearning.erased_rows(s, ctx.settings.store, result, subject)
     for rel in result.deleted_files:
         (ctx.settings.store / rel).unlink(missing_ok=True)
     drop_dataset_copies(ctx.settings.jobs_dir, {Path(rel).name for rel in result.deleted_files})

@@ -90,7 +90,7 @@ def erased_rows(s: Session, store: Path, result: store_ops.ErasureResult, subjec
 
 def place_erased_rows(job_dir: Path, tables: dict[str, pa.Table], user: JobUser | None) -> list[str]:
     """The erased rows in `job_dir` for the job's memorisation check, readable by the job user only."""
-    job_dir.mkdir(parents=True, exist_ok=True)
+    job_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the server's; prepare_job_folder opens it to 0711
     placed = []
     for name, table in tables.items():
         path = job_dir / ERASED_ROWS_NAME.format(dataset=name)
