@@ -57,6 +57,7 @@ bench: venv
 	$(BIN)/python benchmarks/server_bench.py
 	$(BIN)/python benchmarks/audit_bench.py
 	$(BIN)/python benchmarks/erasure_bench.py
+	$(BIN)/python benchmarks/sisa_bench.py
 	$(BIN)/python benchmarks/web_bench.py
 	$(BIN)/python benchmarks/slurm_bench.py
 	$(BIN)/python benchmarks/trackers_bench.py

@@ -793,4 +793,38 @@ PT: dict[str, str] = {
     # retention (treino.govern.retention): the data page's flag
     "retention expired": "retenção vencida",
     "reads refused: treino data retain": "leituras recusadas: treino data retain",
+    # the memorisation check of an erasure's SISA retraining (treino.sisa): the data page's erasure table
+    "memorisation check": "teste de memorização",
+    "before": "antes",
+    "after": "depois",
+    "gap": "diferença",
+    # commands of LGPD II (users disable/enable, data add --strict, data retain, audit anchors, model quarantine)
+    "Disable a user: their tokens and dashboard sessions fail at once; their running jobs go on.": (
+        "Desativar um usuário: seus tokens e sessões do painel falham na hora; seus jobs em execução continuam."
+    ),
+    "Enable a disabled user again: their tokens that are not revoked or expired work again.": (
+        "Reativar um usuário desativado: seus tokens não revogados nem expirados voltam a funcionar."
+    ),
+    "Register a dataset: the server copies PATH into its store as a new version and records why it may hold it.\n"
+    "Rows of subjects erased earlier are stripped (counted in a warning), or with --strict the file is refused.": (
+        "Registrar um dataset: o servidor copia PATH para o seu acervo como nova versão e registra por que pode "
+        "guardá-lo.\nLinhas de titulares já eliminados são retiradas (contadas num aviso), ou com --strict o "
+        "arquivo é recusado."
+    ),
+    "A dataset past its retention period: extend the period on a documented legal basis (LGPD Art. 16), or erase\n"
+    "the dataset. Both are audited (retention.extend, retention.erase).": (
+        "Um dataset além do prazo de retenção: prorrogar o prazo com uma base legal documentada (LGPD Art. 16), ou "
+        "eliminar\no dataset. Ambos ficam na auditoria (retention.extend, retention.erase)."
+    ),
+    "Recompute the hash chain and check its signed checkpoints (and anchors). Exit 1 at the first bad record.": (
+        "Recalcular a cadeia de hashes e conferir seus checkpoints assinados (e âncoras). Sai com 1 no primeiro "
+        "registro adulterado."
+    ),
+    "Quarantine a model an erasure marked: it stays on disk, but its file is no longer served.": (
+        "Pôr em quarentena um modelo marcado por uma eliminação: fica no disco, mas seu arquivo deixa de ser servido."
+    ),
+    "Delete a model an erasure marked: its files and its job's checkpoint folder are removed; the record stays.": (
+        "Apagar um modelo marcado por uma eliminação: seus arquivos e a pasta de checkpoints do job são removidos; "
+        "o registro fica."
+    ),
 }

@@ -821,3 +821,7 @@ def subject_report(
         _print(f"model #{m['id']} ({m['kind']}) of job #{m['job']}")
     for e in r["erasures"]:
         _print(f"erasure #{e['id']} requested {_when(e['requested_at'])}, due {_date(e['deadline_at'])}")
+        for m in e.get("memorisation", []):  # a SISA retraining's check (docs/govern.md: what it does not prove)
+            gaps = {side: (m.get(side) or {}).get("gap") for side in ("before", "after")}
+            sides = [f"{side} {gap:+.3f}" for side, gap in gaps.items() if gap is not None]
+            _print(f"  memorisation check, job #{m['job']}: loss gap erased - held-out rows {', '.join(sides)}")

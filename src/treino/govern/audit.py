@@ -109,6 +109,7 @@ class Action(enum.StrEnum):
     JOB_CONTINUE = "job.continue"  # a resubmit's starting checkpoint, from the job it continues (detail: from_job)
     ERASURE_REQUEST = "erasure.request"
     ERASURE_COMPLETE = "erasure.complete"
+    ERASURE_MEMORISATION = "erasure.memorisation"  # a SISA retraining's memorisation check (treino.server.unlearning)
     SUBJECT_REPORT = "subject.report"
     TOKEN_CREATE = "token.create"
     TOKEN_REVOKE = "token.revoke"

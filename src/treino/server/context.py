@@ -105,7 +105,7 @@ class ServerContext:
         plan_check: PlanCheck | None = None,
     ) -> ServerContext:
         audit = AuditLog(settings.key)
-        engine = Service(settings, sessions, backend, GovernanceEvents(audit, backend.name))
+        engine = Service(settings, sessions, backend, GovernanceEvents(audit, backend.name, settings.jobs_dir))
         tasks = server_tasks(engine, sessions, audit)
         webhooks = None
         if settings.webhooks:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no py.typed marker
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -19,6 +20,7 @@ from treino.govern.aliases import subject_pseudonyms
 from treino.govern.audit import Action, pseudonym
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, Grant, JobDataset, Model, Role, User
 from treino.govern.tombstones import ErasedSubjectsRefused, KeepOut, bury
+from treino.server import unlearning
 from treino.server.auth import is_job_token
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, Job
@@ -43,7 +45,7 @@ from treino.server.schemas import (
 )
 from treino.server.settings import ERASURE_DEADLINE_DAYS
 from treino.server.spec import JobSpec
-from treino.server.submission import job_site
+from treino.server.submission import JobHook, job_site
 
 
 def dataset_named(s: Session, name: str) -> Dataset:
@@ -318,14 +320,26 @@ def erase(ctx: ServerContext, subject: str, dataset: str | None, retrain: bool, 
             detail = {"erasure": erasure.id, "model": model_id}
             ctx.audit.append(s, actor=actor, action="model.mark", subject=subject_pseudonym, detail=detail)
         report = result.report()
+    rows: dict[str, pa.Table] = {}
+    if retrain and result.job_ids:  # for the memorisation check of SISA retraining, before the bytes go
+        with ctx.sessions() as s:
+            specs = s.scalars(select(Job.spec).where(Job.id.in_(result.job_ids)))
+            if any(spec.get("sisa") for spec in specs):
+                rows = unlearning.erased_rows(s, ctx.settings.store, result, subject)
     for rel in result.deleted_files:
         (ctx.settings.store / rel).unlink(missing_ok=True)
     drop_dataset_copies(ctx.settings.jobs_dir, {Path(rel).name for rel in result.deleted_files})
-    retrained, refused = _retrain(ctx, result.job_ids, erasure.id) if retrain else ([], [])
+    retrained, refused = _retrain(ctx, result.job_ids, erasure.id, rows) if retrain else ([], [])
     with ctx.sessions.begin() as s:
         row = s.get(Erasure, erasure.id)
         assert row is not None
-        row.report = {**report, "retrain_jobs": retrained, "retrain_refused": [r.model_dump() for r in refused]}
+        # A retraining job may have ended (and added its memorisation figures) already.
+        row.report = {
+            **(row.report or {}),
+            **report,
+            "retrain_jobs": retrained,
+            "retrain_refused": [r.model_dump() for r in refused],
+        }
         detail = {
             "erasure": erasure.id,
             "rows_removed": result.rows_removed,
@@ -346,10 +360,13 @@ def erase(ctx: ServerContext, subject: str, dataset: str | None, retrain: bool, 
     )
 
 
-def _retrain(ctx: ServerContext, job_ids: list[int], erasure_id: int) -> tuple[list[int], list[RetrainRefused]]:
+def _retrain(
+    ctx: ServerContext, job_ids: list[int], erasure_id: int, erased: dict[str, pa.Table] | None = None
+) -> tuple[list[int], list[RetrainRefused]]:
     """Each affected job again, same spec and owner, through the one submit path: admitted anew, it gets the
     versions without the subject. A job no longer admitted (a revoked grant, a plan that no longer fits) is
-    listed with its reason; it never fails the erasure already done."""
+    listed with its reason; it never fails the erasure already done. A SISA job continues from its shards' slice
+    checkpoints, with the erased rows for its memorisation check (treino.server.unlearning)."""
     queued: list[int] = []
     refused: list[RetrainRefused] = []
     for job_id in sorted(set(job_ids)):
@@ -364,8 +381,9 @@ def _retrain(ctx: ServerContext, job_ids: list[int], erasure_id: int) -> tuple[l
                 if owner
                 else Principal(job.owner, Role.VIEWER, 0, None)
             )
+        hook = _sisa_continuation(ctx, job_id, erasure_id, erased or {}) if spec.sisa is not None else None
         try:
-            new = ctx.submissions.submit(spec, who)
+            new = ctx.submissions.submit(spec, who, hook)
         except TreinoError as exc:  # PolicyViolation is audited by submit (job.deny)
             rule = exc.rule if isinstance(exc, PolicyViolation) else exc.field
             refused.append(RetrainRefused(job=job_id, rule=rule, reason=str(exc)))
@@ -373,6 +391,27 @@ def _retrain(ctx: ServerContext, job_ids: list[int], erasure_id: int) -> tuple[l
         queued.append(new.id)
     ctx.job_lists.clear()
     return queued, refused
+
+
+def _sisa_continuation(ctx: ServerContext, job_id: int, erasure_id: int, erased: dict[str, pa.Table]) -> JobHook | None:
+    """The submit hook that makes a SISA job's retraining continue from its `sisa/` checkpoint (None: it left none,
+    so the retraining starts from scratch), listed in the erasure's record in the same transaction, with the erased
+    rows placed in its folder."""
+    step = unlearning.sisa_step(ctx.engine.checkpoint_dir(job_id))
+    if step is None:
+        return None
+
+    def continue_from(s: Session, job: Job) -> None:
+        job.continues_from, job.continues_from_step = job_id, step
+        s.flush()
+        erasure = s.get(Erasure, erasure_id)
+        assert erasure is not None
+        report = dict(erasure.report or {})
+        report[unlearning.SISA_JOBS_KEY] = [*report.get(unlearning.SISA_JOBS_KEY, []), job.id]
+        erasure.report = report
+        unlearning.place_erased_rows(ctx.engine.job_dir(job.id), erased, ctx.settings.job_user)
+
+    return continue_from
 
 
 def subject_report(ctx: ServerContext, subject: str, actor: str) -> SubjectReportOut:
@@ -408,7 +447,15 @@ def subject_report(ctx: ServerContext, subject: str, actor: str) -> SubjectRepor
             ],
             models=[SubjectModel(id=m.model_id, job=m.job_id, kind=m.kind) for m in report.models],
             jobs=report.job_ids,
-            erasures=[ErasureRef(id=e.id, requested_at=e.requested_at, deadline_at=e.deadline_at) for e in erasures],
+            erasures=[
+                ErasureRef(
+                    id=e.id,
+                    requested_at=e.requested_at,
+                    deadline_at=e.deadline_at,
+                    memorisation=(e.report or {}).get("memorisation", []),
+                )
+                for e in erasures
+            ],
             generated_at=time.time(),
             audit_records=records or 0,
         )

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from treino.govern.audit import Action, AuditLog
 from treino.govern.models import Dataset, DatasetVersion, Erasure, JobDataset, Model
 from treino.job import FOLDER_MARKER_NAME, _tree_size
+from treino.server import unlearning
 from treino.server.backend import Placement
 from treino.server.db import Attempt, Checkpoint, Job
 from treino.server.settings import CHECKPOINT_SIZE_ENTRIES_MAX, CHECKPOINTS_FOUND_MAX, INT_MAX
@@ -292,9 +293,10 @@ class GovernanceEvents:
     datasets started (job.start), the checkpoints it saved but did not report, and its final model when it
     succeeds."""
 
-    def __init__(self, audit: AuditLog, backend_name: str) -> None:
+    def __init__(self, audit: AuditLog, backend_name: str, jobs_dir: Path | None = None) -> None:
         self.audit = audit
         self.backend_name = backend_name
+        self.jobs_dir = jobs_dir  # where an erasure's retraining job leaves its memorisation figures
 
     def attempt_started(self, s: Session, job: Job, attempt: Attempt, placement: Placement) -> None:
         if not s.scalar(select(func.count()).select_from(JobDataset).where(JobDataset.job_id == job.id)):
@@ -316,8 +318,12 @@ class GovernanceEvents:
         last = s.scalar(select(Checkpoint).where(Checkpoint.job_id == job.id).order_by(Checkpoint.step.desc()).limit(1))
         if last is not None:
             register_model(s, self.audit, job, "final", last.path, last.step)
+        if self.jobs_dir is not None:
+            unlearning.record_memorisation(s, self.audit, job, self.jobs_dir / str(job.id))
 
     def continuation_refusal(self, s: Session, job: Job) -> str | None:
+        if unlearning.erasure_of(s, job) is not None:
+            return None  # an erasure's SISA retraining: the SDK reuses only slices whose rows are all still there
         erased = erased_inheritance(s, job)
         if not erased:
             return None

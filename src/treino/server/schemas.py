@@ -697,6 +697,8 @@ class ErasureRef(BaseModel):
     id: int
     requested_at: float
     deadline_at: float
+    # After a retraining: each retraining job's memorisation check (treino.server.unlearning), what it proves included
+    memorisation: list[dict[str, Any]] = []
 
 
 class SubjectReportOut(BaseModel):

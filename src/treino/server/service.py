@@ -67,6 +67,7 @@ from treino.server.settings import (
 )
 from treino.server.spec import DEFAULT_GRACE_S, JobSpec
 from treino.server.supervisor import free_bytes
+from treino.server.unlearning import drop_erased_rows
 
 log = logging.getLogger("treino.server")
 
@@ -559,6 +560,7 @@ class Service:
             "TREINO_ATTEMPT": str(number),
             "TREINO_TRACKERS_DIR": str(trackers_dir),
             **({} if spec.trackers is None else {"TREINO_TRACKERS": ",".join(spec.trackers)}),
+            **({} if spec.sisa is None else {"TREINO_SISA": f"{spec.sisa.shards}:{spec.sisa.slices}"}),
         }
         node_of = {d.index: d.node for d in inventory.devices}
         nodes = tuple(dict.fromkeys(node_of[i] for i in devices))  # in order, once each
@@ -689,6 +691,8 @@ class Service:
             self._transition(job, JobState.QUEUED)
         else:
             self._end(job, JobState.FAILED, outcome, detail)
+        if job.state in FINAL_STATES:  # an erasure's retraining: the erased rows it was given go with its end
+            drop_erased_rows(self.job_dir(job.id))
         said = f"{stop} requested" if stop else detail  # a requested stop explains the end, whatever Slurm says
         log.info("job %s attempt %s ended: %s (%s) -> %s", job.id, attempt.number, attempt.outcome, said, job.state)
 

@@ -65,6 +65,7 @@ KILL_MARGIN_S = 10.0  # after a stop's grace period, how long the supervisor get
 # exit (exit.json): room for that record, and for the server's database to record the end when it shares the disk.
 # An attempt that fails with less than this free on its folder's filesystem failed because the disk is full.
 EXIT_RESERVE_BYTES = 1024**2
+MEMORISATION_FILE_BYTES_MAX = 65_536  # a retraining job's memorisation.json (treino.server.unlearning); past it: unread
 CHECKPOINTS_FOUND_MAX = 1000  # checkpoints a job's folder may add to the record in one pass (the newest)
 # Files and folders one disk scan of a job's checkpoints walks to size the checkpoint folders it found (newest first):
 # a folder past it counts only the files seen. Bounds the scan of a folder the job fills with millions of files.

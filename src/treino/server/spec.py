@@ -19,6 +19,8 @@ plan: {model: llama-3.1-8b, micro_batch: 1, seq_len: 4096, precision: bf16-mixed
                                # admission control (PlanSpec: also grad_accum, zero, tp, offload, lora_rank, quant);
                                #   a refusal's advice names these keys: `plan: {zero: 3, offload: optimizer}`
 datasets: [clientes-2026]      # enforced by the governance issue
+sisa: {shards: 3, slices: 4}   # SISA training (treino.sisa): the job gets TREINO_SISA=3:4; an erasure's retraining
+                               #   continues from its shards' slice checkpoints, retraining only the affected shards
 trackers: [tensorboard, mlflow, wandb]   # what run.log/run.config also write to, in the job's folder (treino.trackers);
                                #   absent: TensorBoard when the job's Python has it; []: none. Each one's package must
                                #   be importable by the job's Python, checked at submit (treino.server.trackers)
@@ -58,6 +60,8 @@ from treino.server.settings import (
     SPEC_FILE_NODES_MAX,
     SPEC_STRING_CHARS_MAX,
 )
+from treino.sisa import SHARDS_MAX as SISA_SHARDS_MAX
+from treino.sisa import SLICES_MAX as SISA_SLICES_MAX
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 MAX_GPUS_PER_JOB = 1024  # a sanity bound; the server checks its own inventory
@@ -155,6 +159,15 @@ class PlanSpec(BaseModel):
     quant: Quant = "none"
 
 
+class SisaSpec(BaseModel):
+    """SISA training (treino.sisa): the rows in `shards` shards of `slices` slices each, by subject."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    shards: int = Field(ge=1, le=SISA_SHARDS_MAX)
+    slices: int = Field(1, ge=1, le=SISA_SLICES_MAX)
+
+
 class JobSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # no coercion: "2" is not 2 GPUs
 
@@ -176,6 +189,7 @@ class JobSpec(BaseModel):
     datasets: list[ShortText] = Field(default_factory=list, max_length=DATASETS_PER_JOB_MAX)
     purpose: Text | None = Field(None, max_length=100)  # why the job reads its datasets (LGPD Art. 6 I)
     trackers: list[ShortText] | None = Field(None, max_length=len(tracker_bridges.TRACKERS))
+    sisa: SisaSpec | None = None
 
     @field_validator("trackers")
     @classmethod

@@ -281,6 +281,7 @@ def data_audit(ctx: ServerContext, s: Session, actor: str, action: str, dataset:
     the last AUDIT_SHOWN audit records matching the filters, and whether the chain verifies."""
     from treino.govern.audit import verify
     from treino.server.governance import dataset_lineage
+    from treino.server.unlearning import WHAT_IT_PROVES
 
     datasets = [dataset_lineage(s, d).model_dump() for d in s.scalars(select(Dataset).order_by(Dataset.name))]
     job_names = dict(s.execute(select(Job.id, Job.name).where(Job.id.in_(list(_job_ids(datasets))))).tuples().all())
@@ -299,6 +300,7 @@ def data_audit(ctx: ServerContext, s: Session, actor: str, action: str, dataset:
         "datasets": datasets,
         "job_names": job_names,
         "erasures": erasures,
+        "memorisation_note": WHAT_IT_PROVES,  # what the erasures' memorisation check does and does not prove
         "records": records,
         "actions": actions,
         "verify": asdict(result),

@@ -1,0 +1,132 @@
+"""SISA training (treino.sisa): the shard/slice assignment and the ensemble, pure; and end to end on a real server,
+an erasure that retrains only the shard that held the subject, from its slice checkpoint, with the memorisation
+check in the erasure's record."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import torch
+from pydantic import ValidationError
+
+from tests.conftest import Database
+from tests.govern.test_lgpd_e2e import DATA, api, ok, setup_people_and_data, wait_final
+from tests.server.people import churn_job
+from treino import sisa
+from treino.errors import JobError
+from treino.server.spec import JobSpec, SisaSpec
+
+
+def test_one_subject_one_shard_one_slice_whatever_the_cpf_formatting() -> None:
+    keys = [sisa.subject_key(v) for v in ("063.469.421-90", "6346942190", "06346942190", "111.444.777-35")]
+    assert keys[0] == keys[1] == keys[2] != keys[3]
+    rows = ["063.469.421-90", "111.444.777-35", "6346942190", "529.982.247-25", "123.456.789-09"] * 40
+    assignment = sisa.assign([sisa.subject_key(r) for r in rows], shards=3, slices=4, holdout_buckets=0)
+    where = {}
+    for k, shard in enumerate(assignment.rows):
+        for j, part in enumerate(shard):
+            for i in part:
+                where.setdefault(sisa.subject_key(rows[i]), set()).add((k, j))
+    assert all(len(places) == 1 for places in where.values())  # every subject in exactly one (shard, slice)
+    assert sorted(i for shard in assignment.rows for part in shard for i in part) == list(range(len(rows)))
+    # Removing one subject moves no other row: the other slices are the same lists (by content).
+    kept = [r for r in rows if sisa.subject_key(r) != keys[3]]
+    again = sisa.assign([sisa.subject_key(r) for r in kept], shards=3, slices=4, holdout_buckets=0)
+    as_keys = lambda a, src: [[sorted(sisa.subject_key(src[i]) for i in p) for p in s] for s in a.rows]  # noqa: E731
+    before, after = as_keys(assignment, rows), as_keys(again, kept)
+    changed = [(k, j) for k in range(3) for j in range(4) if before[k][j] != after[k][j]]
+    assert changed == [(sisa.shard_of(keys[3], 3), sisa.slice_of(keys[3], 4))]
+    with pytest.raises(JobError, match="To fix"):
+        sisa.assign(["a"], shards=0, slices=1)
+
+
+def test_the_ensemble_averages_probabilities_or_votes() -> None:
+    probs = [torch.tensor([0.9, 0.2, 0.6]), torch.tensor([0.7, 0.4, 0.3]), torch.tensor([0.8, 0.9, 0.2])]
+    assert torch.allclose(sisa.aggregate(probs), torch.tensor([0.8, 0.5, 1.1 / 3]))
+    assert torch.allclose(sisa.aggregate(probs, how="vote"), torch.tensor([1.0, 1 / 3, 1 / 3]))
+    multi = [torch.tensor([[0.6, 0.4]]), torch.tensor([[0.3, 0.7]]), torch.tensor([[0.2, 0.8]])]
+    assert sisa.aggregate(multi, how="vote").argmax(-1).tolist() == [1]
+    with pytest.raises(JobError, match="To fix"):
+        sisa.aggregate(probs, how="median")
+
+
+SHARDS, SLICES = 3, 2
+
+
+def test_an_erasure_retrains_only_the_subjects_shard_from_its_slice(
+    start_server: Callable[..., Any], database: Database
+) -> None:
+    if database.kind != "sqlite":
+        pytest.skip(
+            "two training jobs (~45 s); the erasure record is written as test_lgpd_e2e checks on both: [sqlite] runs it"
+        )
+    server = start_server(extra_args=["--site", "eveo-sp1", "--import-root", str(DATA)])
+    tokens = setup_people_and_data(server)
+    spec = {**churn_job("churn-sisa", steps=4), "sisa": {"shards": SHARDS, "slices": SLICES}}
+    first = wait_final(
+        server, tokens["eng1"], ok(api(server, tokens["eng1"], "POST", "/api/v1/jobs", json=spec), 201)["id"]
+    )
+    logs = api(server, tokens["eng1"], "GET", f"/api/v1/jobs/{first['id']}/logs").json()["text"]
+    assert first["state"] == "succeeded", logs
+    assert "retrained=[0, 1, 2] from=[0, 0, 0]" in logs
+    (final,) = [m for m in ok(api(server, tokens["dpo1"], "GET", "/api/v1/models"))["models"] if m["kind"] == "final"]
+    assert Path(final["path"]).name == "sisa"
+
+    # A customer who is trained on (not held out), in the last slice: retraining starts from slice 1.
+    with (DATA / "clientes.csv").open() as f:
+        customer = next(
+            r["cpf"]
+            for r in csv.DictReader(f)
+            if not sisa.held_out(sisa.subject_key(r["cpf"])) and sisa.slice_of(sisa.subject_key(r["cpf"]), SLICES) == 1
+        )
+    shard = sisa.shard_of(sisa.subject_key(customer), SHARDS)
+    body = {"subject": customer, "retrain": True}
+    report = ok(api(server, tokens["dpo1"], "POST", "/api/v1/erasures", json=body), 201)
+    (retrain_id,) = report["retrain_jobs"]
+    retrained = wait_final(server, tokens["eng1"], retrain_id)
+    logs = api(server, tokens["eng1"], "GET", f"/api/v1/jobs/{retrain_id}/logs").json()["text"]
+    assert retrained["state"] == "succeeded", logs
+    assert retrained["continues_from"] == first["id"]
+    starts = [SLICES] * SHARDS
+    starts[shard] = 1  # the shard's slice-0 checkpoint reused, slice 1 retrained; the other shards reused whole
+    assert f"retrained=[{shard}] from={starts}" in logs, logs
+    assert "rows=1999" in logs
+    # The new ensemble is a model of the new version only, not marked by the erasure.
+    new = [m for m in ok(api(server, tokens["dpo1"], "GET", "/api/v1/models"))["models"] if m["job"] == retrain_id]
+    assert new and all(m["affected_by_erasure"] is None for m in new if m["kind"] == "final")
+    assert {v["version"] for m in new for v in m["trained_on"]} == {2}
+    # The erased rows it was given for the check are gone once it ended.
+    assert not list((server.data_dir / "jobs" / str(retrain_id)).glob("erased-rows-*"))
+
+    # The memorisation check: in the audit chain, and in the subject report's erasure.
+    exported = api(server, tokens["dpo1"], "GET", "/api/v1/audit/export").text
+    (check,) = [json.loads(line) for line in exported.splitlines() if '"erasure.memorisation"' in line]
+    detail = check["detail"]
+    assert detail["erasure"] == report["erasure"] and detail["job"] == retrain_id and detail["erased_rows"] == 1
+    for side in ("before", "after"):
+        figures = detail[side]
+        assert figures["gap"] == pytest.approx(figures["erased_loss"] - figures["holdout_loss"])
+    assert "does not prove" in detail["proves"]
+    after = ok(api(server, tokens["dpo1"], "POST", "/api/v1/subjects/report", json={"subject": customer}))
+    (erasure,) = after["erasures"]
+    assert erasure["memorisation"][0]["after"] == detail["after"]
+    assert ok(api(server, tokens["dpo1"], "GET", "/api/v1/audit/verify"))["ok"]
+    with httpx.Client(base_url=server.url, headers={"Accept-Language": "en"}, timeout=30) as client:
+        assert client.post("/login", data={"token": tokens["dpo1"], "next": "/"}).status_code == 303
+        page = client.get("/data").text
+    assert re.search(r"after gap -?\d+\.\d{3}", page), page[-3000:]
+
+
+def test_the_spec_takes_sisa_shards_and_slices_and_refuses_nonsense() -> None:
+    base = {"name": "j", "command": ["true"]}
+    assert JobSpec.model_validate({**base, "sisa": {"shards": 3, "slices": 4}}).sisa == SisaSpec(shards=3, slices=4)
+    for bad in ({"shards": 0}, {"shards": 3, "slices": 0}, {"shards": sisa.SHARDS_MAX + 1}, {"shards": "3"}, {}):
+        with pytest.raises(ValidationError):
+            JobSpec.model_validate({**base, "sisa": bad})
