@@ -64,6 +64,9 @@ def _stored_ids(session: Session, store: Path) -> set[str]:
     return ids
 
 
+IN_CHUNK = 5_000  # pseudonyms per IN (...): a store may hold millions of ids, a statement at most 65,535 parameters
+
+
 def realias(session: Session, key: bytes, store: Path, audit: AuditLog) -> int:
     """Tie each old pseudonym in use to its canonical one (module docstring); returns how many were tied."""
     olds: dict[str, str] = {}  # old pseudonym -> canonical pseudonym
@@ -73,8 +76,17 @@ def realias(session: Session, key: bytes, store: Path, audit: AuditLog) -> int:
             olds[raw_pseudonym(key, old)] = pseudonym(key, raw)
     if not olds:
         return 0
-    in_chain = {p for p in session.scalars(select(AuditRecord.subject).where(AuditRecord.subject.in_(olds))) if p}
-    in_erasures = set(session.scalars(select(Erasure.subject_pseudonym).where(Erasure.subject_pseudonym.in_(olds))))
+    in_chain: set[str] = set()
+    in_erasures: set[str] = set()
+    keys = sorted(olds)
+    for i in range(0, len(keys), IN_CHUNK):  # bound parameters per statement: SQLite's and psycopg's limits
+        chunk = keys[i : i + IN_CHUNK]
+        in_chain.update(
+            p for p in session.scalars(select(AuditRecord.subject).where(AuditRecord.subject.in_(chunk))) if p
+        )
+        in_erasures.update(
+            session.scalars(select(Erasure.subject_pseudonym).where(Erasure.subject_pseudonym.in_(chunk)))
+        )
     done = {
         str(d["old_pseudonym"])
         for d in session.scalars(select(AuditRecord.detail).where(AuditRecord.action == Action.SUBJECT_ALIAS.value))

@@ -381,7 +381,9 @@ def _retrain(
                 if owner
                 else Principal(job.owner, Role.VIEWER, 0, None)
             )
-        hook = _sisa_continuation(ctx, job_id, erasure_id, erased or {}) if spec.sisa is not None else None
+        # only the erased rows of the datasets this job was admitted to read: never another dataset's
+        mine = {name: rows for name, rows in (erased or {}).items() if name in spec.datasets}
+        hook = _sisa_continuation(ctx, job_id, erasure_id, mine) if spec.sisa is not None else None
         try:
             new = ctx.submissions.submit(spec, who, hook)
         except TreinoError as exc:  # PolicyViolation is audited by submit (job.deny)

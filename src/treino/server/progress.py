@@ -16,17 +16,23 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from treino.server.spec import TOTAL_STEPS_MAX
+
+ETA_MAX_S = 4e9  # unix s (year 2096): past it an ETA is no estimate, and clocks cannot show it
+
 
 def total_steps(spec_total: Any, args: Any) -> int | None:
     """The job's last step: the spec's `total_steps`, else `--steps N` / `--steps=N` in `args`."""
-    if isinstance(spec_total, int) and not isinstance(spec_total, bool) and spec_total > 0:
+    if isinstance(spec_total, int) and not isinstance(spec_total, bool) and 0 < spec_total <= TOTAL_STEPS_MAX:
         return spec_total
     if not isinstance(args, Sequence) or isinstance(args, str):
         return None
     strings = [str(a) for a in args]
     for i, arg in enumerate(strings):
         value = strings[i + 1] if arg == "--steps" and i + 1 < len(strings) else arg.removeprefix("--steps=")
-        if (arg == "--steps" or arg.startswith("--steps=")) and value.isdigit() and int(value) > 0:
+        # ASCII digits only ("²".isdigit() is True, int("²") fails), and no more than the spec's own bound allows
+        ascii_number = value.isascii() and value.isdigit() and len(value) <= len(str(TOTAL_STEPS_MAX))
+        if (arg == "--steps" or arg.startswith("--steps=")) and ascii_number and 0 < int(value) <= TOTAL_STEPS_MAX:
             return int(value)
     return None
 
@@ -39,7 +45,8 @@ def eta_at(
         return None
     if steps_per_s is None or not math.isfinite(steps_per_s) or steps_per_s <= 0:
         return None  # under two points, or a restart that went back to an earlier checkpoint's step
-    return last_metric_at + max(total - last_step, 0) / steps_per_s
+    eta = last_metric_at + max(total - last_step, 0) / steps_per_s
+    return eta if eta <= ETA_MAX_S else None  # a rate of 1e-300 steps/s says nothing about when
 
 
 def queue_wait_s(submitted_at: float, started_at: float | None) -> float | None:

@@ -30,7 +30,7 @@ from treino.govern.access import Principal
 from treino.govern.audit import Action
 from treino.govern.models import Model, Role
 from treino.server.context import ServerContext
-from treino.server.db import ACTIVE_STATES, Job
+from treino.server.db import ACTIVE_STATES, FINAL_STATES, Job
 from treino.server.settings import MODEL_READ_CHUNK_BYTES
 
 
@@ -63,6 +63,14 @@ def delete(ctx: ServerContext, model_id: int, actor: str) -> None:
             raise Conflict(
                 f"Model {model_id} comes from job {m.job_id}, which is {job.state}: its checkpoints are still being "
                 f"written. To fix: cancel it first (treino cancel {m.job_id})."
+            )
+        heir = s.scalar(
+            select(Job.id).where(Job.continues_from == m.job_id, Job.state.not_in(list(FINAL_STATES))).limit(1)
+        )
+        if heir is not None:  # e.g. an erasure's SISA retraining, about to start from these checkpoints
+            raise Conflict(
+                f"Model {model_id}'s checkpoints are where job {heir} continues from, and it has not ended. To fix: "
+                f"wait for job {heir} to end (or cancel it: treino cancel {heir}), then delete the model."
             )
         checkpoints = ctx.engine.checkpoint_dir(m.job_id)
         others = s.scalars(select(Model).where(Model.job_id == m.job_id, Model.id != m.id, Model.deleted_at.is_(None)))

@@ -119,8 +119,10 @@ def _block(s: Session, owner: str, need: int, starting_gpus: int, now: float, bo
     if limits.gpu_hours_month is not None:
         used = book.used(s, owner, now)
         if used >= limits.gpu_hours_month:
+            # Everyone who lists jobs reads this: the month's quota is spent, not how much was used (treino usage
+            # shows that, to the user and admins only)
             return (
-                f"{RULE}: {owner} has used {used:.2f} of {limits.gpu_hours_month:g} GPU-hours this month "
+                f"{RULE}: {owner}'s {limits.gpu_hours_month:g} GPU-hours of this month are spent "
                 f"({limits.set_for}). It starts when the quota resets, {_when(next_month_start(now))}."
             )
     return None

@@ -729,6 +729,9 @@ class Service:
     def _end(self, job: Job, state: JobState, reason: str | None = None, detail: str | None = None) -> None:
         self._transition(job, state)
         job.ended_at = time.time()
+        # An erasure's retraining ends here too when it never ran (cancelled in the queue, its checkpoint gone):
+        # the erased rows it was given go with its end, whichever way it ends.
+        drop_erased_rows(self.job_dir(job.id))
         if (s := object_session(job)) is not None:
             self.meters.job_finished(s, state)
         if reason:

@@ -111,13 +111,18 @@ def parse_since(text: str | None, now: float) -> float:
         return month_start(now)
     text = text.strip()
     if m := _DURATION.match(text):
-        return now - float(m.group(1)) * _DURATION_S[m.group(2)]
-    try:
-        return dt.datetime.fromisoformat(text).timestamp()
-    except (ValueError, OverflowError, OSError) as exc:  # not a date; a date the platform cannot place
-        raise SpecError(
-            "since", f"{text!r} is neither a date nor a duration. To fix: e.g. 2026-11-01, 2026-11-01T08:00 or 30d."
-        ) from exc
+        start = now - float(m.group(1)) * _DURATION_S[m.group(2)]
+    else:
+        try:
+            start = dt.datetime.fromisoformat(text).timestamp()
+        except (ValueError, OverflowError, OSError) as exc:  # not a date; a date the platform cannot place
+            raise SpecError(
+                "since",
+                f"{text!r} is neither a date nor a duration. To fix: e.g. 2026-11-01, 2026-11-01T08:00 or 30d.",
+            ) from exc
+    if not 0 <= start <= now:  # before 1970 no clock can show it (and no job ran); a future window is empty
+        raise SpecError("since", f"{text!r} is before 1970 or in the future. To fix: a past date, or e.g. 30d.")
+    return start
 
 
 # --- the figures ----------------------------------------------------------------------------------------------------
