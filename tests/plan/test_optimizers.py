@@ -5,7 +5,7 @@ the planner's bytes exactly (summed from the real tensors, each shared storage o
 counters); the step's temporaries (MemTracker's peak less weights, buffers, gradients and state) within 1 %.
 
 The implementations: torch.optim's AdamW, SGD and Adafactor with foreach (their CUDA default), lucidrains'
-lion-pytorch, and bitsandbytes' AdamW8bit, which runs on CPUs since 0.45 and allocates its state as on CUDA.
+lion-pytorch, and bitsandbytes' AdamW8bit, whose CPU backend (0.50) allocates the state as on CUDA.
 MemTracker sees bitsandbytes' step as one operator, so its temporaries are not measured here (its CPU kernel
 dequantizes one tensor's moments to fp32; the CUDA kernel updates in place): the planner says so in its notes.
 """
@@ -114,5 +114,7 @@ def test_lora_adapters_state_and_step_temporaries_measured(name: str) -> None:
     torch.manual_seed(0)
     base = engine.build_hf_model(cfg, precision="bf16-true", attention="sdpa")
     model = peft.get_peft_model(base, peft.LoraConfig(r=LORA_RANK, target_modules=list(LORA_TARGETS)))
-    setup = TrainSetup(precision="bf16-true", optimizer=name, seq_len=16, lora_rank=LORA_RANK, lora_targets=LORA_TARGETS)
+    setup = TrainSetup(
+        precision="bf16-true", optimizer=name, seq_len=16, lora_rank=LORA_RANK, lora_targets=LORA_TARGETS
+    )
     _check(cfg, model, name, setup)
