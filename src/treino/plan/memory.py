@@ -397,8 +397,8 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
             notes.append("The optimizer step runs on the CPU (DeepSpeed ZeRO-Offload).")
     if setup.optimizer == "adamw-8bit":  # MemTracker sees bitsandbytes' step as one operator
         notes.append(
-            "8-bit AdamW is planned as bitsandbytes' AdamW8bit: its state is measured, its step's temporaries "
-            "(none: the CUDA kernel updates in place) are read from its source, not measured."
+            "8-bit AdamW is planned as bitsandbytes' AdamW8bit, whose state treino's tests measure; its step's "
+            "temporaries (none: the CUDA kernel updates in place) come from its source, not a measurement."
         )
     if setup.offload == "optimizer+params":
         cpu += weights - 2 * largest_layer_bytes
