@@ -86,6 +86,7 @@ CASES = [
     *[("llama", "fp32", name) for name in OPTIMIZERS],
     *[("llama", "bf16-true", name) for name in ("adamw-8bit", "sgd-momentum", "adafactor", "lion")],
     *[("gpt2", "fp32", name) for name in ("adamw-8bit", "adafactor")],
+    ("mixtral", "fp32", "adafactor"),  # fused experts (E, d_out, d_in): factored over the last two dimensions
 ]
 ONE_BLOCK = {"num_hidden_layers": 1, "n_layer": 1}
 
