@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 TRANSFORMERS_PIN := transformers==5.24.0
 
-.PHONY: venv demo test lint bench clean screenshots
+.PHONY: venv demo test lint bench clean screenshots mutate
 
 $(BIN)/treino: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -45,6 +45,18 @@ test: venv
 	@# two workers (pytest-xdist): most tests wait on real servers and jobs. Each file stays on one worker (its
 	@# module-scoped servers and Slurm cluster start once); tests/cluster's two clusters use their own ports
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+# Mutation testing ([tool.mutmut] in pyproject.toml): mutants of src/treino/plan/memory.py against tests/plan's fast
+# tests, then the score. All ~860 mutants take hours on two cores; name the functions you changed, e.g.
+#   make mutate MUTANTS='treino.plan.memory.x__adamw_8bit_state_bytes*'
+MUTANTS ?=
+mutate: venv
+	-$(BIN)/mutmut run $(MUTANTS)
+	@$(BIN)/mutmut export-cicd-stats >/dev/null
+	@$(BIN)/mutmut results | grep -v 'not checked' || true  # the survivors
+	@$(BIN)/python -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); \
+		run = s['killed'] + s['survived'] + s['timeout'] + s['suspicious']; \
+		print(f\"mutants killed: {s['killed']} of {run} run ({s['killed'] / max(run, 1):.0%}); survived: {s['survived']}\")"
 
 lint: venv
 	$(BIN)/ruff check src tests benchmarks

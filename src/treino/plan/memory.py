@@ -37,8 +37,13 @@ DEFAULT_CUDA_CONTEXT_BYTES = 1000 * 2**20
 DEFAULT_ALLOCATOR_RESERVE_FRACTION = 0.10
 # bitsandbytes NF4 with double quantization: 4 bits + 0.127 bits of constants per weight (QLoRA §3).
 NF4_BYTES_PER_PARAM = 0.516
-# 8-bit optimizers keep fp32 absmax per block of 2048 values (Dettmers et al. 2022, §2).
-ADAM8BIT_BLOCK = 2048
+# bitsandbytes' 8-bit AdamW keeps one uint8 per value for each of its two moments, one fp32 absmax per block of
+# 256 values, two 256-entry fp32 quantile maps shared by all tensors, and fp32 moments for tensors under 4,096
+# values (bitsandbytes/optim/optimizer.py `Optimizer2State.init_state`, 0.50; the paper, Dettmers et al. 2022 §2,
+# used blocks of 2048). torchao's AdamW8bit uses the same block and threshold.
+ADAM8BIT_BLOCK = 256
+ADAM8BIT_MIN_8BIT_NUMEL = 4096
+ADAM8BIT_QMAP_BYTES = 2 * 256 * 4
 # Activations Korthikanti et al. keep whole under tensor parallelism: layer norms' inputs, the residual
 # stream, dropout masks (10 of 34 sbh per layer, Table 2); in HF Llama the fp32 norm inputs and the norm
 # outputs make about 12 of its 20 h-terms. 0.6 is that share.
@@ -224,36 +229,65 @@ def _optimizer_state_bytes(model: ModelSpec, setup: TrainSetup, trainable: int, 
     if name == "adamw":
         return master + 2 * s * trainable
     if name == "adamw-8bit":
-        return master + 2 * trainable + math.ceil(2 * 4 * trainable / ADAM8BIT_BLOCK)
+        return master + _adamw_8bit_state_bytes(_trainable_tensors(model, setup))
     if name in ("sgd-momentum", "lion"):
         return master + s * trainable
     if name == "sgd":
         return master
-    # adafactor without momentum: row and column second moments per matrix, full for vectors
-    # (torch.optim.Adafactor / transformers Adafactor state init).
+    # adafactor without momentum: row and column second moments per matrix (over its last two dimensions),
+    # full for vectors (torch/optim/_adafactor.py `Adafactor._init_group`; transformers Adafactor).
     factored = 0
-    if setup.lora:
-        return master + 4 * trainable  # adapters are thin matrices; bound by one value per parameter
-    for tensor, copies in model.all_tensors():
-        if len(tensor.shape) >= 2:
-            lead = math.prod(tensor.shape[:-2])
-            factored += copies * lead * (tensor.shape[-2] + tensor.shape[-1])
+    for shape, copies in _trainable_tensors(model, setup):
+        if len(shape) >= 2:
+            factored += copies * math.prod(shape[:-2]) * (shape[-2] + shape[-1])
         else:
-            factored += copies * tensor.numel
+            factored += copies * math.prod(shape)
     return master + s * factored
 
 
+def _trainable_tensors(model: ModelSpec, setup: TrainSetup) -> list[tuple[tuple[int, ...], int]]:
+    """(shape, copies) of each trainable tensor: the model's, or LoRA's A (r x d_in) and B (d_out x r)."""
+    if not setup.lora:
+        return [(tensor.shape, copies) for tensor, copies in model.all_tensors()]
+    out: list[tuple[tuple[int, ...], int]] = []
+    for tensor, copies in model.all_tensors():
+        if tensor.lora_target in setup.lora_targets and len(tensor.shape) >= 2:
+            lead = tensor.shape[:-2]  # fused experts (E, d_out, d_in): one adapter pair per expert
+            d_out, d_in = tensor.shape[-2:]
+            out += [((*lead, setup.lora_rank, d_in), copies), ((*lead, d_out, setup.lora_rank), copies)]
+    return out
+
+
+def _adamw_8bit_state_bytes(tensors: list[tuple[tuple[int, ...], int]]) -> int:
+    """bitsandbytes AdamW8bit: two uint8 moments + fp32 absmax per block, fp32 moments for small tensors."""
+    total, quantized = 0, False
+    for shape, copies in tensors:
+        n = math.prod(shape)
+        if n >= ADAM8BIT_MIN_8BIT_NUMEL:
+            total += copies * 2 * (n + 4 * math.ceil(n / ADAM8BIT_BLOCK))
+            quantized = True
+        else:
+            total += copies * 2 * 4 * n
+    return total + (ADAM8BIT_QMAP_BYTES if quantized else 0)
+
+
 def _optimizer_temporary_bytes(setup: TrainSetup, trainable: int, largest: int, p: _Precision) -> int:
-    """Temporaries of one optimizer step. Multi-tensor (foreach) AdamW, PyTorch's CUDA default, builds
-    `exp_avg_sq.sqrt()` for all parameters at once (torch/optim/adamw.py `_multi_tensor_adamw`)."""
+    """Temporaries of one optimizer step, `largest` the largest trainable tensor's values (measured with
+    MemTracker: tests/plan/test_optimizers.py). Multi-tensor (foreach) AdamW, PyTorch's CUDA default, builds
+    `exp_avg_sq.sqrt()` for all parameters at once (torch/optim/adamw.py `_multi_tensor_adamw`); foreach
+    Adafactor its variance estimate (torch/optim/_adafactor.py `_multi_tensor_adafactor`)."""
     s = 4 if setup.lora else p.state_bytes
     master_grads = 0 if setup.lora or not p.master_bytes else 4 * trainable  # fp32 grads for the master step
     if setup.optimizer == "adamw":
         return master_grads + s * trainable
     if setup.optimizer == "adafactor":
         return master_grads + s * trainable
-    if setup.optimizer in ("lion", "adamw-8bit"):
-        return master_grads + s * largest  # one parameter at a time
+    if setup.optimizer == "lion":
+        # One parameter at a time; `exp_avg.clone()` and its sum with the gradient are live together
+        # (lion-pytorch `update_fn`, 0.2.5).
+        return master_grads + 2 * s * largest
+    # SGD (foreach) updates in place; bitsandbytes' 8-bit CUDA kernel keeps dequantized moments in registers
+    # (bitsandbytes/backends/cuda/ops.py `_optimizer_update_8bit_blockwise_impl`, 0.50).
     return master_grads
 
 
@@ -361,6 +395,11 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         optimizer = 0
         if setup.optimizer != "sgd":
             notes.append("The optimizer step runs on the CPU (DeepSpeed ZeRO-Offload).")
+    if setup.optimizer == "adamw-8bit":  # MemTracker sees bitsandbytes' step as one operator
+        notes.append(
+            "8-bit AdamW is planned as bitsandbytes' AdamW8bit, whose state treino's tests measure; its step's "
+            "temporaries (none: the CUDA kernel updates in place) come from its source, not a measurement."
+        )
     if setup.offload == "optimizer+params":
         cpu += weights - 2 * largest_layer_bytes
         weights = 2 * largest_layer_bytes
@@ -402,7 +441,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
 
     accum_grads = grads if setup.grad_accum > 1 else 0.0
     head_grad = 0 if setup.lora else grad_elem * model.vocab_size * model.hidden_size / t
-    largest_tensor = max(t_.numel for t_ in (*model.layer_tensors, *model.outer_tensors))
+    largest_tensor = max((math.prod(shape) for shape, _ in _trainable_tensors(model, setup)), default=0)
     opt_temp = 0.0 if setup.offload != "none" else _optimizer_temporary_bytes(setup, trainable, largest_tensor, p)
     opt_temp *= stage  # each pipeline stage steps its own parameters
     if setup.zero >= 1:
