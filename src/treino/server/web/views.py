@@ -15,9 +15,9 @@ from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, 
 from treino.server import metric_series, progress
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, FINAL_STATES, Attempt, Checkpoint, Job, JobState, MetricPoint
-from treino.server.schemas import path_exists
+from treino.server.schemas import WaitOut, path_exists
 from treino.server.seed import newest_checkpoint
-from treino.server.waits import NO_WAITS, Wait, Waits
+from treino.server.waits import NO_WAITS, Waits
 
 QUEUE_SHOWN = 50  # queued jobs listed on the overview (the count covers all)
 RECENT_SHOWN = 15  # finished jobs listed on the overview
@@ -39,22 +39,6 @@ def eta_seconds(job: Job, target: int | None) -> float | None:
     return max(target - job.last_step, 0) / job.steps_per_s
 
 
-def wait_row(wait: Wait | None) -> dict[str, Any] | None:
-    """Why a job waits (treino.server.waits), as the templates word it (_jobs.html's wait_text)."""
-    if wait is None:
-        return None
-    return {
-        "reason": wait.reason.value,
-        "position": wait.position,
-        "blocked_by": list(wait.blocked_by),
-        "gpus_needed": wait.gpus_needed,
-        "gpus_free": wait.gpus_free,
-        "until": wait.until,
-        "preempting": wait.preempting,
-        "note": wait.note,
-    }
-
-
 def job_row(job: Job, args: list[Any] | None = None, total: Any = None, waits: Waits = NO_WAITS) -> dict[str, Any]:
     """A job as the overview and the job page show it. `args`, `total`: the spec's, when the job was read without its
     spec (`listed`); else they are read from the spec. `waits`: the engine's, for why a queued job waits."""
@@ -74,7 +58,7 @@ def job_row(job: Job, args: list[Any] | None = None, total: Any = None, waits: W
         "last_loss": job.last_loss,
         "eta_s": eta_seconds(job, target),
         "progress": (job.last_step or 0) / target if target else None,
-        "wait": wait_row(waits.of(job.id, job.state)),
+        "wait": WaitOut.fields(waits.of(job.id, job.state)),  # as the API gives it; _jobs.html words it
         "queue_wait_s": progress.queue_wait_s(job.submitted_at, job.started_at),
         "duration_s": progress.duration_s(job.started_at, job.ended_at),
     }
