@@ -162,6 +162,11 @@ def model_config(name_or_path: str) -> dict[str, Any]:
     key = _normalise(name_or_path)
     if key in model_names():
         return _read_json((_MODELS / f"{key}.json").read_text(encoding="utf-8"), f"preset {key}")
+    if "/" in name_or_path.strip("/"):  # org/name: a Hugging Face repo id, read from the local cache only
+        from treino.catalog.hf_cache import cached_config
+
+        found = cached_config(name_or_path.strip("/"))
+        return _read_json(found.read_text(encoding="utf-8"), str(found))
     raise _did_you_mean("model", name_or_path, model_names(), "treino models")
 
 

@@ -659,7 +659,9 @@ def recommend_cmd(
     precision: Annotated[str, typer.Option()] = "bf16-mixed",
     deadline: Annotated[str, typer.Option("--deadline", help="e.g. 3d or 72h.")] = "",
     budget: Annotated[str, typer.Option("--budget", help='e.g. "R$ 50.000".')] = "",
-    residency: Annotated[str, typer.Option("--residency", help="Country the data must stay in (ISO-2, e.g. BR).")] = "",
+    residency: Annotated[
+        str, typer.Option("--residency", help="Country the data must stay in: ISO-2 (e.g. BR) or a site (its country).")
+    ] = "",
     offers_file: Annotated[
         str, typer.Option("--offers", help="Your own quotes (CSV or YAML), added to the catalog.")
     ] = "",
@@ -671,9 +673,11 @@ def recommend_cmd(
     """Which server to rent: the cheapest configurations that fit, meet the deadline and budget, and keep
     the data where it may be."""
     from treino.catalog import offers as offer_catalog
+    from treino.catalog.residency import residency_country
     from treino.cli.progress import steps
     from treino.plan.recommend import recommend
 
+    residency = residency_country(residency) if residency else ""  # 'br', a site -> 'BR'; 'Brasil' -> exit 2
     candidates = offer_catalog.candidates(offers_file)
     spec, fx = catalog.model(model), fx_rate(fx_given)
     deadline_hours, budget_brl = (_hours(deadline) if deadline else None), (_brl(budget) if budget else None)
