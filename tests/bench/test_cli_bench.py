@@ -92,7 +92,7 @@ def test_profile_round_trip_changes_the_roofline(tmp_path: Path) -> None:
     save_profile(_h200_profile(2400.0), path)
     sheet = json.loads(treino(*PLAN).stdout)
     out = treino(*PLAN, "--profile", str(path))
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3, out.stderr  # the plan does not fit (exit 3); its roofline is computed all the same
     measured = json.loads(out.stdout)
     assert measured["profile"]["measured"]["hbm_bandwidth_gb_s"] == {"datasheet": 4800.0, "measured": 2400.0}
     assert measured["time"]["bound"] == "memory"

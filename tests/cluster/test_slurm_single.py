@@ -91,7 +91,7 @@ def test_two_one_gpu_jobs_share_the_node_a_third_waits_and_cancel_leaves_nothing
         assert f"<td>{node}</td><td>127.0.0.1</td><td>{state}</td><td>2</td><td>gpu-sp1</td>" in overview
         assert f"GPU 0 · GPU · {node}" in overview
         page = browser.get(f"/jobs/{ids[0]}").text
-        assert f"<td>{node} · Slurm {placement['slurm_job_id']} · gpu-sp1</td>" in page
+        assert f"<td>{node} · Slurm job {placement['slurm_job_id']} · gpu-sp1</td>" in page
     for i in ids:
         assert api(server, "POST", f"/api/v1/jobs/{i}/cancel").status_code == 200
     for i in ids:

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from treino.errors import CatalogError
+from treino.errors import CatalogError, UsageError
 from treino.plan.hardware import GpuSpec
 from treino.plan.performance import NVLINK_BUSBW_EFFICIENCY
 
@@ -120,12 +120,12 @@ def apply_profile(spec: GpuSpec, profile: dict[str, Any], path: str = "") -> Mea
     """`spec` with the profile's measured HBM bandwidth, TFLOP/s and (NCCL over NVLink) all-reduce busbw."""
     gpu = profile.get("gpu")
     if not gpu:
-        raise CatalogError(
+        raise UsageError(  # --profile names a file that cannot serve this plan: a bad option value (exit 2)
             "The profile holds no GPU measurements (it was saved on a machine without GPUs). "
             "To fix: run 'treino bench --save' on the GPU server."
         )
     if gpu.get("catalog_name") and gpu["catalog_name"] != spec.name:
-        raise CatalogError(
+        raise UsageError(
             f"The profile measured {gpu['catalog_name']} ({gpu['name']}), but the plan is for {spec.name}. "
             f"To fix: --gpu {gpu['catalog_name']}, or a profile measured on a {spec.display_name}."
         )
