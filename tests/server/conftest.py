@@ -93,6 +93,14 @@ class ServerProcess:
 
 def kill_jobs(data_dir: Path) -> None:
     """SIGKILL every process of every attempt under `data_dir`, and the attempts' supervisors."""
+    # First the supervisors by their command line: one started a moment ago may not have written its state.json
+    # yet, and would otherwise live on (and start its job) after the test.
+    jobs = str(data_dir / "jobs").encode()
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, ValueError):
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"treino.server.supervisor" in argv and any(a.startswith(jobs) for a in argv):
+                os.kill(int(proc.name), signal.SIGKILL)
     for launch in data_dir.glob("jobs/*/attempt-*/launch.json"):
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             record = json.loads((launch.parent / "state.json").read_text())["cgroup"]
