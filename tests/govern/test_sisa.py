@@ -90,6 +90,9 @@ def test_an_erasure_retrains_only_the_subjects_shard_from_its_slice(
     body = {"subject": customer, "retrain": True}
     report = ok(api(server, tokens["dpo1"], "POST", "/api/v1/erasures", json=body), 201)
     (retrain_id,) = report["retrain_jobs"]
+    # Until the retraining ends, the checkpoints it continues from cannot be deleted under it.
+    held = api(server, tokens["dpo1"], "POST", f"/api/v1/models/{final['id']}/delete")
+    assert held.status_code == 409 and f"where job {retrain_id} continues from" in held.text, held.text
     retrained = wait_final(server, tokens["eng1"], retrain_id)
     logs = api(server, tokens["eng1"], "GET", f"/api/v1/jobs/{retrain_id}/logs").json()["text"]
     assert retrained["state"] == "succeeded", logs
