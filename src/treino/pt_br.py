@@ -582,10 +582,6 @@ PT: dict[str, str] = {
     "Datasets: legal basis, purposes, residency, versions.": (
         "Datasets: base legal, finalidades, residência, versões."
     ),
-    ("Register a dataset: the server copies PATH into its store as a new version and records why it may hold it."): (
-        "Registra um dataset: o servidor copia PATH para o seu repositório como uma nova versão e registra"
-        " por que pode guardá-lo."
-    ),
     "The registered datasets and their latest versions, newest first.": (
         "Os datasets registrados e suas últimas versões, dos mais novos aos mais antigos."
     ),
@@ -593,9 +589,6 @@ PT: dict[str, str] = {
         "Um dataset: sua base legal, finalidades, residência e todas as versões (as expurgadas marcadas)."
     ),
     "The hash-chained audit log.": "O log de auditoria encadeado por hashes.",
-    "Recompute the hash chain and check its signed checkpoints. Exit 1 at the first bad record.": (
-        "Recalcula a cadeia de hashes e confere seus checkpoints assinados. Sai com 1 no primeiro registro inválido."
-    ),
     "The audit records, with their hashes, for the DPO or the ANPD (re-verifiable outside treino).": (
         "Os registros de auditoria, com seus hashes, para o DPO ou a ANPD (verificáveis fora do treino)."
     ),
@@ -800,31 +793,31 @@ PT: dict[str, str] = {
     "gap": "diferença",
     # commands of LGPD II (users disable/enable, data add --strict, data retain, audit anchors, model quarantine)
     "Disable a user: their tokens and dashboard sessions fail at once; their running jobs go on.": (
-        "Desativar um usuário: seus tokens e sessões do painel falham na hora; seus jobs em execução continuam."
+        "Desativa um usuário: seus tokens e sessões do painel falham na hora; seus jobs em execução continuam."
     ),
     "Enable a disabled user again: their tokens that are not revoked or expired work again.": (
-        "Reativar um usuário desativado: seus tokens não revogados nem expirados voltam a funcionar."
+        "Reativa um usuário desativado: seus tokens não revogados nem expirados voltam a funcionar."
     ),
     "Register a dataset: the server copies PATH into its store as a new version and records why it may hold it.\n"
     "Rows of subjects erased earlier are stripped (counted in a warning), or with --strict the file is refused.": (
-        "Registrar um dataset: o servidor copia PATH para o seu acervo como nova versão e registra por que pode "
+        "Registra um dataset: o servidor copia PATH para o seu repositório como nova versão e registra por que pode "
         "guardá-lo.\nLinhas de titulares já eliminados são retiradas (contadas num aviso), ou com --strict o "
         "arquivo é recusado."
     ),
     "A dataset past its retention period: extend the period on a documented legal basis (LGPD Art. 16), or erase\n"
     "the dataset. Both are audited (retention.extend, retention.erase).": (
-        "Um dataset além do prazo de retenção: prorrogar o prazo com uma base legal documentada (LGPD Art. 16), ou "
-        "eliminar\no dataset. Ambos ficam na auditoria (retention.extend, retention.erase)."
+        "Um dataset além do prazo de retenção: prorroga o prazo com uma base legal documentada (LGPD Art. 16), ou "
+        "elimina\no dataset. Ambos ficam na auditoria (retention.extend, retention.erase)."
     ),
     "Recompute the hash chain and check its signed checkpoints (and anchors). Exit 1 at the first bad record.": (
-        "Recalcular a cadeia de hashes e conferir seus checkpoints assinados (e âncoras). Sai com 1 no primeiro "
-        "registro adulterado."
+        "Recalcula a cadeia de hashes e confere seus checkpoints assinados (e âncoras). Sai com 1 no primeiro "
+        "registro inválido."
     ),
     "Quarantine a model an erasure marked: it stays on disk, but its file is no longer served.": (
-        "Pôr em quarentena um modelo marcado por uma eliminação: fica no disco, mas seu arquivo deixa de ser servido."
+        "Põe em quarentena um modelo marcado por uma eliminação: fica no disco, mas seu arquivo deixa de ser servido."
     ),
     "Delete a model an erasure marked: its files and its job's checkpoint folder are removed; the record stays.": (
-        "Apagar um modelo marcado por uma eliminação: seus arquivos e a pasta de checkpoints do job são removidos; "
+        "Apaga um modelo marcado por uma eliminação: seus arquivos e a pasta de checkpoints do job são removidos; "
         "o registro fica."
     ),
 }
