@@ -27,6 +27,7 @@ from treino.govern.identity import canonical_id, legacy_id, legacy_ids
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure
 
 ALIAS_ACTOR = "treino"  # the actor of the alias records a migration appends
+IN_CHUNK = 5_000  # pseudonyms per IN (...): a store may hold millions of ids, a statement at most 65,535 parameters
 
 
 def aliases_of(session: Session, canonical_pseudonym: str) -> list[str]:
@@ -62,9 +63,6 @@ def _stored_ids(session: Session, store: Path) -> set[str]:
         values = values if pa.types.is_string(values.type) else pc.cast(values, pa.string())
         ids.update(v for v in pc.unique(values).to_pylist() if v is not None)
     return ids
-
-
-IN_CHUNK = 5_000  # pseudonyms per IN (...): a store may hold millions of ids, a statement at most 65,535 parameters
 
 
 def realias(session: Session, key: bytes, store: Path, audit: AuditLog) -> int:
