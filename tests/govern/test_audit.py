@@ -277,6 +277,38 @@ def test_concurrent_transactions_keep_one_chain(database: Database, tmp_path: Pa
     assert (result.ok, result.records) == (True, 8)
 
 
+def test_a_transaction_appends_again_while_another_waits_for_the_chain(database: Database, tmp_path: Path) -> None:
+    """A transaction that holds the chain (and on SQLite the database's write lock) appends a second time while
+    another transaction waits for the chain: the waiter must not hold the log's thread lock as it waits, or each
+    waits for the other until the database's lock timeout fails one (an erasure's 500 under load once)."""
+    sessions = open_db(database, tmp_path / "a.db")
+    log = AuditLog(KEY)
+    failures: list[BaseException] = []
+    first_done = threading.Event()
+
+    def waiter() -> None:
+        first_done.wait()
+        try:
+            with sessions.begin() as s:
+                log.append(s, actor="dpo", action="erasure.complete")
+        except Exception as e:
+            failures.append(e)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    began = time.monotonic()
+    with sessions.begin() as s:
+        log.append(s, actor="server", action="job.start", job_id=1)
+        first_done.set()
+        time.sleep(0.5)  # the waiter is now waiting for the chain
+        log.append(s, actor="server", action="job.start", job_id=2)
+    thread.join()
+    assert failures == []
+    assert time.monotonic() - began < 5  # no wait for a lock timeout (10 s on both databases)
+    result = check(sessions)
+    assert (result.ok, result.records) == (True, 3)
+
+
 def test_bad_input_is_refused(database: Database, tmp_path: Path) -> None:
     sessions = open_db(database, tmp_path / "a.db")
     log = AuditLog(KEY)

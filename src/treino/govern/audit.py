@@ -238,6 +238,7 @@ class AuditLog:
     ) -> Appended:
         """One record, inserted in `session`'s transaction (the caller commits). What it returns is a plain copy of
         the record's fields for reading (building an ORM object cost a quarter of an append's time)."""
+        self._hold_chain(session)
         with self._lock:
             seq, prev_hash = self._read_head(session)
             fields = _fields(seq + 1, time.time(), actor, action, dataset, subject, job_id, detail, prev_hash)
@@ -248,6 +249,7 @@ class AuditLog:
     def append_many(self, session: Session, records: Sequence[Mapping[str, Any]]) -> int:
         """Many records in one statement (imports, benchmarks); each a dict of append's keywords, plus an optional
         `time` (unix seconds). Returns how many were appended."""
+        self._hold_chain(session)
         with self._lock:
             seq, prev_hash = self._read_head(session)
             rows = []
@@ -273,6 +275,7 @@ class AuditLog:
     def checkpoint(self, session: Session) -> AuditCheckpoint | None:
         """Sign the current head now (on shutdown, or hourly, so a cut-off tail is caught); None if the log is
         empty. The checkpoint is added to `session`; the caller commits."""
+        self._hold_chain(session)
         with self._lock:
             seq, hash_ = self._read_head(session)
             if seq == 0:
@@ -282,19 +285,35 @@ class AuditLog:
             session.flush()
             return cp
 
-    def _read_head(self, session: Session) -> tuple[int, str]:
-        """(seq, hash) of the last record, or (0, GENESIS_HASH): from this log's own last append in the same
-        transaction, else one primary-key lookup."""
+    def _cached_head(self, session: Session) -> tuple[int, str] | None:
+        """(seq, hash) of this log's last append when it was made in `session`'s current transaction (which then
+        holds the chain), else None."""
+        head = self._head  # one read: another thread may replace it
         txn = session.get_nested_transaction() or session.get_transaction()
-        if self._head is not None and txn is not None and self._head[0]() is txn and txn.is_active:
-            return self._head[1], self._head[2]
-        session.flush()  # records this session added through the ORM must be visible to the lookup
-        conn = session.connection()  # one appending transaction at a time, until it ends (see the docstring)
+        if head is not None and txn is not None and head[0]() is txn and txn.is_active:
+            return head[1], head[2]
+        return None
+
+    def _hold_chain(self, session: Session) -> None:
+        """The chain held by `session`'s transaction until it ends: one appending transaction at a time (see the
+        module's docstring). Taken before, never while, this log's thread lock is held: a transaction that holds the
+        database's write lock (SQLite has one) may be waiting for the thread lock to append, and a thread that held
+        the lock while it waited for the database would wait for that transaction, which waits for it."""
+        if self._cached_head(session) is not None:
+            return
+        session.flush()  # records this session added through the ORM must be visible to the head's lookup
+        conn = session.connection()
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql("UPDATE audit_records SET seq = seq WHERE 0")
         elif conn.dialect.name == "postgresql":
             conn.execute(select(func.set_config("lock_timeout", CHAIN_LOCK_TIMEOUT, True)))
             conn.execute(select(func.pg_advisory_xact_lock(CHAIN_LOCK_KEY)))
+
+    def _read_head(self, session: Session) -> tuple[int, str]:
+        """(seq, hash) of the last record, or (0, GENESIS_HASH): from this log's own last append in the same
+        transaction, else one primary-key lookup. The caller holds the chain (_hold_chain)."""
+        if (cached := self._cached_head(session)) is not None:
+            return cached
         row = session.execute(
             select(AuditRecord.seq, AuditRecord.hash).order_by(AuditRecord.seq.desc()).limit(1)
         ).one_or_none()

@@ -17,7 +17,10 @@ Job states and their transitions (`TRANSITIONS`):
 from __future__ import annotations
 
 import enum
+import logging
+import sysconfig
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,12 @@ from treino.errors import DatabaseBroken
 from treino.orm import Base, BigInt, database_fault
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+# A write transaction that holds SQLite's one write lock longer than this is logged with where it began: every other
+# writer waits for it, and one that waits SQLITE_BUSY_TIMEOUT_MS fails.
+SLOW_WRITE_S = 2.0
+WRITE_VERBS = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+log = logging.getLogger("treino.server")
 
 
 class JobState(enum.StrEnum):
@@ -221,7 +230,42 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 
+        _log_slow_writes(engine)
     return engine
+
+
+def _log_slow_writes(engine: Engine) -> None:
+    """A warning for each write transaction that held SQLite's write lock (taken at its first write, by the BEGIN
+    pysqlite sends before it, and held to its commit or rollback) longer than SLOW_WRITE_S, naming treino's code
+    that made the first write."""
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _first_write(conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "treino.write_began" not in conn.info and statement.lstrip().upper().startswith(WRITE_VERBS):
+            conn.info["treino.write_began"] = (time.monotonic(), _caller())
+
+    def _ended(conn: Any) -> None:
+        began = conn.info.pop("treino.write_began", None)
+        if began is not None and (held := time.monotonic() - began[0]) > SLOW_WRITE_S:
+            log.warning("a write transaction held the database %.1f s (its first write: %s)", held, began[1])
+
+    event.listen(engine, "commit", _ended)
+    event.listen(engine, "rollback", _ended)
+
+
+def _caller() -> str:
+    """The innermost three frames of treino's or the application's code on the stack (not the standard library's,
+    another installed library's or this module's): where a write came from."""
+    frames = [
+        f"{Path(f.filename).name}:{f.lineno} {f.name}"
+        for f in traceback.extract_stack()
+        if f.filename != __file__ and (f.filename.startswith(_TREINO_DIR) or not f.filename.startswith(_LIBRARY_DIRS))
+    ]
+    return " < ".join(reversed(frames[-3:])) or "?"
+
+
+_TREINO_DIR = str(Path(__file__).resolve().parents[1])  # treino's own code, even where it is an installed library
+_LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 
 def check_database(engine: Engine) -> None:
