@@ -7,6 +7,9 @@ A logistic regression on age, monthly income and purchases (standardised), train
 checkpoints through the SDK, so the server's lineage links every checkpoint and the final model to the exact
 dataset version it read.
 
+An erasure's retraining gets the erased customer's rows (treino.sisa.erased_rows): the job reports the new model's
+loss on them against customers it never trained on (the memorisation check, in the erasure's record).
+
 With `sisa: {shards: K, slices: R}` in the job's spec (treino.sisa) it trains K logistic regressions, one per shard
 of the customers, slice by slice, and predicts with their ensemble (the mean probability); an erasure's retraining
 retrains only the shard that held the erased customer, and checks what the model remembers of them.
@@ -44,9 +47,15 @@ def main() -> None:
     if plan is not None:
         train_sisa(run, plan, table, args.steps)
         return
-    x = torch.tensor([table.column(c).to_pylist() for c in FEATURES], dtype=torch.float32).T  # (rows, 3)
-    y = torch.tensor(table.column(LABEL).to_pylist(), dtype=torch.float32)
-    x = (x - x.mean(0)) / x.std(0)
+    # The customers sisa.held_out picks (10 %, by a hash of their CPF) are never trained on: the memorisation check
+    # compares the model's loss on an erased customer's rows with its loss on them.
+    held = [sisa.held_out(sisa.subject_key(cpf)) for cpf in table.column("cpf").to_pylist()]
+    holdout = table.filter(pa.array(held))
+    trained = table.filter(pa.array([not h for h in held]))
+    x = torch.tensor([trained.column(c).to_pylist() for c in FEATURES], dtype=torch.float32).T  # (rows, 3)
+    y = torch.tensor(trained.column(LABEL).to_pylist(), dtype=torch.float32)
+    mean, std = x.mean(0), x.std(0)
+    x = (x - mean) / std
     torch.manual_seed(0)
     model = nn.Linear(len(FEATURES), 1)
     opt = torch.optim.AdamW(model.parameters(), lr=0.05)
@@ -57,7 +66,7 @@ def main() -> None:
         opt.load_state_dict(state["optimizer"])
         start = state["step"] + 1
         print(f"resumed from step={state['step']}", flush=True)
-    print(f"training on {table.num_rows} rows", flush=True)
+    print(f"read {table.num_rows} rows: training on {trained.num_rows}, {holdout.num_rows} held out", flush=True)
     loss = torch.tensor(0.0)
     for step in range(start, args.steps + 1):
         logits = model(x).squeeze(1)
@@ -73,6 +82,16 @@ def main() -> None:
             print(f"stopped step={step}", flush=True)
             return
     print(f"done step={args.steps} loss={loss.item():.4f} rows={table.num_rows}", flush=True)
+    erased = sisa.erased_rows(run, "clientes")  # an erasure's retraining: what does the new model remember of them?
+    if erased is not None:
+
+        def loss_on(rows: pa.Table) -> float:
+            rx, ry = features(rows, mean, std)
+            with torch.no_grad():
+                return float(nn.functional.binary_cross_entropy_with_logits(model(rx).squeeze(1), ry))
+
+        check = sisa.memorisation_check(run, None, loss_on, erased, holdout)  # retrained from scratch: no "before"
+        print(f"memorisation {check}", flush=True)
     run.finish()
 
 

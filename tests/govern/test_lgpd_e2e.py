@@ -92,13 +92,18 @@ def test_train_refuse_abroad_erase_retrain_and_verify(start_server: Callable[...
     retrained = wait_final(sp1, tokens["eng1"], retrain_id)
     assert retrained["state"] == "succeeded"
     logs = api(sp1, tokens["eng1"], "GET", f"/api/v1/jobs/{retrain_id}/logs").json()["text"]
-    assert "training on 1999 rows" in logs
+    assert "read 1999 rows: training on" in logs
     new_final = [m for m in ok(api(sp1, tokens["dpo1"], "GET", "/api/v1/models"))["models"] if m["job"] == retrain_id]
     assert {m["trained_on"][0]["version"] for m in new_final} == {2}
 
     # An access request now finds nothing; the chain verifies and holds every step, with pseudonyms only.
     after = ok(api(sp1, tokens["dpo1"], "POST", "/api/v1/subjects/report", json={"subject": customer}))
     assert not after["found"] and after["erasures"]
+    # A retraining from scratch checks what the new model remembers of the customer too (no model from before).
+    (check,) = after["erasures"][0]["memorisation"]
+    assert check["job"] == retrain_id and check["erased_rows"] == 1 and check["before"] is None, check
+    assert check["after"]["gap"] == pytest.approx(check["after"]["erased_loss"] - check["after"]["holdout_loss"])
+    assert "memorisation {" in logs and not list((sp1.data_dir / "jobs" / str(retrain_id)).glob("erased-rows-*"))
     assert ok(api(sp1, tokens["dpo1"], "GET", "/api/v1/audit/verify"))["ok"]
     exported = api(sp1, tokens["dpo1"], "GET", "/api/v1/audit/export").text
     actions = {json.loads(line)["action"] for line in exported.splitlines() if line.strip()}

@@ -229,7 +229,7 @@ def test_a_continued_job_inherits_the_old_jobs_data_versions_and_erasure_reaches
     assert wait(server, new, final)["state"] == "succeeded", logs(server, new)
     text = logs(server, new)
     assert "resumed from step=20" in text
-    assert f"training on {len(rows) - 1} rows" in text  # it reads its own pin, v2, never the inherited v1
+    assert f"read {len(rows) - 1} rows: training on" in text  # it reads its own pin, v2, never the inherited v1
     models = [m for m in api(server, "GET", "/api/v1/models", tokens["dpo1"]).json()["models"] if m["job"] == new]
     assert models and all(m["personal_data"] and m["residency"] == "BR" for m in models)
     assert all(sorted(t["version"] for t in m["trained_on"]) == [1, 2] for m in models)

@@ -321,11 +321,9 @@ def erase(ctx: ServerContext, subject: str, dataset: str | None, retrain: bool, 
             ctx.audit.append(s, actor=actor, action="model.mark", subject=subject_pseudonym, detail=detail)
         report = result.report()
     rows: dict[str, pa.Table] = {}
-    if retrain and result.job_ids:  # for the memorisation check of SISA retraining, before the bytes go
+    if retrain and result.job_ids:  # for the retraining's memorisation check, read before the bytes go
         with ctx.sessions() as s:
-            specs = s.scalars(select(Job.spec).where(Job.id.in_(result.job_ids)))
-            if any(spec.get("sisa") for spec in specs):
-                rows = unlearning.erased_rows(s, ctx.settings.store, result, subject)
+            rows = unlearning.erased_rows(s, ctx.settings.store, result, subject)
     for rel in result.deleted_files:
         (ctx.settings.store / rel).unlink(missing_ok=True)
     drop_dataset_copies(ctx.settings.jobs_dir, {Path(rel).name for rel in result.deleted_files})
@@ -366,7 +364,7 @@ def _retrain(
     """Each affected job again, same spec and owner, through the one submit path: admitted anew, it gets the
     versions without the subject. A job no longer admitted (a revoked grant, a plan that no longer fits) is
     listed with its reason; it never fails the erasure already done. A SISA job continues from its shards' slice
-    checkpoints, with the erased rows for its memorisation check (treino.server.unlearning)."""
+    checkpoints; every job gets the erased rows for its memorisation check (treino.server.unlearning)."""
     queued: list[int] = []
     refused: list[RetrainRefused] = []
     for job_id in sorted(set(job_ids)):
@@ -383,7 +381,7 @@ def _retrain(
             )
         # only the erased rows of the datasets this job was admitted to read: never another dataset's
         mine = {name: rows for name, rows in (erased or {}).items() if name in spec.datasets}
-        hook = _sisa_continuation(ctx, job_id, erasure_id, mine) if spec.sisa is not None else None
+        hook = _retraining(ctx, job_id, erasure_id, mine, sisa=spec.sisa is not None)
         try:
             new = ctx.submissions.submit(spec, who, hook)
         except TreinoError as exc:  # PolicyViolation is audited by submit (job.deny)
@@ -395,25 +393,26 @@ def _retrain(
     return queued, refused
 
 
-def _sisa_continuation(ctx: ServerContext, job_id: int, erasure_id: int, erased: dict[str, pa.Table]) -> JobHook | None:
-    """The submit hook that makes a SISA job's retraining continue from its `sisa/` checkpoint (None: it left none,
-    so the retraining starts from scratch), listed in the erasure's record in the same transaction, with the erased
-    rows placed in its folder."""
-    step = unlearning.sisa_step(ctx.engine.checkpoint_dir(job_id))
-    if step is None:
-        return None
+def _retraining(ctx: ServerContext, job_id: int, erasure_id: int, erased: dict[str, pa.Table], sisa: bool) -> JobHook:
+    """The submit hook of job `job_id`'s retraining, run in its submit transaction: it is listed in the erasure's
+    record with the erased rows placed in its folder, for its memorisation check; a SISA job that left a `sisa/`
+    checkpoint continues from it (else it starts from scratch), and is listed as such."""
+    step = unlearning.sisa_step(ctx.engine.checkpoint_dir(job_id)) if sisa else None
 
-    def continue_from(s: Session, job: Job) -> None:
-        job.continues_from, job.continues_from_step = job_id, step
+    def retrain(s: Session, job: Job) -> None:
+        if step is not None:
+            job.continues_from, job.continues_from_step = job_id, step
         s.flush()
         erasure = s.get(Erasure, erasure_id)
         assert erasure is not None
+        key = unlearning.SISA_JOBS_KEY if step is not None else unlearning.CHECKED_JOBS_KEY
         report = dict(erasure.report or {})
-        report[unlearning.SISA_JOBS_KEY] = [*report.get(unlearning.SISA_JOBS_KEY, []), job.id]
+        report[key] = [*report.get(key, []), job.id]
         erasure.report = report
-        unlearning.place_erased_rows(ctx.engine.job_dir(job.id), erased, ctx.settings.job_user)
+        if erased:
+            unlearning.place_erased_rows(ctx.engine.job_dir(job.id), erased, ctx.settings.job_user)
 
-    return continue_from
+    return retrain
 
 
 def subject_report(ctx: ServerContext, subject: str, actor: str) -> SubjectReportOut:

@@ -8,13 +8,15 @@ later slices' checkpoints first. The new job pins only the new dataset version (
 erased one): every checkpoint it keeps was trained on rows the new version still holds, as the slice digests show.
 The server does not load models: this rests on the SDK's check (docs/govern.md says so).
 
-Memorisation check: the retraining job of a SISA job gets the erased subject's rows, read from the purged version
-before its bytes are deleted, as `erased-rows-{dataset}.parquet` in its folder (the job user's, mode 0400). The job
-computes its ensemble's mean loss on them and on held-out rows, before (the seeded shards) and after retraining,
-into `checkpoints/memorisation.json`. When the job ends the server copies those figures into the erasure's record
-(`report.memorisation`, an `erasure.memorisation` audit record) and deletes the rows. A loss gap (erased rows minus
-held-out rows) near 0 is consistent with forgetting; it does not prove that no information about the subject
-remains in the model.
+Memorisation check: every retraining job of an erasure (SISA or not) gets the erased subject's rows of the datasets
+it was admitted to read, read from the purged version before its bytes are deleted, as
+`erased-rows-{dataset}.parquet` in its folder (the job user's, mode 0400), and is listed in the erasure's record
+(CHECKED_JOBS_KEY). The job computes its model's mean loss on them and on held-out rows (treino.sisa.erased_rows and
+memorisation_check; a SISA job also before retraining, from its seeded shards; a job retrained from scratch has no
+model from before) into `checkpoints/memorisation.json`. When the job ends the server copies those figures into the
+erasure's record (`report.memorisation`, an `erasure.memorisation` audit record) and deletes the rows. A loss gap
+(erased rows minus held-out rows) near 0 is consistent with forgetting; it does not prove that no information about
+the subject remains in the model.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from treino.sisa import ERASED_ROWS_NAME, MEMORISATION_NAME, SISA_DIR
 
 log = logging.getLogger("treino.server")
 
-SISA_JOBS_KEY = "sisa_retrain_jobs"  # in an erasure's report: its SISA retraining jobs
+SISA_JOBS_KEY = "sisa_retrain_jobs"  # in an erasure's report: its SISA retraining jobs that continue from checkpoints
+CHECKED_JOBS_KEY = "memorisation_jobs"  # in an erasure's report: its retraining jobs given the erased rows to check
 WHAT_IT_PROVES = (
     "Mean loss of the retrained model on the erased rows against held-out rows it never saw. A gap near the "
     "held-out level is consistent with the rows being forgotten; a much lower loss on the erased rows suggests "
@@ -56,6 +59,16 @@ def erasure_of(s: Session, job: Job) -> Erasure | None:
         return None
     for erasure in s.scalars(select(Erasure).order_by(Erasure.id.desc())):
         if job.id in (erasure.report or {}).get(SISA_JOBS_KEY, []):
+            return erasure
+    return None
+
+
+def checked_by(s: Session, job: Job) -> Erasure | None:
+    """The erasure whose retraining `job` is and which gave it the erased rows for the memorisation check (its record
+    lists the job, written by the server in the job's submit transaction), or None."""
+    for erasure in s.scalars(select(Erasure).order_by(Erasure.id.desc())):
+        report = erasure.report or {}
+        if job.id in report.get(CHECKED_JOBS_KEY, []) or job.id in report.get(SISA_JOBS_KEY, []):
             return erasure
     return None
 
@@ -162,7 +175,7 @@ def _clean(figures: dict[str, Any]) -> dict[str, Any]:
 def record_memorisation(s: Session, audit: AuditLog, job: Job, job_dir: Path) -> None:
     """When an erasure's retraining job ends: its memorisation figures (if it wrote them) into the erasure's record
     and the audit chain; the erased rows it was given deleted either way."""
-    erasure = erasure_of(s, job)
+    erasure = checked_by(s, job)
     if erasure is None:
         return
     try:
