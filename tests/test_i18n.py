@@ -194,7 +194,7 @@ def test_the_cli_language_follows_lc_all_lc_messages_lang(env: dict[str, str], c
 
 def test_pt_br_numbers_and_money() -> None:
     assert PT_BR.money(1234.56) == "R$ 1.234,56" and PT_BR.num(1234.5, 1) == "1.234,5"
-    assert EN.money(1234.56) == "BRL 1,234.56" and EN.num(1234.5, 1) == "1,234.5"
+    assert EN.money(1234.56) == "R$ 1.234,56" and EN.num(1234.5, 1) == "1,234.5"  # reais as on the invoice
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in TEMPLATES.glob("*.html")))

@@ -128,9 +128,11 @@ class Locale:
         return _pt_number(text) if self.pt else text
 
     def money(self, brl: float) -> str:
+        """Reais as Brazilians write them, in either language (the CLI's plans and costs show them so too): the
+        amount a Brazilian user reads on an invoice, never mistaken for dollars."""
         from treino.plan.cost import format_brl  # plan/ imports nothing of this module's users: no cycle
 
-        return format_brl(brl) if self.pt else f"BRL {brl:,.2f}"
+        return format_brl(brl)
 
     def when(self, unix_s: float | None) -> str:
         if unix_s is None:

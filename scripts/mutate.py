@@ -1,0 +1,134 @@
+"""Mutation testing of the modules whose numbers users trust: each small change mutmut makes to one of them must make
+one of its tests fail. `make mutate` runs it; `make mutate TARGETS=cpf` one target; `MUTANTS=` mutmut's names.
+
+    python scripts/mutate.py [--targets memory,cpf] [--mutants 'treino.govern.cpf.x__valid*'] [--table-only]
+
+Each target is a module and the tests that should catch its mutants (the fast ones: every mutant runs them). mutmut
+reads its settings from the pyproject.toml of the folder it runs in, so each target gets a folder of its own under
+.mutate/ (a copy of src/, tests/, scripts/ and examples/, and a pyproject.toml with the target's [tool.mutmut]).
+The folders are kept: mutmut records each mutant's result there and, run again, tests only the mutants of functions
+that changed since. The table at the end gives each target's score against TARGET_SCORE; the survivors are listed
+by `.venv/bin/mutmut results` in the target's folder (`mutmut show NAME` shows one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / ".mutate"
+COPIED = ("src", "tests", "scripts", "examples")
+TARGET_SCORE = 0.90  # issue 17: at least 90 % of mutants killed in each target module
+
+
+@dataclass(frozen=True)
+class Target:
+    module: str  # the file mutated, from the repository's root
+    tests: tuple[str, ...]  # pytest's arguments: the tests that must kill its mutants
+
+
+TARGETS = {
+    "memory": Target("src/treino/plan/memory.py", ("tests/plan", "-m", "not slow")),
+    "performance": Target("src/treino/plan/performance.py", ("tests/plan", "-m", "not slow")),
+    # SQLite only: the PostgreSQL variants check the same code, against a server each mutant would have to start
+    "audit": Target("src/treino/govern/audit.py", ("tests/govern/test_audit.py", "-k", "not postgresql")),
+    "cpf": Target(
+        "src/treino/govern/cpf.py",
+        ("tests/govern/test_cpf.py", "tests/govern/test_identity.py", "-k", "not postgresql"),
+    ),
+    "scheduler": Target("src/treino/server/scheduler.py", ("tests/server/test_scheduler.py",)),
+}
+
+
+def settings(target: Target) -> str:
+    """The [tool.mutmut] table of `target`'s folder."""
+    selection = [*target.tests, "-p", "no:xdist", "-p", "no:randomly"]
+    return (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["src"]\n'
+        f"only_mutate = {json.dumps([target.module])}\n"
+        f"pytest_add_cli_args_test_selection = {json.dumps(selection)}\n"
+        'process_isolation = "forkserver"  # torch is not fork-safe\n'
+        'also_copy = ["scripts", "examples"]\n'
+    )
+
+
+def prepare(name: str, target: Target) -> Path:
+    """`target`'s folder, its copies of the sources and tests refreshed (mutmut's own records kept)."""
+    folder = WORK / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in COPIED:
+        shutil.rmtree(folder / part, ignore_errors=True)
+        shutil.copytree(ROOT / part, folder / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    head, _, tail = pyproject.partition("\n[tool.mutmut]\n")
+    rest = tail.split("\n[", 1)  # the tables after [tool.mutmut], if any
+    kept = head + ("\n[" + rest[1] if len(rest) == 2 else "")
+    (folder / "pyproject.toml").write_text(kept + settings(target))
+    return folder
+
+
+def run(folder: Path, mutants: str | None) -> None:
+    mutmut = Path(sys.executable).with_name("mutmut")
+    env = {**os.environ, "PYTHONPATH": ""}  # the folder's own copy of src is what mutmut mutates
+    subprocess.run([str(mutmut), "run", *([mutants] if mutants else [])], cwd=folder, env=env, check=False)
+
+
+def score(folder: Path) -> dict[str, int] | None:
+    """mutmut's counts for `folder` (killed, survived, ...), or None before its first run."""
+    mutmut = Path(sys.executable).with_name("mutmut")
+    if not (folder / "mutants").is_dir():
+        return None
+    subprocess.run([str(mutmut), "export-cicd-stats"], cwd=folder, capture_output=True, check=False)
+    stats = folder / "mutants" / "mutmut-cicd-stats.json"
+    return json.loads(stats.read_text()) if stats.is_file() else None
+
+
+def table(names: list[str]) -> int:
+    """The score table; 1 if a target that ran is below TARGET_SCORE."""
+    print(f"{'target':<12} {'module':<34} {'killed':>7} {'survived':>9} {'timeout':>8} {'not run':>8} {'score':>6}")
+    below = 0
+    for name in names:
+        stats = score(WORK / name)
+        module = TARGETS[name].module.removeprefix("src/treino/")
+        if stats is None:
+            print(f"{name:<12} {module:<34} {'(not run)':>7}")
+            continue
+        tried = stats["killed"] + stats["survived"] + stats["timeout"] + stats["suspicious"]
+        rate = stats["killed"] / tried if tried else 0.0
+        below += tried > 0 and rate < TARGET_SCORE
+        print(
+            f"{name:<12} {module:<34} {stats['killed']:>7} {stats['survived']:>9} {stats['timeout']:>8} "
+            f"{stats['not_checked']:>8} {rate:>6.0%}"
+        )
+    print(f"target: at least {TARGET_SCORE:.0%} of the mutants run killed; survivors: .venv/bin/mutmut results in .mutate/NAME")
+    return 1 if below else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", default=",".join(TARGETS), help=f"comma-separated, of: {', '.join(TARGETS)}")
+    parser.add_argument("--mutants", default=None, help="mutmut's mutant names (globs), e.g. 'treino.govern.cpf.x__*'")
+    parser.add_argument("--table-only", action="store_true", help="print the scores of earlier runs, run nothing")
+    args = parser.parse_args()
+    names = [n.strip() for n in args.targets.split(",") if n.strip()]
+    unknown = [n for n in names if n not in TARGETS]
+    if unknown:
+        print(f"Unknown target(s) {', '.join(unknown)}. To fix: use some of {', '.join(TARGETS)}.", file=sys.stderr)
+        return 2
+    if not args.table_only:
+        for name in names:
+            print(f"== {name}: mutants of {TARGETS[name].module}", flush=True)
+            run(prepare(name, TARGETS[name]), args.mutants)
+    return table(names)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
