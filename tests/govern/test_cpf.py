@@ -11,7 +11,8 @@ import random
 import pyarrow as pa
 import pytest
 
-from treino.govern.cpf import check_digits, is_valid_cpf, make_cpf, scan_table, scan_values
+from treino.errors import TreinoError
+from treino.govern.cpf import CPF_INT_MIN, check_digits, is_valid_cpf, make_cpf, scan_table, scan_values
 
 
 @pytest.mark.parametrize("cpf", ["123.456.789-09", "12345678909", "222.333.666-38", 12345678909])
@@ -100,3 +101,58 @@ def test_context_flags_a_cpf_named_column_with_bad_check_digits() -> None:
     (doc,) = scan_table(pa.table({"doc": ids}))
     assert doc.context
     assert scan_table(pa.table({"doctor": ids})) == []
+
+
+def test_make_cpf_formats_unless_told_not_to_and_refuses_what_is_not_nine_digits() -> None:
+    assert make_cpf("123456789") == "123.456.789-09"
+    assert make_cpf("123456789", formatted=False) == "12345678909"
+    for bad in ("12345678", "1234567890", "12345678a", "１２３４５６７８９"):  # the last in full-width digits
+        with pytest.raises(TreinoError, match="nine digits"):
+            check_digits(bad)
+
+
+def test_digits_of_other_scripts_and_short_numbers_are_no_cpf() -> None:
+    # Python's int() reads full-width and Arabic-Indic digits: 123.456.789-09 written so must still not pass
+    assert not is_valid_cpf("１２３４５６７８９０９")
+    assert not is_valid_cpf("١٢٣٤٥٦٧٨٩٠٩")
+    assert not is_valid_cpf("12345") and not is_valid_cpf("123.456")
+
+
+def test_integer_columns_are_read_back_zero_padded_from_nine_digits() -> None:
+    assert scan_values([CPF_INT_MIN]).candidates == 1  # 001.000.000-00 in shape
+    assert scan_values([CPF_INT_MIN - 1, 10**11, -12345678909]).candidates == 0
+    assert scan_values([12345678909, True]).valid == 1  # a bool is not a number here
+
+
+def test_the_sample_is_spread_over_the_whole_column() -> None:
+    # 20 order numbers, then 10 CPFs: a sample of 10 evenly spaced rows (0, 3, ..., 27) reaches three of the CPFs
+    values = [f"pedido {i}" for i in range(20)] + [make_cpf(f"{100000000 + 7919 * i:09d}") for i in range(10)]
+    (finding,) = scan_table(pa.table({"obs": values}), sample_rows=10)
+    assert (finding.valid_cpfs, finding.sample_size, finding.candidates) == (3, 10, 3)
+
+
+def test_large_strings_are_scanned() -> None:
+    table = pa.table({"doc": pa.array([make_cpf(f"{100000000 + i:09d}") for i in range(5)], pa.large_string())})
+    assert [f.column for f in scan_table(table)] == ["doc"]
+
+
+def test_the_flag_thresholds_are_inclusive() -> None:
+    valid, shaped = make_cpf("123456789"), "123.456.789-00"  # shaped: a CPF's form, wrong check digits
+    # by check digits: 1 valid of 10 is the 10 % share, flagged; 1 of 5 as well (at least one valid value)
+    (finding,) = scan_table(pa.table({"obs": [valid] + ["x"] * 9}))
+    assert (finding.valid_cpfs, finding.sample_size, finding.candidates, finding.context) == (1, 10, 1, False)
+    assert len(scan_table(pa.table({"obs": [valid] + ["x"] * 4}))) == 1
+    assert scan_table(pa.table({"obs": [valid] + ["x"] * 10})) == []  # 1 of 11: under 10 %
+    # by context: 9 of 10 in the CPF's shape in a column named so is the 90 % share, flagged; 1 of 10 is not
+    (finding,) = scan_table(pa.table({"cpf": [shaped] * 9 + ["x"]}))
+    assert (finding.valid_cpfs, finding.candidates, finding.context) == (0, 9, True)
+    assert scan_table(pa.table({"cpf": [shaped] * 8 + ["x"] * 2})) == []
+    assert scan_table(pa.table({"cpf": [shaped] + ["x"] * 9})) == []
+
+
+def test_a_finding_describes_itself() -> None:
+    (finding,) = scan_table(pa.table({"cpf": [make_cpf("123456789")] * 1234 + ["x"] * 766}))
+    assert finding.describe() == "column 'cpf': 1,234 of 2,000 sampled values are valid CPFs (and its name says CPF)"
+    (finding,) = scan_table(pa.table({"obs": [make_cpf("123456789")] * 3}))
+    assert finding.describe() == "column 'obs': 3 of 3 sampled values are valid CPFs"
+    assert finding.valid_share == 1.0

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no py.typed marker
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
+from treino.errors import TreinoError
+
 # A CPF inside any text: bare or formatted, not part of a longer digit run (reference §7.3, CPF_RE).
 CPF_RE = re.compile(r"(?<!\d)(\d{3})\.?(\d{3})\.?(\d{3})-?(\d{2})(?!\d)")
 
@@ -47,7 +49,8 @@ def _check_digit(digits: str, first_weight: int) -> int:
 
 def check_digits(first_nine: str) -> str:
     """The two check digits for the first nine digits of a CPF."""
-    assert len(first_nine) == 9 and first_nine.isdigit()
+    if len(first_nine) != 9 or not first_nine.isascii() or not first_nine.isdigit():
+        raise TreinoError(f"A CPF's check digits follow nine digits, not {first_nine!r}.")
     dv1 = _check_digit(first_nine, 10)
     dv2 = _check_digit(first_nine + str(dv1), 11)
     return f"{dv1}{dv2}"
@@ -88,8 +91,8 @@ def _value_text(value: str | int | None) -> str | None:
         return None
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return f"{value:011d}" if CPF_INT_MIN <= value < 10**11 else None
+    if isinstance(value, int):  # more than 11 digits never match CPF_RE (a longer digit run)
+        return f"{value:011d}" if value >= CPF_INT_MIN else None
     return value
 
 
