@@ -46,17 +46,16 @@ test: venv
 	@# module-scoped servers and Slurm cluster start once); tests/cluster's two clusters use their own ports
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
-# Mutation testing ([tool.mutmut] in pyproject.toml): mutants of src/treino/plan/memory.py against tests/plan's fast
-# tests, then the score. All ~860 mutants take hours on two cores; name the functions you changed, e.g.
-#   make mutate MUTANTS='treino.plan.memory.x__adamw_8bit_state_bytes*'
+# Mutation testing (scripts/mutate.py, mutmut): each small change to a module users trust (the planner's memory and
+# performance models, the audit chain, the CPF scanner, the scheduler) must make one of its tests fail; a score
+# table per module at the end (target 90 %). A whole module takes from minutes (cpf) to hours (memory) on two cores;
+# mutmut keeps its results in .mutate/ and, run again, tests only the mutants of functions that changed. E.g.
+#   make mutate TARGETS=cpf
+#   make mutate TARGETS=memory MUTANTS='treino.plan.memory.x__adamw_8bit_state_bytes*'
+TARGETS ?= memory,performance,audit,cpf,scheduler
 MUTANTS ?=
 mutate: venv
-	-$(BIN)/mutmut run $(MUTANTS)
-	@$(BIN)/mutmut export-cicd-stats >/dev/null
-	@$(BIN)/mutmut results | grep -v 'not checked' || true  # the survivors
-	@$(BIN)/python -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); \
-		run = s['killed'] + s['survived'] + s['timeout'] + s['suspicious']; \
-		print(f\"mutants killed: {s['killed']} of {run} run ({s['killed'] / max(run, 1):.0%}); survived: {s['survived']}\")"
+	$(BIN)/python scripts/mutate.py --targets '$(TARGETS)' $(if $(MUTANTS),--mutants '$(MUTANTS)')
 
 lint: venv
 	$(BIN)/ruff check src tests benchmarks
