@@ -5,8 +5,9 @@ target: <= 15 s on the 2-core CI machine, with pyarrow.compute and no pandas rou
 
 The dataset is synthetic: 10 M rows of valid formatted CPFs (random, built with numpy) and four numeric columns;
 the subject has 3 rows. It is generated once and cached under $TMPDIR/treino-erasure-bench. The measured time is
-`erase_subject` end to end: read the latest version, match the subject (CPF digits on both sides), write the new
-version, hash it, update the database, delete the old version's bytes.
+the erasure end to end, as the server runs it: `scan_erasure` (read the latest version, match the subject's CPF
+digits on both sides, write the new version, hash it) before the transaction, then `erase_subject` in it (update the
+database, delete the old version's bytes); the table gives the transaction's share, the time other writers wait.
 """
 
 from __future__ import annotations
@@ -99,13 +100,17 @@ def main() -> int:
             )
             session.commit()
             register_s = time.perf_counter() - t0
-            erasure = D.open_erasure(session, subject_pseudonym="0" * 64, dataset=None, requested_by="bench")
+            t0 = time.perf_counter()  # as the server does it: the Parquet work first, then one short transaction
+            scan = D.scan_erasure(session, store, subject_id=subject, dataset="clientes")
             session.commit()
-            t0 = time.perf_counter()
+            scan_s = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            erasure = D.open_erasure(session, subject_pseudonym="0" * 64, dataset=None, requested_by="bench")
             result = D.erase_subject(
-                session, store, subject_id=subject, dataset="clientes", actor="bench", erasure_id=erasure.id
+                session, store, subject_id=subject, dataset="clientes", actor="bench", erasure_id=erasure.id, scan=scan
             )
             session.commit()
+            transaction_s = time.perf_counter() - t1
             erase_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             report = D.subject_report(session, store, subject)
@@ -117,13 +122,16 @@ def main() -> int:
     table = Table(title=f"erasure of one subject ({len(SUBJECT_ROWS)} rows) from {ROWS:,} Parquet rows")
     for col in ("benchmark", "measured", "target", "ratio to target"):
         table.add_column(col, justify="left" if col == "benchmark" else "right")
-    table.add_row("erase_subject", f"{erase_s:.1f} s", "<= 15 s", f"{erase_s / TARGET_S:.2f}")
+    table.add_row("erasure (scan_erasure + erase_subject)", f"{erase_s:.1f} s", "<= 15 s", f"{erase_s / TARGET_S:.2f}")
+    table.add_row("  of which in the write transaction", f"{transaction_s:.2f} s", "-", "-")
+    table.add_row("  of which scan_erasure (no lock held)", f"{scan_s:.1f} s", "-", "-")
     table.add_row("register_dataset (for reference)", f"{register_s:.1f} s", "-", "-")
     table.add_row("subject_report (for reference)", f"{report_s:.1f} s", "-", "-")
     console.print(table)
     console.print(
-        f"v1 {reg.version.bytes / 1e6:.0f} MB. erase_subject = read v1, match the CPF digits, write v2, hash it, "
-        "update the database, delete v1's bytes. Ratio to target: measured / target (<= 1 meets it)."
+        f"v1 {reg.version.bytes / 1e6:.0f} MB. scan_erasure = read v1, match the CPF digits, write v2, hash it; "
+        "erase_subject = update the database (other writers wait for this part only), delete v1's bytes. "
+        "Ratio to target: measured / target (<= 1 meets it)."
     )
     return 0
 

@@ -265,3 +265,61 @@ def test_erasure_purges_every_version_and_spares_shared_bytes(env: Env) -> None:
     assert m1.erasure_id == e1.id  # the first erasure that marked it
     filtered = pq.read_table(D.version_path(env.store, D.resolve(env.session, "copia")), columns=["cpf"])
     assert not pc.any(pc.equal(filtered.column(0), env.subject)).as_py()
+
+
+def test_an_erasure_scanned_before_its_transaction_reads_no_parquet_in_it(env: Env) -> None:
+    """The Parquet work is done by scan_erasure before the transaction (which then holds SQLite's write lock and the
+    audit chain for its updates only): inside it, no version file is read again, and the result is the same."""
+    env.register()
+    env.register("copia")  # the same bytes: one file, two versions
+    scan = D.scan_erasure(env.session, env.store, subject_id=env.subject, dataset=None)
+    env.session.commit()  # the registrations (the scan only read)
+    assert sorted(s.rows for s in scan.values()) == [2, 2] and all(s.stored is not None for s in scan.values())
+    real_read = pq.read_table
+    reads: list[str] = []
+    pq.read_table = lambda *a, **kw: reads.append(str(a[0])) or real_read(*a, **kw)  # type: ignore[assignment]
+    try:
+        erasure = D.open_erasure(env.session, subject_pseudonym="s" * 64, dataset=None, requested_by="dpo")
+        result = D.erase_subject(
+            env.session, env.store, subject_id=env.subject, dataset=None, actor="dpo", erasure_id=erasure.id, scan=scan
+        )
+        env.session.commit()
+    finally:
+        pq.read_table = real_read  # type: ignore[assignment]
+    assert reads == []
+    assert sorted((d.dataset, d.new_version, d.rows_removed) for d in result.datasets) == [
+        ("clientes", 2, 2),
+        ("copia", 2, 2),
+    ]
+    for name in ("clientes", "copia"):
+        assert _subject_rows(D.version_path(env.store, D.resolve(env.session, name)), env.subject) == 0
+    assert D.drop_unused_files(env.session, env.store, scan) == []  # every file it wrote is a version now
+
+
+def test_a_version_added_after_the_scan_is_erased_too_and_the_unused_file_dropped(env: Env) -> None:
+    env.register()
+    scan = D.scan_erasure(env.session, env.store, subject_id=env.subject, dataset="clientes")
+    env.session.commit()
+    (scanned,) = [s for s in scan.values() if s.stored is not None]
+    with env.csv.open("a", encoding="utf-8", newline="") as f:  # v2 comes in between, the subject still in it
+        csv.writer(f).writerow(["987.654.321-00", "Ana Lima Costa", "Recife", "PE", 30, 1000.0, 2, 0])
+    D.new_version(env.session, env.store, name="clientes", path=env.csv, allowed_roots=env.roots, actor="a")
+    erasure = D.open_erasure(env.session, subject_pseudonym="t" * 64, dataset="clientes", requested_by="dpo")
+    result = D.erase_subject(
+        env.session,
+        env.store,
+        subject_id=env.subject,
+        dataset="clientes",
+        actor="dpo",
+        erasure_id=erasure.id,
+        scan=scan,
+    )
+    env.session.commit()
+    (d,) = result.datasets
+    assert [p.number for p in d.purged] == [1, 2] and d.new_version == 3 and d.rows_removed == 2
+    v3 = D.resolve(env.session, "clientes")
+    assert v3.rows == ROWS and _subject_rows(D.version_path(env.store, v3), env.subject) == 0
+    # v1 without the subject, written by the scan, is no version: dropped
+    assert (env.store / scanned.stored.path).exists()  # type: ignore[union-attr]
+    assert D.drop_unused_files(env.session, env.store, scan) == [scanned.stored.path]  # type: ignore[union-attr]
+    assert not (env.store / scanned.stored.path).exists()  # type: ignore[union-attr]

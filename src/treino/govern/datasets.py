@@ -671,11 +671,76 @@ def open_erasure(
     return erasure
 
 
+@dataclass(frozen=True)
+class ScannedVersion:
+    """One version as an erasure's scan found it: the subject's rows in it and, for the latest version when it holds
+    the subject, the version without them, already written to the store (`stored`)."""
+
+    rows: int
+    stored: _Stored | None = None
+
+
+# What scan_erasure found, by version id: the file work of an erasure, done before its write transaction
+ErasureScan = dict[int, ScannedVersion]
+
+
+def scan_erasure(session: Session, store: Path, *, subject_id: str, dataset: str | None) -> ErasureScan:
+    """The slow part of erase_subject (read every live version, match the subject, write the latest one without the
+    subject's rows to the store), done in a read-only session before the erasure's transaction, so that the
+    transaction holds the database (SQLite's one write lock, the audit chain) for its updates only, not for seconds
+    per GB of Parquet. Versions are immutable, so what it found stays true; a version added in between is scanned
+    again inside the transaction. The files it writes are content-addressed: one no committed version points to is
+    the caller's to delete (drop_unused_files)."""
+    scan: ErasureScan = {}
+    targets, _ = _searchable(session, dataset)
+    for ds in targets:
+        live = _live_versions(session, store, ds)
+        if live:
+            latest = resolve(session, ds.name)
+            for v in live:
+                scan[v.id] = _scan_version(session, store, ds, v, subject_id, latest=v.id == latest.id)
+    return scan
+
+
+def _scan_version(
+    session: Session, store: Path, ds: Dataset, v: DatasetVersion, subject_id: str, *, latest: bool
+) -> ScannedVersion:
+    assert ds.subject_column is not None
+    if not latest:
+        column = pq.read_table(version_path(store, v), columns=[ds.subject_column]).column(0)
+        return ScannedVersion(_count(_subject_mask(ds.subject_column, column, subject_id)))
+    table = pq.read_table(version_path(store, v))
+    mask = _subject_mask(ds.subject_column, table.column(ds.subject_column), subject_id)
+    removed = _count(mask)
+    if not removed:
+        return ScannedVersion(0)
+    return ScannedVersion(removed, _store_table(session, store, table.filter(pc.invert(mask)), import_check=False))
+
+
+def drop_unused_files(session: Session, store: Path, scan: ErasureScan) -> list[str]:
+    """The files `scan` wrote that no version points to (its erasure failed, or a version came in between), deleted."""
+    paths = {s.stored.path for s in scan.values() if s.stored is not None}
+    if not paths:
+        return []
+    used = set(session.scalars(select(DatasetVersion.path).where(DatasetVersion.path.in_(list(paths)))))
+    for rel in sorted(paths - used):
+        (store / rel).unlink(missing_ok=True)
+    return sorted(paths - used)
+
+
 def _erase_in_dataset(
-    session: Session, store: Path, ds: Dataset, subject_id: str, *, erasure_id: int, actor: str
+    session: Session,
+    store: Path,
+    ds: Dataset,
+    subject_id: str,
+    *,
+    erasure_id: int,
+    actor: str,
+    scan: ErasureScan,
 ) -> tuple[list[tuple[DatasetVersion, int]], DatasetVersion | None, int]:
     """The live versions of `ds` that hold `subject_id`, each with its count of the subject's rows; when the latest
-    holds the subject, the version written without those rows (reason "erasure #ID") and how many rows it lost."""
+    holds the subject, the version written without those rows (reason "erasure #ID") and how many rows it lost.
+    What `scan` found is taken as found; a version it does not know is read here."""
     assert ds.subject_column is not None
     live = _live_versions(session, store, ds)
     if not live:
@@ -685,20 +750,17 @@ def _erase_in_dataset(
     new: DatasetVersion | None = None
     removed = 0
     for v in live:
+        found = scan.get(v.id)
+        if found is None or (v.id == latest.id and found.rows and found.stored is None):
+            found = _scan_version(session, store, ds, v, subject_id, latest=v.id == latest.id)
+        if not found.rows:
+            continue
+        held.append((v, found.rows))
         if v.id == latest.id:
-            table = pq.read_table(version_path(store, v))
-            mask = _subject_mask(ds.subject_column, table.column(ds.subject_column), subject_id)
-            removed = _count(mask)
-            if removed:
-                held.append((v, removed))
-                kept = table.filter(pc.invert(mask))
-                stored = _store_table(session, store, kept, import_check=False)
-                new = _add_version(session, ds, stored, reason=f"erasure #{erasure_id}", actor=actor, parent_id=v.id)
-        else:
-            column = pq.read_table(version_path(store, v), columns=[ds.subject_column]).column(0)
-            n = _count(_subject_mask(ds.subject_column, column, subject_id))
-            if n:
-                held.append((v, n))
+            assert found.stored is not None  # the latest version's scan writes the version without the subject
+            removed = found.rows
+            reason = f"erasure #{erasure_id}"
+            new = _add_version(session, ds, found.stored, reason=reason, actor=actor, parent_id=v.id)
     return held, new, removed
 
 
@@ -740,6 +802,7 @@ def erase_subject(
     actor: str,
     erasure_id: int,
     delete_files: bool = True,
+    scan: ErasureScan | None = None,
 ) -> ErasureResult:
     """Remove every row of `subject_id` from `dataset` (or from every dataset with a subject column).
 
@@ -747,7 +810,8 @@ def erase_subject(
     written as a new version (reason "erasure #ID"); every version that held the subject is marked purged and its
     bytes deleted from the store (unless another live version shares the same bytes); the models of every job that
     read one of those versions get `erasure_id` and a note. The erasure row `erasure_id` must exist (open_erasure);
-    its report is filled. Flushes, then deletes the files: commit right after.
+    its report is filled. Flushes, then deletes the files: commit right after. With `scan` (scan_erasure's, made
+    before the transaction), the versions it read are not read again.
     """
     targets, unsearched = _searchable(session, dataset)
     now = time.time()
@@ -755,7 +819,9 @@ def erase_subject(
     affected: dict[int, tuple[str, int]] = {}  # version id -> (dataset, number)
     to_delete: set[str] = set()
     for ds in targets:
-        held, new, removed = _erase_in_dataset(session, store, ds, subject_id, erasure_id=erasure_id, actor=actor)
+        held, new, removed = _erase_in_dataset(
+            session, store, ds, subject_id, erasure_id=erasure_id, actor=actor, scan=scan or {}
+        )
         if not held:
             continue
         for v, _ in held:

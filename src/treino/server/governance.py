@@ -287,39 +287,15 @@ def erase(ctx: ServerContext, subject: str, dataset: str | None, retrain: bool, 
     """Art. 18 VI: new versions without the subject, old bytes purged, derived models marked, optional retraining,
     and a report with the Art. 19 deadline. The subject id is never stored: only its keyed pseudonym."""
     subject_pseudonym = pseudonym(ctx.audit.key, subject)
-    with ctx.sessions.begin() as s:
+    with ctx.sessions() as s:  # the reading and writing of Parquet, before the transaction (scan_erasure)
         if dataset is not None:
             dataset_named(s, dataset)
-        erasure = store_ops.open_erasure(s, subject_pseudonym=subject_pseudonym, dataset=dataset, requested_by=actor)
-        bury(s, ctx.audit.key, subject, dataset=dataset, erasure_id=erasure.id)
-        detail: dict[str, Any] = {"erasure": erasure.id, "deadline_at": erasure.deadline_at, "retrain": retrain}
-        ctx.audit.append(
-            s, actor=actor, action="erasure.request", subject=subject_pseudonym, dataset=dataset, detail=detail
-        )
-        result = store_ops.erase_subject(
-            s,
-            ctx.settings.store,
-            subject_id=subject,
-            dataset=dataset,
-            actor=actor,
-            erasure_id=erasure.id,
-            delete_files=False,  # deleted below, once the new versions and the purge marks are committed
-        )
-        for d in result.datasets:
-            detail = {
-                "erasure": erasure.id,
-                "new_version": d.new_version,
-                "new_sha256": d.new_sha256,
-                "purged": [{"version": p.number, "sha256": p.sha256} for p in d.purged],
-                "rows_removed": d.rows_removed,
-            }
-            ctx.audit.append(
-                s, actor=actor, action="dataset.version", dataset=d.dataset, subject=subject_pseudonym, detail=detail
-            )
-        for model_id in result.model_ids:
-            detail = {"erasure": erasure.id, "model": model_id}
-            ctx.audit.append(s, actor=actor, action="model.mark", subject=subject_pseudonym, detail=detail)
-        report = result.report()
+        scan = store_ops.scan_erasure(s, ctx.settings.store, subject_id=subject, dataset=dataset)
+    try:
+        erasure, result, report = _erase_recorded(ctx, subject, subject_pseudonym, dataset, retrain, actor, scan)
+    finally:  # a new version no committed version points to (the transaction failed, or one came in between)
+        with ctx.sessions() as s:
+            store_ops.drop_unused_files(s, ctx.settings.store, scan)
     rows: dict[str, pa.Table] = {}
     if retrain and result.job_ids:  # for the retraining's memorisation check, read before the bytes go
         with ctx.sessions() as s:
@@ -356,6 +332,52 @@ def erase(ctx: ServerContext, subject: str, dataset: str | None, retrain: bool, 
         retrain_jobs=retrained,
         retrain_refused=refused,
     )
+
+
+def _erase_recorded(
+    ctx: ServerContext,
+    subject: str,
+    subject_pseudonym: str,
+    dataset: str | None,
+    retrain: bool,
+    actor: str,
+    scan: store_ops.ErasureScan,
+) -> tuple[Erasure, store_ops.ErasureResult, dict[str, Any]]:
+    """The erasure's one transaction: its row, the tombstone, the new versions and purge marks, the marked models
+    and their audit records (the Parquet work was done before, by scan_erasure)."""
+    with ctx.sessions.begin() as s:
+        erasure = store_ops.open_erasure(s, subject_pseudonym=subject_pseudonym, dataset=dataset, requested_by=actor)
+        bury(s, ctx.audit.key, subject, dataset=dataset, erasure_id=erasure.id)
+        detail: dict[str, Any] = {"erasure": erasure.id, "deadline_at": erasure.deadline_at, "retrain": retrain}
+        ctx.audit.append(
+            s, actor=actor, action="erasure.request", subject=subject_pseudonym, dataset=dataset, detail=detail
+        )
+        result = store_ops.erase_subject(
+            s,
+            ctx.settings.store,
+            subject_id=subject,
+            dataset=dataset,
+            actor=actor,
+            erasure_id=erasure.id,
+            delete_files=False,  # deleted below, once the new versions and the purge marks are committed
+            scan=scan,
+        )
+        for d in result.datasets:
+            detail = {
+                "erasure": erasure.id,
+                "new_version": d.new_version,
+                "new_sha256": d.new_sha256,
+                "purged": [{"version": p.number, "sha256": p.sha256} for p in d.purged],
+                "rows_removed": d.rows_removed,
+            }
+            ctx.audit.append(
+                s, actor=actor, action="dataset.version", dataset=d.dataset, subject=subject_pseudonym, detail=detail
+            )
+        for model_id in result.model_ids:
+            detail = {"erasure": erasure.id, "model": model_id}
+            ctx.audit.append(s, actor=actor, action="model.mark", subject=subject_pseudonym, detail=detail)
+        report = result.report()
+    return erasure, result, report
 
 
 def _retrain(
