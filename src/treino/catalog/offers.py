@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from treino.catalog.loader import _did_you_mean, _normalise, gpu, gpus
 from treino.errors import CatalogError, PlanError
 from treino.plan.cost import FxRate, Offer
+from treino.plan.fabric import parse_fabric
 from treino.plan.recommend import Candidate
 
 _DATA = resources.files("treino.catalog") / "data" / "v1"
@@ -42,6 +43,10 @@ class OfferRow(BaseModel):
     storage: str | None = None
     storage_read_gb_s: float | None = Field(default=None, gt=0)
     interconnect: Literal["nvlink", "pcie"] | None = None
+    fabric: str = "none"  # between servers: 8x400g-ib, 32x100g-efa, 2x100g-eth ... (treino.plan.fabric); none
+    fabric_price: float | None = Field(default=None, ge=0)  # per server, the offer's currency and period; 0 included
+    fabric_source: str | None = None  # where the offer's page states its fabric
+    nvlink_domain: int | None = Field(default=None, ge=1)  # GPUs per NVLink domain: 8 HGX, 72 NVL72
     price: float = Field(gt=0)
     currency: Literal["BRL", "USD"]
     period: Literal["month", "hour"]
@@ -59,6 +64,26 @@ class OfferRow(BaseModel):
         if value not in known:
             raise ValueError(str(_did_you_mean("GPU", value, list(known), "treino gpus")))
         return value
+
+    @field_validator("fabric")
+    @classmethod
+    def _known_fabric(cls, value: str) -> str:
+        try:
+            return parse_fabric(value).spec
+        except PlanError as exc:
+            raise ValueError(str(exc)) from exc
+
+    @model_validator(mode="after")
+    def _fabric_cited(self) -> OfferRow:
+        if self.fabric != "none" and not self.fabric_source:
+            raise ValueError(
+                "a fabric needs fabric_source. To fix: cite the page that states it, or write none (one server only)."
+            )
+        if self.fabric == "none" and self.fabric_price is not None:
+            raise ValueError("fabric_price without a fabric. To fix: name the fabric, or leave fabric_price empty.")
+        if self.nvlink_domain is not None and self.interconnect != "nvlink":
+            raise ValueError("nvlink_domain needs interconnect nvlink. To fix: leave it empty for PCIe servers.")
+        return self
 
     @field_validator("site")
     @classmethod

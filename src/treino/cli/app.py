@@ -288,10 +288,24 @@ def plan_scale(
         int, typer.Option("--max-gpus", help="Largest count, a power of two (on paper up to 1024).")
     ] = 64,
     mfu: Annotated[float | None, typer.Option("--mfu")] = None,
+    fabric: Annotated[
+        str,
+        typer.Option(
+            "--fabric",
+            help="Network between servers: NICs x rate-kind (8x400g-ib, 32x100g-efa, 8x400g-roce, 2x100g-eth) "
+            "or none (default: 8x400g-ib for NVLink servers, 2x100g-eth for PCIe ones).",
+        ),
+    ] = "",
+    gpus_per_server: Annotated[int, typer.Option("--gpus-per-server", min=1)] = 8,
+    nvlink_domain: Annotated[
+        int | None, typer.Option("--nvlink-domain", help="GPUs one NVLink domain joins (72 for an NVL72 rack).", min=1)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Step time and efficiency for 1, 2, 4 ... GPUs, NVLink against PCIe (weak scaling)."""
+    """Step time and efficiency for 1, 2, 4 ... GPUs, NVLink against PCIe inside a server, the fabric between
+    servers (weak scaling)."""
     from treino.plan import TrainSetup
+    from treino.plan.fabric import parse_fabric
     from treino.plan.performance import scale
 
     if not 1 <= max_gpus <= 1024:
@@ -306,13 +320,23 @@ def plan_scale(
         zero=zero,
     )
     spec, gpu_spec = catalog.model(model), catalog.gpu(gpu)
-    points = scale(spec, gpu_spec, setup, counts, mfu=mfu)
+    network = parse_fabric(fabric) if fabric else None
+    points = scale(
+        spec,
+        gpu_spec,
+        setup,
+        counts,
+        mfu=mfu,
+        fabric=network,
+        gpus_per_server=gpus_per_server,
+        nvlink_domain=nvlink_domain,
+    )
     if as_json:
         _print_json({"model": spec.name, "gpu": gpu_spec.name, "points": [asdict(p) for p in points]})
         return
     from treino.cli.render import console, scale_table
 
-    console().print(scale_table(spec, gpu_spec, points))
+    console().print(scale_table(spec, gpu_spec, points, gpus_per_server, counts[-1]))
 
 
 @plan_app.command("shared")
