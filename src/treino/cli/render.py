@@ -349,7 +349,7 @@ def scale_table(
         if below is None:
             parts.append(
                 Text(
-                    tr("{link}: efficiency stays at or above 90 % up to {gpus} GPUs.", link=link, gpus=series[-1].gpus),
+                    tr("{link}: efficiency stays at or above 90 % up to {gpus} GPUs.", link=_link(link), gpus=series[-1].gpus),
                     style="green",
                 )
             )
@@ -359,7 +359,7 @@ def scale_table(
                     tr(
                         "{link}: efficiency falls below 90 % at {gpus} GPUs ({efficiency:.0%}): the gradient "
                         "all-reduce that backward cannot hide is {exposed:.0%} of each step.",
-                        link=link,
+                        link=_link(link),
                         gpus=below.gpus,
                         efficiency=below.efficiency,
                         exposed=below.exposed_comm_fraction,

@@ -66,6 +66,13 @@ class Fabric:
         return f"{self.nics}×{self.gbit_s:g}G {KIND_NAMES[self.kind]}{generation}"
 
     @property
+    def short(self) -> str:
+        """For narrow columns: 8×400G IB NDR, 32×100G EFA, 2×100 GbE."""
+        if self.kind == "ib":
+            return self.label.replace("InfiniBand", "IB")
+        return self.label.removesuffix(" (TCP)")
+
+    @property
     def efficiency(self) -> float:
         return FABRIC_EFFICIENCY.get(self.kind, {}).get(int(self.gbit_s), DEFAULT_EFFICIENCY.get(self.kind, 0.0))
 

@@ -275,16 +275,15 @@ def best_for_offer(
             break  # the first strategy that fits at this size is the fastest of this size's strategies
         servers *= 2
     if best is None:
-        return Rejection(
-            offer.name,
-            Msg(
-                "does not fit: the leanest strategy needs {need:,.1f} GiB per GPU, the {gpu} has {have:,.1f}",
-                need=leanest_gib,
-                gpu=gpu.display_name,
-                have=gpu.memory_bytes / 2**30,
-            ),
-            "memory",
+        reason = Msg(
+            "does not fit: the leanest strategy needs {need:,.1f} GiB per GPU, the {gpu} has {have:,.1f}",
+            need=leanest_gib,
+            gpu=gpu.display_name,
+            have=gpu.memory_bytes / 2**30,
         )
+        if fabric.kind == "none" and offer.gpus < max_gpus:
+            reason = Joined("; ", [reason, Msg("one server only: the offer names no network between servers")])
+        return Rejection(offer.name, reason, "memory")
     _, _, choice = best
     meets = best[0] == 0.0
     if meets:
