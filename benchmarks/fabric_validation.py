@@ -58,7 +58,8 @@ def main() -> None:
             return estimate_time(model, catalog.gpu(gpu), setup, fabric=parse_fabric(fabric)).tokens_per_second / gpus
 
         ratio, published = per_gpu(many) / per_gpu(few), after / before
-        table.add_row(f"{what}, {few} -> {many} GPUs", f"{published:.3f}", f"{ratio:.3f}", f"{ratio / published - 1:+.1%}")
+        error = f"{ratio / published - 1:+.1%}"
+        table.add_row(f"{what}, {few} -> {many} GPUs", f"{published:.3f}", f"{ratio:.3f}", error)
     big = catalog.model("llama-3.1-405b")
     flops = model_flops_per_token(big, 8192)
     for gpus, _dp, sequences, published in LLAMA3:

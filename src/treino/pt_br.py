@@ -872,4 +872,7 @@ PT: dict[str, str] = {
     "{servers} servers joined by {fabric}; the offer gives no price for it, not included": (
         "{servers} servidores ligados por {fabric}; a oferta não dá preço para ela, não incluída"
     ),
+    "{servers} servers joined by {fabric}: {inter} of it between servers": (
+        "{servers} servidores ligados por {fabric}: {inter} disso entre servidores"
+    ),
 }

@@ -91,7 +91,9 @@ def test_torchtitan_multi_node_scaling(gpu: str, fabric: str, few: int, many: in
         return estimate_time(model, spec, setup, fabric=network).tokens_per_second / gpus
 
     big = estimate_time(
-        model, spec, TrainSetup(micro_batch=2, seq_len=8192, gpus=many, zero=3, checkpointing="selective"),
+        model,
+        spec,
+        TrainSetup(micro_batch=2, seq_len=8192, gpus=many, zero=3, checkpointing="selective"),
         fabric=network,
     )
     assert big.servers == many // 8 and big.fabric == network.spec and big.inter_comm_seconds > 0

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from treino.catalog.loader import _did_you_mean, _normalise, gpu, gpus
 from treino.errors import CatalogError, PlanError
@@ -45,7 +45,7 @@ class OfferRow(BaseModel):
     interconnect: Literal["nvlink", "pcie"] | None = None
     fabric: str = "none"  # between servers: 8x400g-ib, 32x100g-efa, 2x100g-eth ... (treino.plan.fabric); none
     fabric_price: float | None = Field(default=None, ge=0)  # per server, the offer's currency and period; 0 included
-    fabric_source: str | None = None  # where the offer's page states its fabric
+    fabric_source: str | None = Field(default=None, validate_default=True)  # where the offer's page states it
     nvlink_domain: int | None = Field(default=None, ge=1)  # GPUs per NVLink domain: 8 HGX, 72 NVL72
     price: float = Field(gt=0)
     currency: Literal["BRL", "USD"]
@@ -73,17 +73,28 @@ class OfferRow(BaseModel):
         except PlanError as exc:
             raise ValueError(str(exc)) from exc
 
-    @model_validator(mode="after")
-    def _fabric_cited(self) -> OfferRow:
-        if self.fabric != "none" and not self.fabric_source:
+    @field_validator("fabric_price")
+    @classmethod
+    def _priced_fabric(cls, value: float | None, info: ValidationInfo) -> float | None:
+        if value is not None and info.data.get("fabric", "none") == "none":
+            raise ValueError("a price without a fabric. To fix: name the fabric, or leave fabric_price empty.")
+        return value
+
+    @field_validator("fabric_source")
+    @classmethod
+    def _cited_fabric(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("fabric", "none") != "none" and not (value or "").strip():
             raise ValueError(
-                "a fabric needs fabric_source. To fix: cite the page that states it, or write none (one server only)."
+                "a fabric needs the page that states it. To fix: cite it, or write fabric none (one server only)."
             )
-        if self.fabric == "none" and self.fabric_price is not None:
-            raise ValueError("fabric_price without a fabric. To fix: name the fabric, or leave fabric_price empty.")
-        if self.nvlink_domain is not None and self.interconnect != "nvlink":
-            raise ValueError("nvlink_domain needs interconnect nvlink. To fix: leave it empty for PCIe servers.")
-        return self
+        return value
+
+    @field_validator("nvlink_domain")
+    @classmethod
+    def _nvlink_domain(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and info.data.get("interconnect") != "nvlink":
+            raise ValueError("an NVLink domain needs interconnect nvlink. To fix: leave it empty for PCIe servers.")
+        return value
 
     @field_validator("site")
     @classmethod

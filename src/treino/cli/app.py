@@ -154,6 +154,14 @@ def plan_train(
     tokens: Annotated[float, typer.Option("--tokens", help="Tokens in the dataset (e.g. 2e9), for the run time.")] = 0,
     epochs: Annotated[int, typer.Option("--epochs", help="Passes over --tokens.")] = 1,
     interconnect: Annotated[str, typer.Option(help="nvlink or pcie (default: nvlink where the GPU has it).")] = "",
+    fabric: Annotated[
+        str,
+        typer.Option(
+            "--fabric",
+            help="Network between servers beyond 8 GPUs: 8x400g-ib, 32x100g-efa, 2x100g-eth, none (default: "
+            "8x400g-ib for NVLink, 2x100g-eth for PCIe).",
+        ),
+    ] = "",
     mfu: Annotated[float | None, typer.Option("--mfu", help="Model FLOPs utilisation; default: a cited prior.")] = None,
     data: Annotated[
         str, typer.Option(help="tokens (pre-tokenised), text, or images (--seq-len = patches).")
@@ -217,7 +225,12 @@ def plan_train(
     if epochs < 1:
         raise UsageError(f"--epochs must be at least 1, got {epochs}.")
     link = interconnect or ("pcie" if gpu_spec.gpu_link == "none" else "nvlink")
-    timing = estimate_time(result.model, gpu_spec, setup, tokens=tokens * epochs, interconnect=link, mfu=mfu)
+    from treino.plan.fabric import parse_fabric
+
+    network = parse_fabric(fabric) if fabric else None
+    timing = estimate_time(
+        result.model, gpu_spec, setup, tokens=tokens * epochs, interconnect=link, mfu=mfu, fabric=network
+    )
     from treino.plan.pipeline import estimate_pipeline
 
     # The seed article's rule for a server: at least 8 CPU cores and 128 GB of RAM per high-end GPU.

@@ -184,6 +184,19 @@ def time_line(t: TimeEstimate, interconnect: str) -> Text:
                 exposed=duration(t.exposed_comm_seconds),
             )
         )
+    if t.servers > 1:
+        from treino.plan.fabric import parse_fabric
+
+        text.append(
+            " ("
+            + tr(
+                "{servers} servers joined by {fabric}: {inter} of it between servers",
+                servers=t.servers,
+                fabric=parse_fabric(t.fabric).label,
+                inter=duration(t.inter_comm_seconds),
+            )
+            + ")"
+        )
     if t.total_seconds:
         text.append(
             ". " + tr("The run: {steps} steps, {time}.", steps=tr("{n:,}", n=t.steps), time=duration(t.total_seconds)),
@@ -349,7 +362,11 @@ def scale_table(
         if below is None:
             parts.append(
                 Text(
-                    tr("{link}: efficiency stays at or above 90 % up to {gpus} GPUs.", link=_link(link), gpus=series[-1].gpus),
+                    tr(
+                        "{link}: efficiency stays at or above 90 % up to {gpus} GPUs.",
+                        link=_link(link),
+                        gpus=series[-1].gpus,
+                    ),
                     style="green",
                 )
             )

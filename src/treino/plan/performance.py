@@ -150,7 +150,7 @@ def allreduce_time(
     `fabric` None: the reference design for the interconnect (DEFAULT_FABRIC); `nvlink_domain` None: the server.
     With tensor/pipeline parallelism (`model_parallel` = tp x pp GPUs per replica, Megatron's placement: TP inside
     a server) a domain holds domain / model_parallel ranks of each data-parallel group; the rest are elsewhere."""
-    domain = max(1, (nvlink_domain if interconnect == "nvlink" and nvlink_domain else gpus_per_server) // model_parallel)
+    domain = max(1, _domain(interconnect, gpus_per_server, nvlink_domain) // model_parallel)
     local = max(1, min(gpus, domain))
     return hierarchical_allreduce(
         nbytes,

@@ -94,7 +94,8 @@ def _network(offer: Offer, fx: FxRate | None, servers: int, hours: float) -> tup
     label = parse_fabric(offer.fabric).label
     if cost is None:
         return None, Msg(
-            "{servers} servers joined by {fabric}; the offer gives no price for it, not included", servers=servers,
+            "{servers} servers joined by {fabric}; the offer gives no price for it, not included",
+            servers=servers,
             fabric=label,
         )
     if cost == 0:
@@ -275,7 +276,7 @@ def best_for_offer(
             break  # the first strategy that fits at this size is the fastest of this size's strategies
         servers *= 2
     if best is None:
-        reason = Msg(
+        reason: str = Msg(
             "does not fit: the leanest strategy needs {need:,.1f} GiB per GPU, the {gpu} has {have:,.1f}",
             need=leanest_gib,
             gpu=gpu.display_name,
