@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 from treino.plan.cost import HOURS_PER_MONTH, CostBreakdown, FxRate, fabric_brl, project_cost
 from treino.plan.model import ModelSpec
 from treino.plan.recommend import Candidate, Choice, Rejection, best_for_offer
@@ -65,7 +66,7 @@ def offer_cost(
         budget_brl=None,
     )
     if isinstance(found, Rejection):
-        raise PlanError(f"{found.offer}: {found.reason}.")
+        raise PlanError(Msg("{offer}: {reason}.", offer=found.offer, reason=found.reason))  # the views translate it
     choice = found[0]
     servers = choice.servers
     hours = choice.hours
