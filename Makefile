@@ -65,6 +65,7 @@ lint: venv
 bench: venv
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/plan_accuracy.py
+	$(BIN)/python benchmarks/fabric_validation.py
 	$(BIN)/python benchmarks/server_bench.py
 	$(BIN)/python benchmarks/audit_bench.py
 	$(BIN)/python benchmarks/erasure_bench.py

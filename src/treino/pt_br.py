@@ -544,8 +544,12 @@ PT: dict[str, str] = {
         "Memória de treino por GPU, o veredicto, o que mudar quando não cabe, o tempo do treino, se"
         " o\narmazenamento e as CPUs alimentam as GPUs e (com --offer) quanto custa."
     ),
-    "Step time and efficiency for 1, 2, 4 ... GPUs, NVLink against PCIe (weak scaling).": (
-        "Tempo do passo e eficiência para 1, 2, 4 ... GPUs, NVLink contra PCIe (escalabilidade fraca)."
+    (
+        "Step time and efficiency for 1, 2, 4 ... GPUs, NVLink against PCIe inside a server, the fabric between\n"
+        "servers (weak scaling)."
+    ): (
+        "Tempo do passo e eficiência para 1, 2, 4 ... GPUs, NVLink contra PCIe dentro do servidor, a rede entre\n"
+        "servidores (escalabilidade fraca)."
     ),
     "Dedicated against shared GPU for this job: the seed article's table, computed.": (
         "GPU dedicada contra compartilhada para este job: a tabela do artigo de referência, calculada."
@@ -819,5 +823,56 @@ PT: dict[str, str] = {
     "Delete a model an erasure marked: its files and its job's checkpoint folder are removed; the record stays.": (
         "Apaga um modelo marcado por uma eliminação: seus arquivos e a pasta de checkpoints do job são removidos; "
         "o registro fica."
+    ),
+    # the network between servers (plan scale, recommend, offers)
+    "fabric": "rede",
+    "servers": "servidores",
+    "single server": "um servidor só",
+    "{model} on {gpu}: weak scaling (same micro-batch per GPU)": (
+        "{model} em {gpu}: escalabilidade fraca (mesmo micro-batch por GPU)"
+    ),
+    "{link} inside each server ({n} GPUs)": "{link} dentro de cada servidor ({n} GPUs)",
+    (
+        "Between servers: {fabric} ({rate:,.0f} GB/s a server). Beyond one server the all-reduce is a reduce-scatter "
+        "inside each server over {link}, an all-reduce between servers over the fabric and an all-gather inside each "
+        "server (or one ring through every GPU, when faster); 'fabric' is the fabric's share of its time."
+    ): (
+        "Entre servidores: {fabric} ({rate:,.0f} GB/s por servidor). Além de um servidor, o all-reduce é um "
+        "reduce-scatter dentro de cada servidor por {link}, um all-reduce entre servidores pela rede e um all-gather "
+        "dentro de cada servidor (ou um anel por todas as GPUs, quando mais rápido); 'rede' é a parte do seu tempo "
+        "gasta na rede."
+    ),
+    "No network between servers: one server at most.": "Sem rede entre servidores: no máximo um servidor.",
+    (
+        "The link between servers dominates from {gpus} GPUs ({servers} servers): its part of the all-reduce takes "
+        "{inter}, the part inside servers {intra}."
+    ): (
+        "A ligação entre servidores domina a partir de {gpus} GPUs ({servers} servidores): sua parte do all-reduce "
+        "leva {inter}, a parte dentro dos servidores {intra}."
+    ),
+    "{link}: efficiency stays at or above 90 % up to {gpus} GPUs.": (
+        "{link}: a eficiência fica em 90 % ou mais até {gpus} GPUs."
+    ),
+    (
+        "{link}: efficiency falls below 90 % at {gpus} GPUs ({efficiency:.0%}): the gradient all-reduce that "
+        "backward cannot hide is {exposed:.0%} of each step."
+    ): (
+        "{link}: a eficiência cai abaixo de 90 % com {gpus} GPUs ({efficiency:.0%}): o all-reduce dos gradientes "
+        "que o backward não esconde é {exposed:.0%} de cada passo."
+    ),
+    "one server only: the offer names no network between servers": (
+        "um servidor só: a oferta não indica rede entre servidores"
+    ),
+    "{servers} servers joined by {fabric}, included in the price": (
+        "{servers} servidores ligados por {fabric}, incluída no preço"
+    ),
+    "{servers} servers joined by {fabric}, {cost} of the cost": (
+        "{servers} servidores ligados por {fabric}, {cost} do custo"
+    ),
+    "{servers} servers joined by {fabric}; the offer gives no price for it, not included": (
+        "{servers} servidores ligados por {fabric}; a oferta não dá preço para ela, não incluída"
+    ),
+    "{servers} servers joined by {fabric}: {inter} of it between servers": (
+        "{servers} servidores ligados por {fabric}: {inter} disso entre servidores"
     ),
 }

@@ -137,3 +137,46 @@ def test_local_file_duplicate_and_missing(tmp_path: Path) -> None:
         load_offers_file(path)
     with pytest.raises(CatalogError, match="No offers file"):
         load_offers_file(tmp_path / "nope.csv")
+
+
+def test_every_offer_names_its_network_between_servers() -> None:
+    """Each offer names its fabric (or none: one server only) with the page that states it, and its NVLink domain."""
+    from treino.plan.fabric import parse_fabric
+
+    for o in offers().values():
+        fabric = parse_fabric(o.fabric)
+        assert fabric.spec == o.fabric, o.name
+        assert fabric.kind == "none" or (o.fabric_source or "").strip(), o.name
+        assert (o.nvlink_domain is not None) == (o.interconnect == "nvlink"), o.name
+    # AWS p5en: 16 x 200 Gb/s EFA at no extra cost; Azure ND H100 v5: a 400G InfiniBand NDR port per GPU, unpriced
+    p5en, nd = offer("aws-p5en-48xlarge"), offer("azure-nd96isr-h100-v5")
+    assert (p5en.fabric, p5en.fabric_price, p5en.nvlink_domain) == ("16x200g-efa", 0.0, 8)
+    assert (nd.fabric, nd.fabric_price) == ("8x400g-ib", None)
+    assert all(o.fabric == "none" for o in offers().values() if o.provider in ("EVEO", "Lambda", "RunPod"))
+
+
+@pytest.mark.parametrize(
+    ("row", "field", "words"),
+    [
+        (GOOD.replace(",nvlink,", ",nvlink,400G,,,8,"), "fabric", "Unknown fabric '400G'"),
+        (GOOD.replace(",nvlink,", ",nvlink,8x400g-ib,,,8,"), "fabric_source", "cite it"),
+        (GOOD.replace(",nvlink,", ",nvlink,none,500,,8,"), "fabric_price", "a price without a fabric"),
+        (GOOD.replace(",nvlink,", ",pcie,none,,,8,"), "nvlink_domain", "needs interconnect nvlink"),
+    ],
+)
+def test_a_quotes_file_with_a_bad_fabric_names_the_field(tmp_path: Path, row: str, field: str, words: str) -> None:
+    header = HEADER.replace(",interconnect,", ",interconnect,fabric,fabric_price,fabric_source,nvlink_domain,")
+    path = tmp_path / "quotes.csv"
+    path.write_text(header + row, encoding="utf-8")
+    with pytest.raises(CatalogError) as err:
+        load_offers_file(path)
+    assert str(err.value).startswith(f"{path} line 2: field {field!r}: ") and words in str(err.value)
+    good = GOOD.replace(",nvlink,", ",nvlink,8x400g-ib,9000,quote #123,8,")
+    path.write_text(header + good, encoding="utf-8")
+    quote = load_offers_file(path)["my-8x-h200"]
+    assert (quote.fabric, quote.fabric_price, quote.fabric_source, quote.nvlink_domain) == (
+        "8x400g-ib",
+        9000.0,
+        "quote #123",
+        8,
+    )

@@ -289,3 +289,21 @@ def test_plan_train_cost_object() -> None:
         "plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--tokens", "1e9", "--offer", "aws-p5en-48xlarge"
     )
     assert wrong.returncode == 2 and "--gpu h200-sxm" in wrong.stderr
+
+
+def test_plan_scale_names_the_network_between_servers() -> None:
+    """Which link carries each level, where the fabric starts to dominate, and no servers without a network."""
+    args = ("plan", "scale", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--max-gpus", "32")
+    points = json.loads(treino(*args, "--fabric", "2x100g-eth", "--json").stdout)["points"]
+    nvlink = {p["gpus"]: p for p in points if p["interconnect"] == "nvlink"}
+    assert (nvlink[8]["servers"], nvlink[8]["fabric"], nvlink[8]["inter_comm_seconds"]) == (1, "none", 0)
+    assert (nvlink[32]["servers"], nvlink[32]["fabric"]) == (4, "2x100g-eth") and nvlink[32]["fabric_bound"]
+    text = " ".join(treino(*args, "--fabric", "2x100g-eth").stdout.split())
+    assert "Between servers: 2×100 GbE (TCP) (10 GB/s a server)" in text
+    assert "reduce-scatter inside each server over NVLink, an all-reduce between servers over the fabric" in text
+    assert "The link between servers dominates from 16 GPUs (2 servers)" in text
+    alone = treino(*args, "--fabric", "none")
+    assert "No network between servers: one server at most." in " ".join(alone.stdout.split())
+    assert max(p["gpus"] for p in json.loads(treino(*args, "--fabric", "none", "--json").stdout)["points"]) == 8
+    bad = treino(*args, "--fabric", "fast")
+    assert bad.returncode == 2 and "Unknown fabric 'fast'" in bad.stderr

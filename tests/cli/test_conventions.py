@@ -83,6 +83,8 @@ def test_offers_and_sites_at_80_columns() -> None:
     assert all(name in text for name in names), [n for n in names if n not in text]
     assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text
     assert "R$ 1.700,00/month" in text  # example-eveo-sp1-1x-l4: 1700 BRL a month
+    # under each offer's GPUs, the network between its servers, or that it is one server
+    assert "16×200G EFA" in text and "8×400G IB NDR" in text and "single server" in text
     assert "Rate: 5.2359 BRL/USD on 2026-02-04 (catalog fx.csv" in " ".join(text.split())
     br = json.loads(treino("offers", "--country", "BR", "--json").stdout)["offers"]
     assert br and all(o["country"] == "BR" for o in br)

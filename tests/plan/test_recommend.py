@@ -80,3 +80,45 @@ def test_catalog_search_for_the_demo() -> None:
     r = recommend(catalog.model("llama-3-8b"), cands, fx, tokens=2e9, seq_len=4096, deadline_hours=72, residency="BR")
     assert r.choices and all(c.country == "BR" and c.hours <= 72 for c in r.choices)
     assert [c.cost_brl for c in r.choices] == sorted(c.cost_brl for c in r.choices)
+
+
+def test_an_offer_without_a_network_is_planned_on_one_server() -> None:
+    """The issue's "16× L4" built from sixteen 1-GPU servers with no network named: never again. Without a fabric
+    the offer is one server, and a miss says why it was not multiplied; with one, servers are joined over it."""
+    from dataclasses import replace
+
+    one = _offer("l4-alone", "l4", 1, 0.5, currency="USD", period="hour")
+    kw = {"tokens": 2e9, "seq_len": 2048, "max_gpus": 16, "deadline_hours": 10.0}
+    r = recommend(catalog.model("qwen2.5-0.5b"), _cands((one, "US")), FX, **kw)  # type: ignore[arg-type]
+    assert r.best_effort is not None and (r.best_effort.gpus, r.best_effort.servers) == (1, 1)
+    assert "one server only: the offer names no network between servers" in r.rejected[0].reason
+    joined = replace(one, name="l4-joined", fabric="2x100g-eth", fabric_price=0.0, fabric_source="test")
+    r = recommend(catalog.model("qwen2.5-0.5b"), _cands((joined, "US")), FX, **kw)  # type: ignore[arg-type]
+    c = r.choices[0] if r.choices else r.best_effort
+    assert c is not None and c.servers > 1 and c.fabric == "2x100g-eth"
+    assert c.network == f"{c.servers} servers joined by 2×100 GbE (TCP), included in the price"
+
+
+def test_the_network_between_servers_is_priced_where_the_offer_gives_a_price() -> None:
+    """A dedicated 8-GPU server with InfiniBand at R$ 10.000 a server a month: a run that needs 4 servers pays it 4
+    times; a cloud offer naming its fabric without a price says so and leaves it out of the cost."""
+    from dataclasses import replace
+
+    ded = replace(
+        _offer("ded-ib", "h100-sxm", 8, 100_000), fabric="8x400g-ib", fabric_price=10_000.0, fabric_source="quote"
+    )
+    kw = {"tokens": 2e10, "seq_len": 4096, "max_gpus": 64, "deadline_hours": 24 * 6.0}
+    r = recommend(catalog.model("llama-3-70b"), _cands((ded, "BR")), FX, **kw)  # type: ignore[arg-type]
+    c = r.choices[0]
+    months = -(-c.hours // 730)
+    assert c.servers > 1 and c.fabric_cost_brl == 10_000 * c.servers * months
+    assert c.cost_brl == (100_000 + 10_000) * c.servers * months
+    assert "servers joined by 8×400G InfiniBand NDR, R$ " in c.network
+    cloud = replace(
+        _offer("cloud-ib", "h100-sxm", 8, 20.0, currency="USD", period="hour"), fabric="8x400g-ib", fabric_source="doc"
+    )
+    r = recommend(catalog.model("llama-3-70b"), _cands((cloud, "US")), FX, **kw)  # type: ignore[arg-type]
+    c = r.choices[0]
+    assert c.servers > 1 and c.fabric_cost_brl is None
+    assert c.cost_brl == pytest.approx(20.0 * 5.0 * c.servers * c.hours)  # the network's price is not in it
+    assert c.network.endswith("the offer gives no price for it, not included")

@@ -65,3 +65,21 @@ def test_runs_that_overflow_the_dedicated_month_are_refused() -> None:
             seq_len=4096,
             runs_per_month=HOURS_PER_MONTH,
         )
+
+
+def test_a_job_too_big_for_one_server_needs_a_named_network_and_pays_for_it() -> None:
+    """Llama-3-70B full fine-tune needs more than one 8 x H200 server. Without a fabric the dedicated offer is one
+    server and is refused, saying why; with InfiniBand at R$ 10.000 a server a month, the network is in its total."""
+    from dataclasses import replace
+
+    from treino.plan.tco import offer_cost
+
+    model, ded = catalog.model("llama-3-70b"), _cand("dedicated", 100_000)
+    kw = {"tokens": 2e9, "seq_len": 4096, "precision": "bf16-mixed", "runs_per_month": 1, "months": 2}
+    kw |= {"dataset_gb": 0.0, "checkpoint_gb": 0.0}
+    with pytest.raises(PlanError, match="one server only: the offer names no network between servers"):
+        offer_cost(model, ded, FX, **kw)  # type: ignore[arg-type]
+    joined = replace(ded.offer, fabric="8x400g-ib", fabric_price=10_000.0, fabric_source="quote")
+    cost = offer_cost(model, Candidate(joined, ded.gpu, "BR"), FX, **kw)  # type: ignore[arg-type]
+    assert cost.servers > 1 and cost.fabric_brl == 10_000 * cost.servers * 2
+    assert cost.total_brl == (100_000 + 10_000) * cost.servers * 2

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from treino.catalog.loader import _did_you_mean, _normalise, gpu, gpus
 from treino.errors import CatalogError, PlanError
 from treino.plan.cost import FxRate, Offer
+from treino.plan.fabric import parse_fabric
 from treino.plan.recommend import Candidate
 
 _DATA = resources.files("treino.catalog") / "data" / "v1"
@@ -42,6 +43,10 @@ class OfferRow(BaseModel):
     storage: str | None = None
     storage_read_gb_s: float | None = Field(default=None, gt=0)
     interconnect: Literal["nvlink", "pcie"] | None = None
+    fabric: str = "none"  # between servers: 8x400g-ib, 32x100g-efa, 2x100g-eth ... (treino.plan.fabric); none
+    fabric_price: float | None = Field(default=None, ge=0)  # per server, the offer's currency and period; 0 included
+    fabric_source: str | None = Field(default=None, validate_default=True)  # where the offer's page states it
+    nvlink_domain: int | None = Field(default=None, ge=1)  # GPUs per NVLink domain: 8 HGX, 72 NVL72
     price: float = Field(gt=0)
     currency: Literal["BRL", "USD"]
     period: Literal["month", "hour"]
@@ -58,6 +63,37 @@ class OfferRow(BaseModel):
         known = gpus()
         if value not in known:
             raise ValueError(str(_did_you_mean("GPU", value, list(known), "treino gpus")))
+        return value
+
+    @field_validator("fabric")
+    @classmethod
+    def _known_fabric(cls, value: str) -> str:
+        try:
+            return parse_fabric(value).spec
+        except PlanError as exc:
+            raise ValueError(str(exc)) from exc
+
+    @field_validator("fabric_price")
+    @classmethod
+    def _priced_fabric(cls, value: float | None, info: ValidationInfo) -> float | None:
+        if value is not None and info.data.get("fabric", "none") == "none":
+            raise ValueError("a price without a fabric. To fix: name the fabric, or leave fabric_price empty.")
+        return value
+
+    @field_validator("fabric_source")
+    @classmethod
+    def _cited_fabric(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("fabric", "none") != "none" and not (value or "").strip():
+            raise ValueError(
+                "a fabric needs the page that states it. To fix: cite it, or write fabric none (one server only)."
+            )
+        return value
+
+    @field_validator("nvlink_domain")
+    @classmethod
+    def _nvlink_domain(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and info.data.get("interconnect") != "nvlink":
+            raise ValueError("an NVLink domain needs interconnect nvlink. To fix: leave it empty for PCIe servers.")
         return value
 
     @field_validator("site")

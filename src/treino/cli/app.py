@@ -154,6 +154,14 @@ def plan_train(
     tokens: Annotated[float, typer.Option("--tokens", help="Tokens in the dataset (e.g. 2e9), for the run time.")] = 0,
     epochs: Annotated[int, typer.Option("--epochs", help="Passes over --tokens.")] = 1,
     interconnect: Annotated[str, typer.Option(help="nvlink or pcie (default: nvlink where the GPU has it).")] = "",
+    fabric: Annotated[
+        str,
+        typer.Option(
+            "--fabric",
+            help="Network between servers beyond 8 GPUs: 8x400g-ib, 32x100g-efa, 2x100g-eth, none (default: "
+            "8x400g-ib for NVLink, 2x100g-eth for PCIe).",
+        ),
+    ] = "",
     mfu: Annotated[float | None, typer.Option("--mfu", help="Model FLOPs utilisation; default: a cited prior.")] = None,
     data: Annotated[
         str, typer.Option(help="tokens (pre-tokenised), text, or images (--seq-len = patches).")
@@ -217,7 +225,12 @@ def plan_train(
     if epochs < 1:
         raise UsageError(f"--epochs must be at least 1, got {epochs}.")
     link = interconnect or ("pcie" if gpu_spec.gpu_link == "none" else "nvlink")
-    timing = estimate_time(result.model, gpu_spec, setup, tokens=tokens * epochs, interconnect=link, mfu=mfu)
+    from treino.plan.fabric import parse_fabric
+
+    network = parse_fabric(fabric) if fabric else None
+    timing = estimate_time(
+        result.model, gpu_spec, setup, tokens=tokens * epochs, interconnect=link, mfu=mfu, fabric=network
+    )
     from treino.plan.pipeline import estimate_pipeline
 
     # The seed article's rule for a server: at least 8 CPU cores and 128 GB of RAM per high-end GPU.
@@ -288,10 +301,24 @@ def plan_scale(
         int, typer.Option("--max-gpus", help="Largest count, a power of two (on paper up to 1024).")
     ] = 64,
     mfu: Annotated[float | None, typer.Option("--mfu")] = None,
+    fabric: Annotated[
+        str,
+        typer.Option(
+            "--fabric",
+            help="Network between servers: NICs x rate-kind (8x400g-ib, 32x100g-efa, 8x400g-roce, 2x100g-eth) "
+            "or none (default: 8x400g-ib for NVLink servers, 2x100g-eth for PCIe ones).",
+        ),
+    ] = "",
+    gpus_per_server: Annotated[int, typer.Option("--gpus-per-server", min=1)] = 8,
+    nvlink_domain: Annotated[
+        int | None, typer.Option("--nvlink-domain", help="GPUs one NVLink domain joins (72 for an NVL72 rack).", min=1)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Step time and efficiency for 1, 2, 4 ... GPUs, NVLink against PCIe (weak scaling)."""
+    """Step time and efficiency for 1, 2, 4 ... GPUs, NVLink against PCIe inside a server, the fabric between
+    servers (weak scaling)."""
     from treino.plan import TrainSetup
+    from treino.plan.fabric import parse_fabric
     from treino.plan.performance import scale
 
     if not 1 <= max_gpus <= 1024:
@@ -306,13 +333,23 @@ def plan_scale(
         zero=zero,
     )
     spec, gpu_spec = catalog.model(model), catalog.gpu(gpu)
-    points = scale(spec, gpu_spec, setup, counts, mfu=mfu)
+    network = parse_fabric(fabric) if fabric else None
+    points = scale(
+        spec,
+        gpu_spec,
+        setup,
+        counts,
+        mfu=mfu,
+        fabric=network,
+        gpus_per_server=gpus_per_server,
+        nvlink_domain=nvlink_domain,
+    )
     if as_json:
         _print_json({"model": spec.name, "gpu": gpu_spec.name, "points": [asdict(p) for p in points]})
         return
     from treino.cli.render import console, scale_table
 
-    console().print(scale_table(spec, gpu_spec, points))
+    console().print(scale_table(spec, gpu_spec, points, gpus_per_server, counts[-1]))
 
 
 @plan_app.command("shared")

@@ -88,6 +88,7 @@ def offers_cmd(
     from treino.catalog import gpu as find_gpu
     from treino.catalog import offers as offer_catalog
     from treino.plan.cost import format_brl
+    from treino.plan.fabric import parse_fabric
 
     if kind not in ("", "dedicated", "cloud"):
         raise UsageError(f"Unknown --kind {kind!r}. To fix: use dedicated or cloud.")
@@ -120,8 +121,8 @@ def offers_cmd(
 
     from treino.cli.render import console, identity_column
 
-    # Four columns, so 80 characters hold them: under each offer's name its provider and site, under its price
-    # the price's date; the name is never cut.
+    # Four columns, so 80 characters hold them: under each offer's name its provider and site, under its GPUs the
+    # network between servers, under its price the price's date; the name is never cut.
     grid = Table(title=tr("{n} offer(s)", n=len(rows)), title_justify="left", show_edge=False)
     identity_column(grid, tr("offer"))
     grid.add_column(tr("GPUs"))
@@ -133,7 +134,10 @@ def offers_cmd(
         name.append(f"\n{o.provider}, {where}", style="dim")
         price = Text(_price(o))
         price.append(f"\n{o.as_of}" + (" *" if o.example else ""), style="dim")
-        grid.add_row(name, f"{o.gpus}× {o.gpu}", price, format_brl(_brl_per_gpu_hour(o, fx)))
+        gpus = Text(f"{o.gpus}× {o.gpu}")
+        network = parse_fabric(o.fabric)  # under the GPUs, the network between servers: its offer's own words
+        gpus.append("\n" + (network.short if network.kind != "none" else tr("single server")), style="dim")
+        grid.add_row(name, gpus, price, format_brl(_brl_per_gpu_hour(o, fx)))
     out = console()
     out.print(grid)
     if any(o.example for o in rows):

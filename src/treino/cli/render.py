@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -183,6 +184,19 @@ def time_line(t: TimeEstimate, interconnect: str) -> Text:
                 exposed=duration(t.exposed_comm_seconds),
             )
         )
+    if t.servers > 1:
+        from treino.plan.fabric import parse_fabric
+
+        text.append(
+            " ("
+            + tr(
+                "{servers} servers joined by {fabric}: {inter} of it between servers",
+                servers=t.servers,
+                fabric=parse_fabric(t.fabric).label,
+                inter=duration(t.inter_comm_seconds),
+            )
+            + ")"
+        )
     if t.total_seconds:
         text.append(
             ". " + tr("The run: {steps} steps, {time}.", steps=tr("{n:,}", n=t.steps), time=duration(t.total_seconds)),
@@ -255,7 +269,8 @@ def recommendation(r: Recommendation) -> Group:
         site = f"{c.site} ({c.country})" if c.site else "-"
         price = format_brl(c.cost_brl) + (" *" if c.example_price else "")
         table.add_row(Text(c.offer, style="bold"), f"{c.gpus}× {c.gpu}", site, duration(c.hours * 3600), price)
-        table.add_row(Text("\n".join(_flag_lines(c.setup, width)), style="dim"), "", "", "", "", end_section=True)
+        under = _flag_lines(c.setup, width) + textwrap.wrap(tr(c.network), width)
+        table.add_row(Text("\n".join(under), style="dim"), "", "", "", "", end_section=True)
     parts: list[object] = [table]
     if not r.choices:
         parts.insert(0, Text(tr("Nothing meets every limit. The closest:"), style="bold red"))
@@ -270,46 +285,106 @@ def recommendation(r: Recommendation) -> Group:
     return Group(*parts)  # type: ignore[arg-type]
 
 
-def scale_table(model: ModelSpec, gpu: GpuSpec, points: list[ScalePoint]) -> Group:
-    table = Table(
-        title=f"{model.name} on {gpu.display_name}: weak scaling (same micro-batch per GPU)",
-        title_justify="left",
-        show_edge=False,
-    )
-    table.add_column("GPUs", justify="right")
-    links = sorted({p.interconnect for p in points}, key=lambda link: link != "nvlink")
-    for link in links:
-        table.add_column(f"{link} step", justify="right")
-        table.add_column(f"{link} tokens/s", justify="right")
-        table.add_column(f"{link} efficiency", justify="right")
-    by_gpus: dict[int, list[ScalePoint]] = {}
-    for p in points:
-        by_gpus.setdefault(p.gpus, []).append(p)
-    for n, row in sorted(by_gpus.items()):
-        cells = [str(n)]
-        for link in links:
-            p = next(x for x in row if x.interconnect == link)
-            style = "red" if p.efficiency < 0.9 else "green"
-            cells += [duration(p.step_seconds), f"{p.tokens_per_second:,.0f}", f"[{style}]{p.efficiency:.0%}[/]"]
-        table.add_row(*cells)
-    lines: list[Text] = []
-    for link in links:
+def _link(link: str) -> str:
+    return "NVLink" if link == "nvlink" else "PCIe"
+
+
+def scale_table(
+    model: ModelSpec, gpu: GpuSpec, points: list[ScalePoint], gpus_per_server: int = 8, max_gpus: int = 0
+) -> Group:
+    """One table per link inside the servers (NVLink, PCIe), each with the fabric between servers and what
+    carries each level of the all-reduce; 80 columns wide."""
+    from treino.plan.fabric import parse_fabric
+
+    parts: list[Table | Text] = [
+        Text(
+            tr("{model} on {gpu}: weak scaling (same micro-batch per GPU)", model=model.name, gpu=gpu.display_name),
+            style="bold",
+        )
+    ]
+    for link in sorted({p.interconnect for p in points}, key=lambda link: link != "nvlink"):
         series = [p for p in points if p.interconnect == link]
+        beyond = next((p for p in series if p.servers > 1), None)
+        table = Table(
+            title=tr("{link} inside each server ({n} GPUs)", link=_link(link), n=gpus_per_server),
+            title_justify="left",
+            show_edge=False,
+        )
+        for col in (N_("GPUs"), N_("servers"), N_("step"), N_("tokens/s"), N_("efficiency"), N_("fabric")):
+            table.add_column(tr(col), justify="right")
+        for p in series:
+            style = "red" if p.efficiency < 0.9 else "green"
+            comm = p.intra_comm_seconds + p.inter_comm_seconds
+            share = f"{p.inter_comm_seconds / comm:.0%}" if p.servers > 1 and comm else "-"
+            table.add_row(
+                str(p.gpus),
+                str(p.servers),
+                duration(p.step_seconds),
+                f"{p.tokens_per_second:,.0f}",
+                f"[{style}]{p.efficiency:.0%}[/]",
+                f"[bold]{share}[/]" if p.fabric_bound else share,
+            )
+        parts.append(table)
+        if beyond is not None:
+            fabric = parse_fabric(beyond.fabric)
+            parts.append(
+                Text(
+                    tr(
+                        "Between servers: {fabric} ({rate:,.0f} GB/s a server). Beyond one server the all-reduce is "
+                        "a reduce-scatter inside each server over {link}, an all-reduce between servers over the "
+                        "fabric and an all-gather inside each server (or one ring through every GPU, when faster); "
+                        "'fabric' is the fabric's share of its time.",
+                        fabric=fabric.label,
+                        rate=fabric.server_gb_s,
+                        link=_link(link),
+                    ),
+                    style="dim",
+                )
+            )
+        elif series and series[-1].gpus < max_gpus:
+            parts.append(Text(tr("No network between servers: one server at most."), style="dim"))
+        dominant = next((p for p in series if p.fabric_bound), None)
+        if dominant is not None:
+            parts.append(
+                Text(
+                    tr(
+                        "The link between servers dominates from {gpus} GPUs ({servers} servers): its part of the "
+                        "all-reduce takes {inter}, the part inside servers {intra}.",
+                        gpus=dominant.gpus,
+                        servers=dominant.servers,
+                        inter=duration(dominant.inter_comm_seconds),
+                        intra=duration(dominant.intra_comm_seconds),
+                    ),
+                    style="yellow",
+                )
+            )
         below = next((p for p in series if p.efficiency < 0.9), None)
         if below is None:
-            lines.append(
-                Text(f"{link}: efficiency stays at or above 90 % up to {series[-1].gpus} GPUs.", style="green")
+            parts.append(
+                Text(
+                    tr(
+                        "{link}: efficiency stays at or above 90 % up to {gpus} GPUs.",
+                        link=_link(link),
+                        gpus=series[-1].gpus,
+                    ),
+                    style="green",
+                )
             )
         else:
-            lines.append(
+            parts.append(
                 Text(
-                    f"{link}: efficiency falls below 90 % at {below.gpus} GPUs ({below.efficiency:.0%}): "
-                    f"the gradient all-reduce that backward cannot hide is {below.exposed_comm_fraction:.0%}"
-                    " of each step.",
+                    tr(
+                        "{link}: efficiency falls below 90 % at {gpus} GPUs ({efficiency:.0%}): the gradient "
+                        "all-reduce that backward cannot hide is {exposed:.0%} of each step.",
+                        link=_link(link),
+                        gpus=below.gpus,
+                        efficiency=below.efficiency,
+                        exposed=below.exposed_comm_fraction,
+                    ),
                     style="red",
                 )
             )
-    return Group(table, *lines)
+    return Group(*parts)
 
 
 def infer_plan(model: ModelSpec, gpu: GpuSpec, est: InferenceEstimate, batch: int, context: int, weights: str) -> Panel:

@@ -74,6 +74,10 @@ class Offer:
     storage: str | None = None
     storage_read_gb_s: float | None = None
     interconnect: str | None = None  # "nvlink" | "pcie"
+    fabric: str = "none"  # the network between servers (treino.plan.fabric spec); "none": one server only
+    fabric_price: float | None = None  # per server, in `currency` per `period`; 0: included; None: not given
+    fabric_source: str | None = None  # where the offer's fabric (and its price) is stated
+    nvlink_domain: int | None = None  # GPUs one NVLink domain joins (8 HGX, 72 NVL72); None: the server's
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.price) and self.price > 0):
@@ -136,6 +140,22 @@ def hourly_brl(offer: Offer, fx: FxRate | None) -> float:
 def monthly_brl(offer: Offer, fx: FxRate | None) -> float:
     """The offer's price for a whole month (730 h) in BRL."""
     return hourly_brl(offer, fx) * HOURS_PER_MONTH
+
+
+def fabric_brl(offer: Offer, fx: FxRate | None, servers: int, hours: float) -> float | None:
+    """What the network between `servers` servers costs for `hours`, in BRL, billed like the offer (dedicated: whole
+    months); 0 on one server or where it is included; None where the offer names a fabric but gives no price."""
+    if servers <= 1:
+        return 0.0
+    if offer.fabric_price is None:
+        return None
+    per_hour = offer.fabric_price / HOURS_PER_MONTH if offer.period == "month" else offer.fabric_price
+    if per_hour == 0:
+        return 0.0
+    brl_per_hour = _to_brl(per_hour, offer.currency, fx, f"The fabric of {offer.name!r}")
+    if offer.kind == "dedicated":
+        return brl_per_hour * HOURS_PER_MONTH * servers * max(1, math.ceil(hours / HOURS_PER_MONTH))
+    return brl_per_hour * servers * hours
 
 
 def egress_brl(offer: Offer, fx: FxRate | None, gb: float) -> float:

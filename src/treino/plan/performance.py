@@ -3,7 +3,8 @@
     flops per token   6N + 12·L·d_attn·s (PaLM App. B; the convention torchtitan and MosaicML report MFU in,
                       reproduced to 0.1 pp in planner-formulas §B7). Full recompute adds a forward: 8N + 16·L·d·s.
     compute seconds   tokens · flops / (GPUs · dense peak · MFU)                     (planner-formulas §B8)
-    all-reduce        2(p−1)/p · bytes / busbw + latency    (ring; Thakur et al. 2005; hardware-and-prices §3.3)
+    all-reduce        2(p−1)/p · bytes / busbw + latency    (ring; Thakur et al. 2005; hardware-and-prices §3.3);
+                      beyond one server, ring or hierarchical over the fabric (treino.plan.fabric)
     step seconds      compute + the all-reduce time backward cannot hide
 
 MFU priors are measured values for well-tuned frameworks (torchtitan, Megatron, llm-foundry): A100 bf16
@@ -18,6 +19,14 @@ from dataclasses import dataclass, replace
 
 from treino.errors import PlanError
 from treino.i18n import Msg
+from treino.plan.fabric import (
+    DEFAULT_FABRIC,
+    NCCL_LATENCY_S,
+    AllReduceTime,
+    Fabric,
+    hierarchical_allreduce,
+    parse_fabric,
+)
 from treino.plan.hardware import GpuSpec
 from treino.plan.memory import TrainSetup, lora_params
 from treino.plan.model import ModelSpec
@@ -49,11 +58,8 @@ HBM_EFFICIENCY = 0.88  # hbm_bw_efficiency, hardware-and-prices §7 (S60 S61 S64
 NVLINK_BUSBW_EFFICIENCY = 0.80
 PCIE_BUSBW_EFFICIENCY = {2: 0.56, 4: 0.56, 8: 0.44}
 PCIE_UNI_GB_S = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}  # x16, one direction (hardware-and-prices §2.2)
-# Between servers: NVLink servers carry one 400G NIC per GPU (DGX H100: 8 x 400G, §2.3), InfiniBand NDR at
-# 48.5 GB/s per NIC achieved (S35); PCIe servers typically 2 x 100 GbE per server (assumed, U).
-INTER_NODE_GB_S_PER_GPU = {"nvlink": 48.5, "pcie": 2 * 12.0 / 8}
+# Between servers: the fabric (treino.plan.fabric); 8 GPUs to an HGX/DGX server unless an offer says otherwise.
 GPUS_PER_SERVER = 8
-NCCL_LATENCY_S = 20e-6  # nccl_small_msg_latency_floor_us, §7 (S36-S39)
 DDP_BUCKET_BYTES = 25 * 2**20  # torch DDP bucket_cap_mb default
 # Backward is 2/3 of a step's FLOPs; bucketed all-reduce overlaps most of it (0.5-0.9, §7, unverified).
 OVERLAP_FRACTION = 0.8
@@ -74,6 +80,10 @@ class TimeEstimate:
     bound: str  # "compute" or "memory"
     total_seconds: float  # for the requested tokens; 0 when none given
     steps: int
+    servers: int = 1  # NVLink domains (servers) the data-parallel all-reduce spans
+    fabric: str = "none"  # the network between them (treino.plan.fabric spec); "none" on one server
+    intra_comm_seconds: float = 0.0  # the all-reduce's reduce-scatter + all-gather inside servers
+    inter_comm_seconds: float = 0.0  # its all-reduce between servers, over the fabric
 
 
 def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
@@ -124,29 +134,68 @@ def link_busbw_gb_s(gpu: GpuSpec, interconnect: str, gpus: int) -> float:
     return uni * PCIE_BUSBW_EFFICIENCY[key]
 
 
+def allreduce_time(
+    nbytes: float,
+    gpus: int,
+    gpu: GpuSpec,
+    interconnect: str,
+    gpus_per_server: int = GPUS_PER_SERVER,
+    *,
+    fabric: Fabric | None = None,
+    nvlink_domain: int | None = None,
+    model_parallel: int = 1,
+) -> AllReduceTime:
+    """All-reduce of `nbytes` per GPU among `gpus` data-parallel ranks: inside a server (or NVLink domain) over
+    NVLink/PCIe, between them over the fabric (ring or hierarchical, whichever is faster: treino.plan.fabric).
+    `fabric` None: the reference design for the interconnect (DEFAULT_FABRIC); `nvlink_domain` None: the server.
+    With tensor/pipeline parallelism (`model_parallel` = tp x pp GPUs per replica, Megatron's placement: TP inside
+    a server) a domain holds domain / model_parallel ranks of each data-parallel group; the rest are elsewhere."""
+    domain = max(1, _domain(interconnect, gpus_per_server, nvlink_domain) // model_parallel)
+    local = max(1, min(gpus, domain))
+    return hierarchical_allreduce(
+        nbytes,
+        gpus,
+        domain_gpus=domain,
+        intra_busbw_gb_s=link_busbw_gb_s(gpu, interconnect, local) if local > 1 else math.inf,
+        fabric=fabric if fabric is not None else parse_fabric(DEFAULT_FABRIC[interconnect]),
+        gpus_per_server=gpus_per_server,
+        buckets=max(1, math.ceil(nbytes / DDP_BUCKET_BYTES)),
+    )
+
+
 def allreduce_seconds(
-    nbytes: float, gpus: int, gpu: GpuSpec, interconnect: str, gpus_per_server: int = GPUS_PER_SERVER
+    nbytes: float,
+    gpus: int,
+    gpu: GpuSpec,
+    interconnect: str,
+    gpus_per_server: int = GPUS_PER_SERVER,
+    *,
+    fabric: Fabric | None = None,
+    nvlink_domain: int | None = None,
+    model_parallel: int = 1,
 ) -> float:
-    """Ring all-reduce of `nbytes` per GPU; two-level (NVLink/PCIe inside, network between servers) beyond
-    one server (hardware-and-prices §3.3, 'Hierarchical')."""
+    """Seconds of `allreduce_time`; 0 on one GPU."""
     if gpus == 1:
         return 0.0
-    local = min(gpus, gpus_per_server)
-    buckets = max(1, math.ceil(nbytes / DDP_BUCKET_BYTES))
-    t = 0.0
-    if local > 1:
-        t += 2 * (local - 1) / local * nbytes / (link_busbw_gb_s(gpu, interconnect, local) * 1e9)
-        t += buckets * NCCL_LATENCY_S
-    if gpus > local:
-        servers = math.ceil(gpus / local)
-        per_gpu = INTER_NODE_GB_S_PER_GPU[interconnect] * 1e9
-        # after the in-server reduce-scatter each GPU carries 1/8 of the bytes over its own share of the network
-        t += 2 * (servers - 1) / servers * nbytes / local / per_gpu + buckets * NCCL_LATENCY_S
-    return t
+    return allreduce_time(
+        nbytes,
+        gpus,
+        gpu,
+        interconnect,
+        gpus_per_server,
+        fabric=fabric,
+        nvlink_domain=nvlink_domain,
+        model_parallel=model_parallel,
+    ).seconds
 
 
 def tensor_parallel_seconds(
-    model: ModelSpec, setup: TrainSetup, gpu: GpuSpec, interconnect: str, gpus_per_server: int = GPUS_PER_SERVER
+    model: ModelSpec,
+    setup: TrainSetup,
+    gpu: GpuSpec,
+    interconnect: str,
+    gpus_per_server: int = GPUS_PER_SERVER,
+    nvlink_domain: int | None = None,
 ) -> float:
     """Megatron tensor parallelism all-reduces the block's b·s·h activations twice in forward and twice in
     backward (Shoeybi et al. 2019, §3, Fig. 4: the f and g operators), in 16 bits; full recompute repeats the
@@ -155,7 +204,7 @@ def tensor_parallel_seconds(
     t = setup.tp
     if t == 1:
         return 0.0
-    if t > gpus_per_server:
+    if t > max(gpus_per_server, nvlink_domain or 0):
         raise PlanError(
             f"--tp {t} spans servers; tensor parallelism needs one NVLink domain. To fix: --tp <= "
             f"{gpus_per_server}, and data parallelism (ZeRO) across servers."
@@ -185,8 +234,12 @@ def estimate_time(
     interconnect: str = "nvlink",
     mfu: float | None = None,
     gpus_per_server: int = GPUS_PER_SERVER,
+    fabric: Fabric | None = None,
+    nvlink_domain: int | None = None,
 ) -> TimeEstimate:
-    """Step time and run time of `setup` on `setup.gpus` GPUs of type `gpu`, `gpus_per_server` to a server."""
+    """Step time and run time of `setup` on `setup.gpus` GPUs of type `gpu`, `gpus_per_server` to a server,
+    servers joined by `fabric` (None: DEFAULT_FABRIC for the interconnect), `nvlink_domain` GPUs to an NVLink
+    domain (None: the server; 72 for an NVL72 rack)."""
     if interconnect not in ("nvlink", "pcie"):
         raise PlanError(f"Unknown interconnect {interconnect!r}. To fix: use nvlink or pcie.")
     if mfu is not None and not 0 < mfu <= 1:
@@ -213,11 +266,37 @@ def estimate_time(
     bound = "memory" if memory_time > compute else "compute"
     compute = max(compute, memory_time)
     comm_bytes = _comm_bytes(model, setup)
-    comm = allreduce_seconds(comm_bytes, setup.dp, gpu, interconnect, gpus_per_server) if setup.dp > 1 else 0.0
+    reduce = (
+        allreduce_time(
+            comm_bytes,
+            setup.dp,
+            gpu,
+            interconnect,
+            gpus_per_server,
+            fabric=fabric,
+            nvlink_domain=nvlink_domain,
+            model_parallel=setup.tp * setup.pp,
+        )
+        if setup.dp > 1
+        else None
+    )
+    comm = reduce.seconds if reduce else 0.0
     backward = compute * 2 / 3 / setup.grad_accum  # only the last micro-batch's backward overlaps
-    last_bucket = min(DDP_BUCKET_BYTES, comm_bytes) / (link_busbw_gb_s(gpu, interconnect, 2) * 1e9)
+    if reduce and reduce.domains > 1:  # the last bucket crosses the fabric too
+        last_bucket = allreduce_seconds(
+            min(DDP_BUCKET_BYTES, comm_bytes),
+            setup.dp,
+            gpu,
+            interconnect,
+            gpus_per_server,
+            fabric=fabric,
+            nvlink_domain=nvlink_domain,
+            model_parallel=setup.tp * setup.pp,
+        )
+    else:
+        last_bucket = min(DDP_BUCKET_BYTES, comm_bytes) / (link_busbw_gb_s(gpu, interconnect, 2) * 1e9)
     exposed = max(comm - OVERLAP_FRACTION * backward, min(comm, last_bucket)) if comm else 0.0
-    tp_comm = tensor_parallel_seconds(model, setup, gpu, interconnect, gpus_per_server)
+    tp_comm = tensor_parallel_seconds(model, setup, gpu, interconnect, gpus_per_server, nvlink_domain)
     comm += tp_comm
     exposed += tp_comm  # on the critical path: each block waits for its all-reduce
     step = compute + exposed
@@ -236,30 +315,68 @@ def estimate_time(
         bound=bound,
         total_seconds=steps * step,
         steps=steps,
+        servers=math.ceil(setup.gpus / _domain(interconnect, gpus_per_server, nvlink_domain)) if reduce else 1,
+        fabric=_fabric_spec(fabric, interconnect) if reduce and reduce.domains > 1 else "none",
+        intra_comm_seconds=reduce.intra_seconds if reduce else 0.0,
+        inter_comm_seconds=reduce.inter_seconds if reduce else 0.0,
     )
+
+
+def _domain(interconnect: str, gpus_per_server: int, nvlink_domain: int | None) -> int:
+    return nvlink_domain if interconnect == "nvlink" and nvlink_domain else gpus_per_server
+
+
+def _fabric_spec(fabric: Fabric | None, interconnect: str) -> str:
+    return fabric.spec if fabric is not None else DEFAULT_FABRIC[interconnect]
 
 
 @dataclass(frozen=True)
 class ScalePoint:
     gpus: int
-    interconnect: str
+    interconnect: str  # the link inside a server: "nvlink" or "pcie"
     step_seconds: float
     tokens_per_second: float
     efficiency: float  # tokens/s over gpus x one GPU's tokens/s
     exposed_comm_fraction: float
+    servers: int = 1
+    fabric: str = "none"  # the network between servers (treino.plan.fabric spec)
+    intra_comm_seconds: float = 0.0  # reduce-scatter + all-gather inside each server
+    inter_comm_seconds: float = 0.0  # all-reduce between servers, over the fabric
+    fabric_bound: bool = False  # the fabric's part of the all-reduce outlasts the part inside servers
 
 
 def scale(
-    model: ModelSpec, gpu: GpuSpec, setup: TrainSetup, counts: list[int], *, mfu: float | None = None
+    model: ModelSpec,
+    gpu: GpuSpec,
+    setup: TrainSetup,
+    counts: list[int],
+    *,
+    mfu: float | None = None,
+    fabric: Fabric | None = None,
+    gpus_per_server: int = GPUS_PER_SERVER,
+    nvlink_domain: int | None = None,
 ) -> list[ScalePoint]:
-    """Weak scaling (same micro-batch per GPU) over `counts` GPUs, NVLink and PCIe."""
+    """Weak scaling (same micro-batch per GPU) over `counts` GPUs, NVLink and PCIe inside a server, `fabric`
+    between servers (None: DEFAULT_FABRIC for each interconnect). A fabric of "none" stops at one server."""
     points: list[ScalePoint] = []
     for interconnect in ("nvlink", "pcie"):
         if interconnect == "nvlink" and gpu.gpu_link == "none":
             continue
         one = estimate_time(model, gpu, _with_gpus(setup, 1), interconnect=interconnect, mfu=mfu)
+        domain = nvlink_domain if interconnect == "nvlink" and nvlink_domain else gpus_per_server
         for n in counts:
-            est = estimate_time(model, gpu, _with_gpus(setup, n), interconnect=interconnect, mfu=mfu)
+            if fabric is not None and fabric.kind == "none" and n * setup.tp > domain:
+                break  # no network: one server (or NVLink domain) is the most there is
+            est = estimate_time(
+                model,
+                gpu,
+                _with_gpus(setup, n),
+                interconnect=interconnect,
+                mfu=mfu,
+                gpus_per_server=gpus_per_server,
+                fabric=fabric,
+                nvlink_domain=nvlink_domain,
+            )
             points.append(
                 ScalePoint(
                     n,
@@ -268,6 +385,11 @@ def scale(
                     est.tokens_per_second,
                     est.tokens_per_second / (n * one.tokens_per_second),  # n data-parallel replicas
                     est.exposed_comm_seconds / est.step_seconds,
+                    est.servers,
+                    est.fabric,
+                    est.intra_comm_seconds,
+                    est.inter_comm_seconds,
+                    est.servers > 1 and est.inter_comm_seconds > est.intra_comm_seconds,
                 )
             )
     return points

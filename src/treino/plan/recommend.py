@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from treino.errors import PlanError
 from treino.i18n import Joined, Msg
-from treino.plan.cost import HOURS_PER_MONTH, FxRate, Offer, format_brl, hourly_brl, monthly_brl
+from treino.plan.cost import HOURS_PER_MONTH, FxRate, Offer, fabric_brl, format_brl, hourly_brl, monthly_brl
+from treino.plan.fabric import parse_fabric
 from treino.plan.hardware import GpuSpec
 from treino.plan.memory import TrainSetup, estimate_training_memory
 from treino.plan.model import ModelSpec
@@ -48,6 +49,9 @@ class Choice:
     price_source: str
     price_as_of: str
     train_setup: TrainSetup
+    fabric: str = "none"  # the network joining the servers (treino.plan.fabric spec); "none" on one server
+    fabric_cost_brl: float | None = 0.0  # its part of cost_brl; None: the offer gives no price (not in cost_brl)
+    network: str = ""  # in words (a Msg): how the servers are joined and what that costs; "" on one server
 
 
 @dataclass(frozen=True)
@@ -75,10 +79,30 @@ class Recommendation:
 
 
 def _cost(offer: Offer, fx: FxRate | None, servers: int, hours: float) -> float:
-    """Dedicated servers are rented by the whole month; cloud instances by the hour."""
+    """Dedicated servers are rented by the whole month; cloud instances by the hour. The network between servers
+    is added by `_network`."""
     if offer.kind == "dedicated":
         return monthly_brl(offer, fx) * servers * max(1, math.ceil(hours / HOURS_PER_MONTH))
     return hourly_brl(offer, fx) * servers * hours
+
+
+def _network(offer: Offer, fx: FxRate | None, servers: int, hours: float) -> tuple[float | None, str]:
+    """The fabric's cost for `servers` servers (None: the offer gives no price) and the sentence that says so."""
+    if servers == 1:
+        return 0.0, ""
+    cost = fabric_brl(offer, fx, servers, hours)
+    label = parse_fabric(offer.fabric).label
+    if cost is None:
+        return None, Msg(
+            "{servers} servers joined by {fabric}; the offer gives no price for it, not included",
+            servers=servers,
+            fabric=label,
+        )
+    if cost == 0:
+        return 0.0, Msg("{servers} servers joined by {fabric}, included in the price", servers=servers, fabric=label)
+    return cost, Msg(
+        "{servers} servers joined by {fabric}, {cost} of the cost", servers=servers, fabric=label, cost=format_brl(cost)
+    )
 
 
 def recommend(
@@ -189,10 +213,12 @@ def best_for_offer(
     """The cheapest (then fastest) configuration of one offer; whether it meets the limits, and why not."""
     offer, gpu = cand.offer, cand.gpu
     interconnect = offer.interconnect or ("nvlink" if gpu.gpu_link != "none" else "pcie")
+    fabric = parse_fabric(offer.fabric)
     best: tuple[float, float, Choice] | None = None
     leanest_gib = math.inf
     servers = 1
-    while servers * offer.gpus <= max(max_gpus, offer.gpus):
+    # Several servers only over a network the offer names; without one it is one server.
+    while servers * offer.gpus <= max(max_gpus, offer.gpus) and (servers == 1 or fabric.kind != "none"):
         gpus = servers * offer.gpus
         for ckpt, micro_batch in STRATEGIES:
             grad_accum = max(1, math.ceil(TARGET_TOKENS_PER_STEP / (micro_batch * seq_len * gpus)))
@@ -210,10 +236,18 @@ def best_for_offer(
             if memory.peak_bytes > gpu.memory_bytes:
                 continue
             timing = estimate_time(
-                model, gpu, setup, tokens=tokens, interconnect=interconnect, gpus_per_server=offer.gpus
+                model,
+                gpu,
+                setup,
+                tokens=tokens,
+                interconnect=interconnect,
+                gpus_per_server=offer.gpus,
+                fabric=fabric,
+                nvlink_domain=offer.nvlink_domain,
             )
             hours = timing.total_seconds / 3600
-            cost = _cost(offer, fx, servers, hours)
+            fabric_cost, network = _network(offer, fx, servers, hours)
+            cost = _cost(offer, fx, servers, hours) + (fabric_cost or 0.0)
             choice = Choice(
                 offer=offer.name,
                 gpu=gpu.name,
@@ -230,6 +264,9 @@ def best_for_offer(
                 price_source=offer.source,
                 price_as_of=offer.as_of,
                 train_setup=setup,
+                fabric=offer.fabric if servers > 1 else "none",
+                fabric_cost_brl=fabric_cost,
+                network=network,
             )
             meets = (deadline_hours is None or hours <= deadline_hours) and (budget_brl is None or cost <= budget_brl)
             # prefer configurations that meet the limits, then the cheapest, then the fastest
@@ -239,16 +276,20 @@ def best_for_offer(
             break  # the first strategy that fits at this size is the fastest of this size's strategies
         servers *= 2
     if best is None:
-        return Rejection(
-            offer.name,
-            Msg(
-                "does not fit: the leanest strategy needs {need:,.1f} GiB per GPU, the {gpu} has {have:,.1f}",
-                need=leanest_gib,
-                gpu=gpu.display_name,
-                have=gpu.memory_bytes / 2**30,
-            ),
-            "memory",
+        reason: str = Msg(
+            "does not fit: the leanest strategy needs {need:,.1f} GiB per GPU, the {gpu} has {have:,.1f}",
+            need=leanest_gib,
+            gpu=gpu.display_name,
+            have=gpu.memory_bytes / 2**30,
         )
+        if fabric.kind == "none" and offer.gpus < max_gpus:
+            reason = Joined("; ", [reason, Msg("one server only: the offer names no network between servers")])
+        return Rejection(offer.name, reason, "memory")
     _, _, choice = best
     meets = best[0] == 0.0
-    return choice, meets, "" if meets else _miss_text(choice, deadline_hours, budget_brl)
+    if meets:
+        return choice, True, ""
+    why = _miss_text(choice, deadline_hours, budget_brl)
+    if fabric.kind == "none" and offer.gpus < max_gpus:
+        why = Joined("; ", [why, Msg("one server only: the offer names no network between servers")])
+    return choice, False, why

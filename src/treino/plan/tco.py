@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass
 
 from treino.errors import PlanError
-from treino.plan.cost import HOURS_PER_MONTH, CostBreakdown, FxRate, project_cost
+from treino.i18n import Msg
+from treino.plan.cost import HOURS_PER_MONTH, CostBreakdown, FxRate, fabric_brl, project_cost
 from treino.plan.model import ModelSpec
 from treino.plan.recommend import Candidate, Choice, Rejection, best_for_offer
 
@@ -25,6 +26,7 @@ class OfferCost:
     total_brl: float
     per_month_brl: float
     egress_share: float  # egress / total
+    fabric_brl: float | None = 0.0  # the network between the servers, in total; None: the offer gives no price
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ def offer_cost(
         budget_brl=None,
     )
     if isinstance(found, Rejection):
-        raise PlanError(f"{found.offer}: {found.reason}.")
+        raise PlanError(Msg("{offer}: {reason}.", offer=found.offer, reason=found.reason))  # the views translate it
     choice = found[0]
     servers = choice.servers
     hours = choice.hours
@@ -74,8 +76,12 @@ def offer_cost(
             "To fix: fewer runs a month, or more servers."
         )
     one = project_cost(cand.offer, fx, hours, runs_per_month, months, dataset_gb, checkpoint_gb)
-    total = one.compute_brl * servers + one.egress_brl
-    return OfferCost(choice, servers, one, total, total / months, one.egress_brl / total if total else 0.0)
+    # the network between servers: by the month on a dedicated server (the runs fit in one), by the hour in a cloud
+    used = HOURS_PER_MONTH if cand.offer.kind == "dedicated" else hours * runs_per_month
+    network = fabric_brl(cand.offer, fx, servers, used)
+    network = None if network is None else network * months
+    total = one.compute_brl * servers + one.egress_brl + (network or 0.0)
+    return OfferCost(choice, servers, one, total, total / months, one.egress_brl / total if total else 0.0, network)
 
 
 def compare(

@@ -179,7 +179,9 @@ def _scale_figure(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup) -> _Figure:
         f"(<code>--micro-batch {setup.micro_batch} --grad-accum {setup.grad_accum} --checkpointing "
         f"{_esc(setup.checkpointing)}</code>, ZeRO-3 beyond one GPU) from <code>treino.plan.performance.scale"
         "</code>: compute at the MFU prior (docs/catalog.md) plus the ring all-reduce backward cannot hide; "
-        f"8 GPUs to a server, servers joined by the network beyond 8. {_esc(gpu.display_name)} specs: "
+        f"8 GPUs to a server, servers joined beyond 8 by the planner's default fabric (8×400G InfiniBand NDR for "
+        "NVLink servers, 2×100 GbE for PCIe ones: <code>treino plan scale --fabric</code> for another). "
+        f"{_esc(gpu.display_name)} specs: "
         f"{_esc(gpu.source)} (as of {_esc(gpu.as_of)})."
         + (" It has no NVLink, so only PCIe is drawn." if gpu.gpu_link == "none" else "")
     )
