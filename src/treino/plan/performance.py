@@ -14,10 +14,12 @@ lower (Llama-3.2-3B on an L40S: ~12 %, planner-formulas §B8): pass `mfu=` to us
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from treino.errors import PlanError
 from treino.i18n import Msg
+from treino.plan.calibration import MeasuredStep, calibrated_mfu
 from treino.plan.hardware import GpuSpec
 from treino.plan.memory import TrainSetup, lora_params
 from treino.plan.model import ModelSpec
@@ -74,6 +76,7 @@ class TimeEstimate:
     bound: str  # "compute" or "memory"
     total_seconds: float  # for the requested tokens; 0 when none given
     steps: int
+    mfu_origin: str = "prior"  # "prior", "measured" (a calibrated MFU from the profile, plan.calibration), "given"
 
 
 def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
@@ -96,13 +99,17 @@ def hardware_flops_per_token(model: ModelSpec, setup: TrainSetup) -> float:
     return dense + attention
 
 
+def mfu_size_factor(hidden_size: int) -> float:
+    """Small matmuls run below the large-model MFU, down to SMALL_MODEL_FLOOR (MPT-125M vs MPT-7B)."""
+    return min(1.0, max(SMALL_MODEL_FLOOR, SMALL_MODEL_FLOOR + 0.15 * math.log2(hidden_size / 768)))
+
+
 def mfu_prior(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup) -> tuple[float, str]:
     base = MFU_PRIOR.get(gpu.name)
     source = Msg("prior for {gpu} (docs/catalog.md, MFU priors)", gpu=gpu.name)  # a Msg: the views translate it
     if base is None:
         base, source = MFU_PRIOR_UNVERIFIED, Msg("unverified prior for {gpu}", gpu=gpu.name)
-    size = min(1.0, max(SMALL_MODEL_FLOOR, SMALL_MODEL_FLOOR + 0.15 * math.log2(model.hidden_size / 768)))
-    mfu = base * size
+    mfu = base * mfu_size_factor(model.hidden_size)
     if setup.checkpointing == "full":
         mfu *= RECOMPUTE_MFU_FACTOR
     if setup.precision == "fp32":
@@ -185,8 +192,11 @@ def estimate_time(
     interconnect: str = "nvlink",
     mfu: float | None = None,
     gpus_per_server: int = GPUS_PER_SERVER,
+    calibration: Sequence[MeasuredStep] = (),
 ) -> TimeEstimate:
-    """Step time and run time of `setup` on `setup.gpus` GPUs of type `gpu`, `gpus_per_server` to a server."""
+    """Step time and run time of `setup` on `setup.gpus` GPUs of type `gpu`, `gpus_per_server` to a server.
+    `calibration`: training steps measured by `treino bench --train-step`; a close one replaces the MFU prior
+    (plan.calibration)."""
     if interconnect not in ("nvlink", "pcie"):
         raise PlanError(f"Unknown interconnect {interconnect!r}. To fix: use nvlink or pcie.")
     if mfu is not None and not 0 < mfu <= 1:
@@ -196,6 +206,10 @@ def estimate_time(
     model_flops = model_flops_per_token(model, setup.seq_len)
     hw_flops = hardware_flops_per_token(model, setup)
     prior, source = mfu_prior(model, gpu, setup)
+    origin = "prior"
+    calibrated = calibrated_mfu(model, gpu, setup, calibration) if calibration else None
+    if calibrated is not None:
+        (prior, source), origin = calibrated, "measured"
     used_mfu, used_source = (mfu, "given") if mfu is not None else (prior, source)
     dtype = "tf32" if setup.precision == "fp32" else "bf16"
     peak = gpu.dense_tflops(dtype) * 1e12
@@ -236,6 +250,7 @@ def estimate_time(
         bound=bound,
         total_seconds=steps * step,
         steps=steps,
+        mfu_origin="given" if mfu is not None else origin,
     )
 
 
@@ -250,16 +265,26 @@ class ScalePoint:
 
 
 def scale(
-    model: ModelSpec, gpu: GpuSpec, setup: TrainSetup, counts: list[int], *, mfu: float | None = None
+    model: ModelSpec,
+    gpu: GpuSpec,
+    setup: TrainSetup,
+    counts: list[int],
+    *,
+    mfu: float | None = None,
+    calibration: Sequence[MeasuredStep] = (),
 ) -> list[ScalePoint]:
     """Weak scaling (same micro-batch per GPU) over `counts` GPUs, NVLink and PCIe."""
     points: list[ScalePoint] = []
     for interconnect in ("nvlink", "pcie"):
         if interconnect == "nvlink" and gpu.gpu_link == "none":
             continue
-        one = estimate_time(model, gpu, _with_gpus(setup, 1), interconnect=interconnect, mfu=mfu)
+        one = estimate_time(
+            model, gpu, _with_gpus(setup, 1), interconnect=interconnect, mfu=mfu, calibration=calibration
+        )
         for n in counts:
-            est = estimate_time(model, gpu, _with_gpus(setup, n), interconnect=interconnect, mfu=mfu)
+            est = estimate_time(
+                model, gpu, _with_gpus(setup, n), interconnect=interconnect, mfu=mfu, calibration=calibration
+            )
             points.append(
                 ScalePoint(
                     n,

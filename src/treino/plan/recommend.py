@@ -8,10 +8,12 @@ Pure: offers, GPUs and sites come in as arguments; nothing is read here.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from treino.errors import PlanError
 from treino.i18n import Joined, Msg
+from treino.plan.calibration import MeasuredStep
 from treino.plan.cost import HOURS_PER_MONTH, FxRate, Offer, format_brl, hourly_brl, monthly_brl
 from treino.plan.hardware import GpuSpec
 from treino.plan.memory import TrainSetup, estimate_training_memory
@@ -48,6 +50,8 @@ class Choice:
     price_source: str
     price_as_of: str
     train_setup: TrainSetup
+    mfu: float = 0.0  # the MFU the time was estimated with
+    mfu_source: str = ""  # a Msg: the prior, or "measured on DEVICE, date ..." (plan.calibration)
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,10 @@ def recommend(
     residency: str | None = None,
     max_gpus: int = 64,
     top: int = 5,
+    calibration: Sequence[MeasuredStep] = (),
 ) -> Recommendation:
+    """`calibration`: training steps measured by `treino bench --train-step`; an offer whose GPU has a close one
+    is timed with its measured MFU (plan.calibration), the others with the prior."""
     if tokens <= 0:
         raise PlanError("--tokens must be positive.")
     if deadline_hours is not None and deadline_hours <= 0:
@@ -130,6 +137,7 @@ def recommend(
             max_gpus=max_gpus,
             deadline_hours=deadline_hours,
             budget_brl=budget_brl,
+            calibration=calibration,
         )
         if isinstance(best, Rejection):
             rejected.append(best)
@@ -185,6 +193,7 @@ def best_for_offer(
     max_gpus: int,
     deadline_hours: float | None,
     budget_brl: float | None,
+    calibration: Sequence[MeasuredStep] = (),
 ) -> tuple[Choice, bool, str] | Rejection:
     """The cheapest (then fastest) configuration of one offer; whether it meets the limits, and why not."""
     offer, gpu = cand.offer, cand.gpu
@@ -210,7 +219,13 @@ def best_for_offer(
             if memory.peak_bytes > gpu.memory_bytes:
                 continue
             timing = estimate_time(
-                model, gpu, setup, tokens=tokens, interconnect=interconnect, gpus_per_server=offer.gpus
+                model,
+                gpu,
+                setup,
+                tokens=tokens,
+                interconnect=interconnect,
+                gpus_per_server=offer.gpus,
+                calibration=calibration,
             )
             hours = timing.total_seconds / 3600
             cost = _cost(offer, fx, servers, hours)
@@ -230,6 +245,8 @@ def best_for_offer(
                 price_source=offer.source,
                 price_as_of=offer.as_of,
                 train_setup=setup,
+                mfu=timing.mfu,
+                mfu_source=timing.mfu_source,
             )
             meets = (deadline_hours is None or hours <= deadline_hours) and (budget_brl is None or cost <= budget_brl)
             # prefer configurations that meet the limits, then the cheapest, then the fastest
