@@ -312,7 +312,8 @@ def _measure(
     prior = estimate_time(spec, device_spec, setup, interconnect=link)
     on_step("model")
     torch.manual_seed(0)
-    net = build_hf_model(config, precision=precision, attention="sdpa").to(device)
+    with torch.device(device):  # built in place: a 3B model's random init on the host takes minutes
+        net = build_hf_model(config, precision=precision, attention="sdpa")
     net.train()
     optimizer = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=1e-5)
     batch = {k: v.to(device) for k, v in lm_batch(config, micro_batch, seq_len).items()}

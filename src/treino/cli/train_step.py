@@ -103,7 +103,8 @@ def bench_train_step(
 
 
 def _params(n: float) -> str:
-    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= size:
-            return tr("{n:,.1f}", n=n / size) + unit
-    return tr("{n:,.0f}", n=n)
+    if n >= 1e9:
+        return tr("{n:,.2f} B", n=n / 1e9)
+    if n >= 1e6:
+        return tr("{n:,.1f} M", n=n / 1e6)
+    return tr("{n:,.1f} k", n=n / 1e3)
