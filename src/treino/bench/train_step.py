@@ -131,8 +131,14 @@ def plan_device(gpu: str, profile_path: Path | None) -> PlanDevice:
             )
         return PlanDevice(cpu_spec(profile["cpu"]), None, steps)
     spec = catalog.gpu(gpu)
-    if not profile.get("gpu") and any(p.device == spec.name for p in steps):
-        return PlanDevice(spec, None, steps)  # only training steps measured: the datasheet's peaks stay
+    if not profile.get("gpu") and steps:  # only training steps measured: the datasheet's peaks stay
+        if not any(p.device == spec.name for p in steps):
+            devices = ", ".join(sorted({p.device for p in steps}))
+            raise UsageError(
+                f"The profile {profile_path} measured training steps on {devices}, not on {spec.name}. To fix: "
+                f"--gpu {steps[-1].device}, or run 'treino bench --train-step' on a {spec.display_name}."
+            )
+        return PlanDevice(spec, None, steps)
     measured = apply_profile(spec, profile, str(profile_path))
     return PlanDevice(measured.spec, measured, steps)
 

@@ -319,7 +319,8 @@ def plan_scale(
     device = plan_device(gpu, profile)
     spec, gpu_spec = catalog.model(model), device.spec
     points = scale(spec, gpu_spec, setup, counts, mfu=mfu, calibration=device.calibration)
-    one = estimate_time(spec, gpu_spec, setup, mfu=mfu, calibration=device.calibration)  # the MFU the points use
+    link = "pcie" if gpu_spec.gpu_link == "none" else "nvlink"
+    one = estimate_time(spec, gpu_spec, setup, interconnect=link, mfu=mfu, calibration=device.calibration)
     if as_json:
         _print_json(
             {
@@ -762,7 +763,8 @@ def recommend_cmd(
         from treino.cli.render import console, recommendation
 
         console().print(recommendation(result))
-        for gpu_name, source in sorted({(c.gpu, c.mfu_source) for c in result.choices if c.mfu_source}):
+        shown = list(result.choices) or ([result.best_effort] if result.best_effort else [])
+        for gpu_name, source in sorted({(c.gpu, c.mfu_source) for c in shown if calibration and c.mfu_source}):
             console().print(tr("MFU on {gpu}: {source}.", gpu=gpu_name, source=source), style="dim", highlight=False)
         console().print(fx_line(fx), style="dim", highlight=False)
         if html:
