@@ -36,3 +36,8 @@ r = run_collectives("nccl", n, (8 * 1024, 1 << 20, 1 << 26, 1 << 28), 5)
 print("nccl", n, "rank(s): correct", r.correct, "max error", r.max_abs_error)
 for x in r.results: print(x.op, x.bytes, round(x.algbw_gb_s, 1), round(x.busbw_gb_s, 1), x.latency_us)
 ' 2>&1 | tee "$OUT/nccl.txt"
+# Calibrated step time (issue 18 item 6): `treino bench --train-step` on a 1.5B model, then the planner's calibrated
+# prediction for twice the batch, twice the sequence and the 3B model of the family, against real steps.
+s=$SECONDS
+timeout 300 python3 benchmarks/train_step_calibration.py --device cuda --json "$OUT/train_step.json" 2>&1 | tee "$OUT/train_step.txt"
+echo "train-step calibration in $((SECONDS - s)) s"

@@ -359,6 +359,9 @@ PT: dict[str, str] = {
     "{n:,.2f} B": "{n:,.2f} bi",
     "{n:,.1f} M": "{n:,.1f} mi",
     "{n:,.1f} s": "{n:,.1f} s",
+    "{n:,.1f} ms": "{n:,.1f} ms",
+    "{n:,.2f} s": "{n:,.2f} s",
+    "{n:,.1f} k": "{n:,.1f} mil",
     "{n:,.1f} min": "{n:,.1f} min",
     "{n:,.1f} h": "{n:,.1f} h",
     "{n:,.1f} days": "{n:,.1f} dias",
@@ -484,11 +487,12 @@ PT: dict[str, str] = {
     (
         "Measure this server against what it promises: GPU bandwidth and TFLOP/s, collectives (algbw/busbw"
         " as\nnccl-tests), host memory, storage read and data-loader rate, with verdicts on the seed's"
-        " criteria."
+        " criteria.\nWith --train-step, time real training steps of a model instead and calibrate the planner's MFU."
     ): (
         "Mede este servidor contra o que ele promete: banda e TFLOP/s das GPUs, coletivas (algbw/busbw como"
         " o\nnccl-tests), memória do host, leitura do armazenamento e taxa do data loader, com veredictos"
-        " pelos critérios de referência."
+        " pelos critérios de referência.\nCom --train-step, cronometra passos reais de treino de um modelo e"
+        " calibra o MFU do planejador."
     ),
     (
         "Queue and run training jobs on this machine's GPUs, or on a Slurm cluster: whole GPUs per job,"
@@ -875,4 +879,29 @@ PT: dict[str, str] = {
     "{servers} servers joined by {fabric}: {inter} of it between servers": (
         "{servers} servidores ligados por {fabric}: {inter} disso entre servidores"
     ),
+    "measured on {device}, {date}: {model} at micro-batch {micro_batch} x {seq_len} tokens, MFU {mfu:.1f} %": (
+        "medido em {device}, {date}: {model} com micro-batch {micro_batch} x {seq_len} tokens, MFU {mfu:.1f} %"
+    ),
+    "wall": "relógio",
+    "measured": "medido",
+    "datasheet": "ficha técnica",
+    "Train step: {model} on {device}, micro-batch {micro_batch} x {seq_len} tokens, {precision}: {time} "
+    "(median of {steps} steps; {warmup} warm-up step(s) excluded; {clock} time).": (
+        "Passo de treino: {model} em {device}, micro-batch {micro_batch} x {seq_len} tokens, {precision}: {time} "
+        "(mediana de {steps} passos; {warmup} passo(s) de aquecimento excluído(s); tempo de {clock})."
+    ),
+    "MFU {mfu} %: {flops} TFLOP per step (the planner's count) over a peak of {peak} TFLOP/s ({source}).": (
+        "MFU {mfu} %: {flops} TFLOP por passo (a contagem do planejador) sobre um pico de {peak} TFLOP/s ({source})."
+    ),
+    "The planner's prior predicted {predicted} (MFU {mfu} %, {source}): {error} % off the measured step.": (
+        "A estimativa a priori do planejador previa {predicted} (MFU {mfu} %, {source}): {error} % em relação ao "
+        "passo medido."
+    ),
+    "Profile: {path}. Plans on {device} with --profile {path} now use this MFU for {family} models "
+    "of {low} to {high} parameters.": (
+        "Perfil: {path}. Planos em {device} com --profile {path} passam a usar este MFU para modelos {family} "
+        "de {low} a {high} parâmetros."
+    ),
+    "MFU {mfu} % ({source}).": "MFU {mfu} % ({source}).",
+    "MFU on {gpu}: {source}.": "MFU em {gpu}: {source}.",
 }

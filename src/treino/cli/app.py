@@ -203,13 +203,10 @@ def plan_train(
         kernels=kernels,
         sequence_parallel=sequence_parallel,
     )
-    gpu_spec = catalog.gpu(gpu)
-    measured = None
-    if profile is not None:
-        from treino.bench.profile import measured_spec
+    from treino.bench.train_step import plan_device
 
-        measured = measured_spec(gpu_spec, profile)
-        gpu_spec = measured.spec
+    device = plan_device(gpu, profile)  # the catalog GPU, its measured figures and training steps; or the CPU
+    gpu_spec, measured = device.spec, device.measured
     if method == "trace":
         from treino.cli.progress import steps
         from treino.trace.plan import TRACE_STEPS, plan_by_trace
@@ -229,7 +226,14 @@ def plan_train(
 
     network = parse_fabric(fabric) if fabric else None
     timing = estimate_time(
-        result.model, gpu_spec, setup, tokens=tokens * epochs, interconnect=link, mfu=mfu, fabric=network
+        result.model,
+        gpu_spec,
+        setup,
+        tokens=tokens * epochs,
+        interconnect=link,
+        mfu=mfu,
+        fabric=network,
+        calibration=device.calibration,
     )
     from treino.plan.pipeline import estimate_pipeline
 
@@ -313,6 +317,9 @@ def plan_scale(
     nvlink_domain: Annotated[
         int | None, typer.Option("--nvlink-domain", help="GPUs one NVLink domain joins (72 for an NVL72 rack).", min=1)
     ] = None,
+    profile: Annotated[
+        Path | None, typer.Option("--profile", help="Hardware profile from 'treino bench --save': measured figures.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Step time and efficiency for 1, 2, 4 ... GPUs, NVLink against PCIe inside a server, the fabric between
@@ -332,7 +339,11 @@ def plan_scale(
         checkpointing=checkpointing,
         zero=zero,
     )
-    spec, gpu_spec = catalog.model(model), catalog.gpu(gpu)
+    from treino.bench.train_step import plan_device
+    from treino.plan.performance import estimate_time
+
+    device = plan_device(gpu, profile)
+    spec, gpu_spec = catalog.model(model), device.spec
     network = parse_fabric(fabric) if fabric else None
     points = scale(
         spec,
@@ -343,13 +354,24 @@ def plan_scale(
         fabric=network,
         gpus_per_server=gpus_per_server,
         nvlink_domain=nvlink_domain,
+        calibration=device.calibration,
     )
+    link = "pcie" if gpu_spec.gpu_link == "none" else "nvlink"
+    one = estimate_time(spec, gpu_spec, setup, interconnect=link, mfu=mfu, calibration=device.calibration)
     if as_json:
-        _print_json({"model": spec.name, "gpu": gpu_spec.name, "points": [asdict(p) for p in points]})
+        _print_json(
+            {
+                "model": spec.name,
+                "gpu": gpu_spec.name,
+                "mfu": {"value": one.mfu, "origin": one.mfu_origin, "source": one.mfu_source},
+                "points": [asdict(p) for p in points],
+            }
+        )
         return
     from treino.cli.render import console, scale_table
 
     console().print(scale_table(spec, gpu_spec, points, gpus_per_server, counts[-1]))
+    console().print(tr("MFU {mfu} % ({source}).", mfu=tr("{n:.0f}", n=100 * one.mfu), source=one.mfu_source))
 
 
 @plan_app.command("shared")
@@ -706,6 +728,10 @@ def recommend_cmd(
     fx_given: FxRateOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     html: Annotated[str, typer.Option("--html", help="Also write a self-contained HTML report with plots.")] = "",
+    profile: Annotated[
+        Path | None,
+        typer.Option("--profile", help="Profile from 'treino bench --train-step --save': measured MFU for its GPU."),
+    ] = None,
 ) -> None:
     """Which server to rent: the cheapest configurations that fit, meet the deadline and budget, and keep
     the data where it may be."""
@@ -716,6 +742,9 @@ def recommend_cmd(
 
     residency = residency_country(residency) if residency else ""  # 'br', a site -> 'BR'; 'Brasil' -> exit 2
     candidates = offer_catalog.candidates(offers_file)
+    from treino.bench.train_step import profile_steps
+
+    calibration = profile_steps(profile)  # measured training steps: a close one replaces an offer's MFU prior
     spec, fx = catalog.model(model), fx_rate(fx_given)
     deadline_hours, budget_brl = (_hours(deadline) if deadline else None), (_brl(budget) if budget else None)
     total = 1
@@ -736,6 +765,7 @@ def recommend_cmd(
             budget_brl=budget_brl,
             residency=residency or None,
             max_gpus=max_gpus,
+            calibration=calibration,
         )
         if html:
             from treino.report import write_recommendation_report
@@ -770,6 +800,9 @@ def recommend_cmd(
         from treino.cli.render import console, recommendation
 
         console().print(recommendation(result))
+        shown = list(result.choices) or ([result.best_effort] if result.best_effort else [])
+        for gpu_name, source in sorted({(c.gpu, c.mfu_source) for c in shown if calibration and c.mfu_source}):
+            console().print(tr("MFU on {gpu}: {source}.", gpu=gpu_name, source=source), style="dim", highlight=False)
         console().print(fx_line(fx), style="dim", highlight=False)
         if html:
             print(f"Report: {written}")

@@ -25,10 +25,54 @@ def bench(
     feed_samples_per_s: Annotated[
         float, typer.Option("--feed-samples-per-s", help="Samples/s the GPUs consume; judges the data loader.")
     ] = 0.0,
+    train_step: Annotated[
+        bool,
+        typer.Option(
+            "--train-step", help="Time real training steps of --model and store their MFU in the --save profile."
+        ),
+    ] = False,
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="With --train-step: preset name or config.json path.")
+    ] = "",
+    micro_batch: Annotated[int, typer.Option("--micro-batch", "-b", help="With --train-step: sequences per step.")] = 1,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-s", help="With --train-step: tokens per sequence.")] = 512,
+    precision: Annotated[
+        str, typer.Option(help="With --train-step: fp32, bf16-mixed, fp16-mixed, bf16-true.")
+    ] = "bf16-mixed",
+    steps_timed: Annotated[int, typer.Option("--steps", help="With --train-step: timed steps (the median).")] = 5,
+    warmup_steps: Annotated[int, typer.Option("--warmup-steps", help="With --train-step: untimed steps first.")] = 2,
+    cpu_time: Annotated[
+        bool,
+        typer.Option(
+            "--cpu-time",
+            help="With --train-step on a CPU: one thread, timed by CPU time (a shared host's load does not count).",
+        ),
+    ] = False,
 ) -> None:
     """Measure this server against what it promises: GPU bandwidth and TFLOP/s, collectives (algbw/busbw as
-    nccl-tests), host memory, storage read and data-loader rate, with verdicts on the seed's criteria."""
+    nccl-tests), host memory, storage read and data-loader rate, with verdicts on the seed's criteria.
+    With --train-step, time real training steps of a model instead and calibrate the planner's MFU."""
     from rich.console import Console
+
+    if train_step:
+        from treino.cli.train_step import bench_train_step
+
+        bench_train_step(
+            model,
+            micro_batch=micro_batch,
+            seq_len=seq_len,
+            precision=precision,
+            steps_timed=steps_timed,
+            warmup_steps=warmup_steps,
+            cpu_time=cpu_time,
+            save=save,
+            as_json=as_json,
+        )
+        return
+    if model:
+        from treino.errors import UsageError
+
+        raise UsageError("--model is for --train-step. To fix: add --train-step, or drop --model.")
 
     from treino.bench.runner import parse_only, run_bench
     from treino.cli.progress import steps

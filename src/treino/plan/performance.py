@@ -15,10 +15,12 @@ lower (Llama-3.2-3B on an L40S: ~12 %, planner-formulas §B8): pass `mfu=` to us
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from treino.errors import PlanError
 from treino.i18n import Msg
+from treino.plan.calibration import MeasuredStep, calibrated_mfu
 from treino.plan.fabric import (
     DEFAULT_FABRIC,
     NCCL_LATENCY_S,
@@ -84,6 +86,7 @@ class TimeEstimate:
     fabric: str = "none"  # the network between them (treino.plan.fabric spec); "none" on one server
     intra_comm_seconds: float = 0.0  # the all-reduce's reduce-scatter + all-gather inside servers
     inter_comm_seconds: float = 0.0  # its all-reduce between servers, over the fabric
+    mfu_origin: str = "prior"  # "prior", "measured" (a calibrated MFU from the profile, plan.calibration), "given"
 
 
 def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
@@ -106,13 +109,17 @@ def hardware_flops_per_token(model: ModelSpec, setup: TrainSetup) -> float:
     return dense + attention
 
 
+def mfu_size_factor(hidden_size: int) -> float:
+    """Small matmuls run below the large-model MFU, down to SMALL_MODEL_FLOOR (MPT-125M vs MPT-7B)."""
+    return min(1.0, max(SMALL_MODEL_FLOOR, SMALL_MODEL_FLOOR + 0.15 * math.log2(hidden_size / 768)))
+
+
 def mfu_prior(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup) -> tuple[float, str]:
     base = MFU_PRIOR.get(gpu.name)
     source = Msg("prior for {gpu} (docs/catalog.md, MFU priors)", gpu=gpu.name)  # a Msg: the views translate it
     if base is None:
         base, source = MFU_PRIOR_UNVERIFIED, Msg("unverified prior for {gpu}", gpu=gpu.name)
-    size = min(1.0, max(SMALL_MODEL_FLOOR, SMALL_MODEL_FLOOR + 0.15 * math.log2(model.hidden_size / 768)))
-    mfu = base * size
+    mfu = base * mfu_size_factor(model.hidden_size)
     if setup.checkpointing == "full":
         mfu *= RECOMPUTE_MFU_FACTOR
     if setup.precision == "fp32":
@@ -236,10 +243,12 @@ def estimate_time(
     gpus_per_server: int = GPUS_PER_SERVER,
     fabric: Fabric | None = None,
     nvlink_domain: int | None = None,
+    calibration: Sequence[MeasuredStep] = (),
 ) -> TimeEstimate:
     """Step time and run time of `setup` on `setup.gpus` GPUs of type `gpu`, `gpus_per_server` to a server,
     servers joined by `fabric` (None: DEFAULT_FABRIC for the interconnect), `nvlink_domain` GPUs to an NVLink
-    domain (None: the server; 72 for an NVL72 rack)."""
+    domain (None: the server; 72 for an NVL72 rack). `calibration`: training steps measured by `treino bench
+    --train-step`; a close one replaces the MFU prior (plan.calibration)."""
     if interconnect not in ("nvlink", "pcie"):
         raise PlanError(f"Unknown interconnect {interconnect!r}. To fix: use nvlink or pcie.")
     if mfu is not None and not 0 < mfu <= 1:
@@ -249,6 +258,10 @@ def estimate_time(
     model_flops = model_flops_per_token(model, setup.seq_len)
     hw_flops = hardware_flops_per_token(model, setup)
     prior, source = mfu_prior(model, gpu, setup)
+    origin = "prior"
+    calibrated = calibrated_mfu(model, gpu, setup, calibration) if calibration else None
+    if calibrated is not None:
+        (prior, source), origin = calibrated, "measured"
     used_mfu, used_source = (mfu, "given") if mfu is not None else (prior, source)
     dtype = "tf32" if setup.precision == "fp32" else "bf16"
     peak = gpu.dense_tflops(dtype) * 1e12
@@ -319,6 +332,7 @@ def estimate_time(
         fabric=_fabric_spec(fabric, interconnect) if reduce and reduce.domains > 1 else "none",
         intra_comm_seconds=reduce.intra_seconds if reduce else 0.0,
         inter_comm_seconds=reduce.inter_seconds if reduce else 0.0,
+        mfu_origin="given" if mfu is not None else origin,
     )
 
 
@@ -355,6 +369,7 @@ def scale(
     fabric: Fabric | None = None,
     gpus_per_server: int = GPUS_PER_SERVER,
     nvlink_domain: int | None = None,
+    calibration: Sequence[MeasuredStep] = (),
 ) -> list[ScalePoint]:
     """Weak scaling (same micro-batch per GPU) over `counts` GPUs, NVLink and PCIe inside a server, `fabric`
     between servers (None: DEFAULT_FABRIC for each interconnect). A fabric of "none" stops at one server."""
@@ -362,7 +377,9 @@ def scale(
     for interconnect in ("nvlink", "pcie"):
         if interconnect == "nvlink" and gpu.gpu_link == "none":
             continue
-        one = estimate_time(model, gpu, _with_gpus(setup, 1), interconnect=interconnect, mfu=mfu)
+        one = estimate_time(
+            model, gpu, _with_gpus(setup, 1), interconnect=interconnect, mfu=mfu, calibration=calibration
+        )
         domain = nvlink_domain if interconnect == "nvlink" and nvlink_domain else gpus_per_server
         for n in counts:
             if fabric is not None and fabric.kind == "none" and n * setup.tp > domain:
@@ -376,6 +393,7 @@ def scale(
                 gpus_per_server=gpus_per_server,
                 fabric=fabric,
                 nvlink_domain=nvlink_domain,
+                calibration=calibration,
             )
             points.append(
                 ScalePoint(

@@ -8,10 +8,12 @@ Pure: offers, GPUs and sites come in as arguments; nothing is read here.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from treino.errors import PlanError
 from treino.i18n import Joined, Msg
+from treino.plan.calibration import MeasuredStep
 from treino.plan.cost import HOURS_PER_MONTH, FxRate, Offer, fabric_brl, format_brl, hourly_brl, monthly_brl
 from treino.plan.fabric import parse_fabric
 from treino.plan.hardware import GpuSpec
@@ -52,6 +54,8 @@ class Choice:
     fabric: str = "none"  # the network joining the servers (treino.plan.fabric spec); "none" on one server
     fabric_cost_brl: float | None = 0.0  # its part of cost_brl; None: the offer gives no price (not in cost_brl)
     network: str = ""  # in words (a Msg): how the servers are joined and what that costs; "" on one server
+    mfu: float = 0.0  # the MFU the time was estimated with
+    mfu_source: str = ""  # a Msg: the prior, or "measured on DEVICE, date ..." (plan.calibration)
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,10 @@ def recommend(
     residency: str | None = None,
     max_gpus: int = 64,
     top: int = 5,
+    calibration: Sequence[MeasuredStep] = (),
 ) -> Recommendation:
+    """`calibration`: training steps measured by `treino bench --train-step`; an offer whose GPU has a close one
+    is timed with its measured MFU (plan.calibration), the others with the prior."""
     if tokens <= 0:
         raise PlanError("--tokens must be positive.")
     if deadline_hours is not None and deadline_hours <= 0:
@@ -154,6 +161,7 @@ def recommend(
             max_gpus=max_gpus,
             deadline_hours=deadline_hours,
             budget_brl=budget_brl,
+            calibration=calibration,
         )
         if isinstance(best, Rejection):
             rejected.append(best)
@@ -209,6 +217,7 @@ def best_for_offer(
     max_gpus: int,
     deadline_hours: float | None,
     budget_brl: float | None,
+    calibration: Sequence[MeasuredStep] = (),
 ) -> tuple[Choice, bool, str] | Rejection:
     """The cheapest (then fastest) configuration of one offer; whether it meets the limits, and why not."""
     offer, gpu = cand.offer, cand.gpu
@@ -244,6 +253,7 @@ def best_for_offer(
                 gpus_per_server=offer.gpus,
                 fabric=fabric,
                 nvlink_domain=offer.nvlink_domain,
+                calibration=calibration,
             )
             hours = timing.total_seconds / 3600
             fabric_cost, network = _network(offer, fx, servers, hours)
@@ -267,6 +277,8 @@ def best_for_offer(
                 fabric=offer.fabric if servers > 1 else "none",
                 fabric_cost_brl=fabric_cost,
                 network=network,
+                mfu=timing.mfu,
+                mfu_source=timing.mfu_source,
             )
             meets = (deadline_hours is None or hours <= deadline_hours) and (budget_brl is None or cost <= budget_brl)
             # prefer configurations that meet the limits, then the cheapest, then the fastest

@@ -1,0 +1,195 @@
+"""`treino bench --train-step` calibrates the planner's step time: measured on CPU, predicted, measured again.
+
+The steps are timed by CPU time on one thread (`--cpu-time`): on this shared 2-core machine the wall time of the
+same step varied threefold with the neighbours' load, its CPU time by about 5 % (measured on CPU). The ratio of
+predicted to measured steps over more settings and repeats is benchmarks/train_step_calibration.py's table.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from treino import catalog
+from treino.bench.profile import load_profile
+from treino.bench.train_step import measure_train_step, plan_device
+from treino.errors import UsageError
+from treino.plan import TrainSetup
+from treino.plan.calibration import CLOSE_PARAMS_RATIO, MeasuredStep, calibrated_mfu
+from treino.plan.performance import estimate_time
+
+ROOT = Path(__file__).resolve().parents[2]
+# A Llama with 0.53M parameters: 8 x 128 tokens take about 0.1 s of one core (measured on CPU), long enough for
+# the matmuls to outweigh the optimizer's and Python's fixed cost per step.
+TINY = {
+    "model_type": "llama",
+    "hidden_size": 128,
+    "intermediate_size": 344,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "vocab_size": 512,
+    "max_position_embeddings": 512,
+    "tie_word_embeddings": False,
+}
+MICRO_BATCH, SEQ_LEN = 8, 128
+WARMUP_STEPS = 1  # on CPU the first step (AdamW's state, the allocator) is the only slow one, measured on CPU
+# The issue's target is 10 %, and benchmarks/train_step_calibration.py meets it for a doubled batch (+0.5 % for the
+# Llama, -2.4 % for GPT-2; three interleaved rounds in one process, measured on CPU). Here the calibration and the
+# check run in two processes, and on this shared 2-core machine (load average about 20) one process's CPU time per
+# step differs from the next one's by up to +-15 %, once +25 % (nine runs of the same step, measured on CPU): the
+# test allows 35 %. A planner that ignored the measurement (the prior is 2.5x off here) or the batch (-50 %) fails.
+BOUND = 0.35
+
+
+def treino(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {"COLUMNS": "120", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run([sys.executable, "-m", "treino", *args], capture_output=True, text=True, timeout=180, env=env)
+
+
+def plan_time(config: Path, profile: Path, micro_batch: int) -> dict[str, Any]:
+    args = ["plan", "train", "--model", str(config), "--gpu", "cpu", "-b", str(micro_batch), "-s", str(SEQ_LEN)]
+    out = treino(*args, "--precision", "fp32", "--json", "--profile", str(profile))
+    assert out.returncode == 0, out.stderr
+    time: dict[str, Any] = json.loads(out.stdout)["time"]
+    return time
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    folder = tmp_path / "tiny-llama"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(TINY))
+    return folder / "config.json"
+
+
+def test_calibrated_step_time_predicts_a_doubled_batch_on_cpu(tiny: Path, tmp_path: Path) -> None:
+    profile = tmp_path / "profile.json"
+    args = ["--model", str(tiny), "-b", str(MICRO_BATCH), "-s", str(SEQ_LEN), "--precision", "fp32", "--cpu-time"]
+    args += ["--warmup-steps", str(WARMUP_STEPS)]
+    out = treino("bench", "--train-step", *args, "--save", str(profile), "--json")
+    assert out.returncode == 0, out.stderr
+    bench = json.loads(out.stdout)
+    assert len(bench["step_seconds_all"]) == bench["steps"] + bench["warmup_steps"]
+    saved = load_profile(profile)
+    (point,) = saved["train_steps"]
+    assert point["device"] == "cpu" and point["family"] == "llama" and point["clock"] == "cpu"
+    assert point["params"] == catalog.model(str(tiny)).params
+    assert saved["cpu"]["threads"] == 1 and saved["cpu"]["tflops"]["fp32"] > 0
+
+    # The calibrated setting: the planner divides the same FLOPs by the same achieved rate, so it predicts the
+    # measured step and says where its MFU came from.
+    same = plan_time(tiny, profile, MICRO_BATCH)
+    assert same["mfu_origin"] == "measured" and same["mfu_source"].startswith("measured on ")
+    assert same["step_seconds"] == pytest.approx(point["step_seconds"], rel=1e-6)
+
+    # A nearby setting: twice the batch, predicted from the calibration (as `plan train` does: the same calls,
+    # in this process to spare a start-up), then measured for real.
+    device = plan_device("cpu", profile)
+    setup = TrainSetup(micro_batch=2 * MICRO_BATCH, seq_len=SEQ_LEN, precision="fp32")
+    model = catalog.model(str(tiny))
+    predicted = estimate_time(model, device.spec, setup, interconnect="pcie", calibration=device.calibration)
+    assert predicted.mfu_origin == "measured"
+    real = measure_train_step(
+        str(tiny),
+        micro_batch=2 * MICRO_BATCH,
+        seq_len=SEQ_LEN,
+        precision="fp32",
+        warmup_steps=WARMUP_STEPS,
+        cpu_time=True,
+        profile=saved,
+    )
+    error = predicted.step_seconds / real.point.step_seconds - 1
+    print(f"doubled batch: predicted {predicted.step_seconds:.4f} s, measured {real.point.step_seconds:.4f} s")
+    assert abs(error) <= BOUND, f"calibrated prediction {error:+.1%} off the measured step"
+
+
+def h200_point(mfu: float) -> MeasuredStep:
+    spec = catalog.model("qwen2.5-1.5b")
+    return MeasuredStep(
+        device="h200-sxm",
+        device_name="NVIDIA H200",
+        model="qwen2.5-1.5b",
+        family="qwen2",
+        params=spec.params,
+        hidden_size=spec.hidden_size,
+        precision="bf16-mixed",
+        checkpointing="none",
+        micro_batch=2,
+        seq_len=2048,
+        steps=5,
+        warmup_steps=2,
+        step_seconds=0.5,
+        flops_per_step=1e14,
+        peak_tflops=catalog.gpu("h200-sxm").bf16_tflops,
+        peak_source="datasheet",
+        mfu=mfu,
+        measured_at="2026-12-02T07:00:00+00:00",
+    )
+
+
+def test_only_a_close_measurement_calibrates() -> None:
+    """Same device, family and precision class, parameters within a factor of 2; anything else keeps the prior."""
+    spec = catalog.model("qwen2.5-1.5b")
+    gpu = catalog.gpu("h200-sxm")
+    setup = TrainSetup(micro_batch=2, seq_len=2048)
+    point = h200_point(0.3)
+    found = calibrated_mfu(spec, gpu, setup, [point])
+    assert found is not None and found[0] == pytest.approx(0.3)
+    assert "NVIDIA H200, 2026-12-02" in found[1]
+    timed = estimate_time(spec, gpu, setup, calibration=[point])
+    assert timed.mfu_origin == "measured" and timed.mfu == pytest.approx(0.3)
+    bigger = catalog.model("qwen2.5-3b")  # 2.0x the parameters: close
+    assert bigger.params / spec.params <= CLOSE_PARAMS_RATIO and calibrated_mfu(bigger, gpu, setup, [point])
+    assert calibrated_mfu(catalog.model("qwen2.5-7b"), gpu, setup, [point]) is None  # 5x: the prior
+    assert calibrated_mfu(catalog.model("llama-3.2-1b"), gpu, setup, [point]) is None  # another family
+    assert calibrated_mfu(spec, catalog.gpu("h100-sxm"), setup, [point]) is None  # another device
+    fp32 = TrainSetup(micro_batch=2, seq_len=2048, precision="fp32")
+    assert calibrated_mfu(spec, gpu, fp32, [point]) is None  # another peak
+    assert estimate_time(spec, gpu, setup, calibration=[point], mfu=0.5).mfu_origin == "given"
+    # The nearest size wins: a point measured on the 3B model calibrates the 3B plan.
+    far = MeasuredStep(
+        **{**point.to_json(), "model": "qwen2.5-3b", "params": bigger.params, "hidden_size": bigger.hidden_size}
+        | {"mfu": 0.1}
+    )
+    calibrated = calibrated_mfu(bigger, gpu, setup, [point, far])
+    assert calibrated is not None and calibrated[0] == pytest.approx(0.1)
+
+
+def test_recommend_times_a_calibrated_gpu_with_its_measured_mfu() -> None:
+    from treino.plan.cost import FxRate, Offer
+    from treino.plan.recommend import Candidate, recommend
+
+    offer = Offer(
+        name="h200-box",
+        kind="dedicated",
+        provider="p",
+        gpu="h200-sxm",
+        gpus=8,
+        price=100_000,
+        currency="BRL",
+        period="month",
+        egress_usd_per_gb=0.0,
+        source="test",
+        as_of="2026-11-29",
+        site="s",
+    )
+    cands = [Candidate(offer, catalog.gpu("h200-sxm"), "BR")]
+    fx = FxRate(5.0, "2026-11-29", "test rate")
+    spec = catalog.model("qwen2.5-1.5b")
+    prior = recommend(spec, cands, fx, tokens=1e9, seq_len=2048).choices[0]
+    slow = recommend(spec, cands, fx, tokens=1e9, seq_len=2048, calibration=[h200_point(0.1)]).choices[0]
+    assert prior.mfu_source.startswith("prior") and slow.mfu_source.startswith("measured on NVIDIA H200")
+    assert slow.hours > 2 * prior.hours  # an MFU of 10 % against the prior's 36 %
+
+
+def test_a_cpu_plan_needs_a_profile_that_measured_the_cpu(tmp_path: Path) -> None:
+    profile = tmp_path / "gpu-only.json"
+    profile.write_text(json.dumps({"schema_version": 1, "gpu": None, "busbw": []}))
+    with pytest.raises(UsageError, match="no CPU measurements"):
+        plan_device("cpu", profile)
