@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from treino.errors import PlanError
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
-from treino.plan.model import ModelSpec
+from treino.plan.model import ModelSpec, Tensor
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion")
@@ -225,14 +225,17 @@ def lora_params(model: ModelSpec, setup: TrainSetup) -> int:
     return total
 
 
+def _fsdp_rank_elements(tensors: list[tuple[Tensor, int]], dp: int) -> int:
+    """Elements of one rank's FSDP2 shards of `tensors` ((tensor, copies) pairs): each tensor is split on dim 0
+    into `dp` chunks padded to the largest, ceil(d0/dp) rows (torch/distributed/fsdp/_fully_shard/_fsdp_param.py
+    `_init_sharded_param`). Every rank's parameter and reduce-scattered gradient storage has this padded size,
+    and so has rank 0's optimizer state; an all-gathered unit is `dp` times it."""
+    return sum(copies * -(-t.shape[0] // dp) * (t.numel // t.shape[0]) for t, copies in tensors)
+
+
 def fsdp_shard_fraction(model: ModelSpec, dp: int) -> float:
-    """Rank 0's share of the parameters under FSDP2: each tensor is split on dim 0 into `dp` chunks, padded to
-    the largest, ceil(d0/dp) rows (torch/distributed/fsdp/_fully_shard/_fsdp_param.py `_init_sharded_param`).
-    Rank 0's padded shard is what its parameters, reduce-scattered gradients and optimizer state hold."""
-    if dp == 1:
-        return 1.0
-    padded = sum(copies * -(-t.shape[0] // dp) * (t.numel // t.shape[0]) for t, copies in model.all_tensors())
-    return padded / model.params
+    """Rank 0's share of the parameters under FSDP2 (1/dp when every dim 0 divides evenly)."""
+    return 1.0 if dp == 1 else _fsdp_rank_elements(model.all_tensors(), dp) / model.params
 
 
 def _fsdp_gathered_bytes(model: ModelSpec, setup: TrainSetup, weight_bytes: int) -> dict[str, float]:
@@ -243,17 +246,20 @@ def _fsdp_gathered_bytes(model: ModelSpec, setup: TrainSetup, weight_bytes: int)
     the root after forward: backward needs it first). At the top of backward the root's pre-backward hook has
     prefetched the last block; while a block is recomputed and run backward, it and the next one prefetched are
     gathered. ZeRO-2 (`reshard_after_forward=False`): every unit stays gathered from its forward until its
-    backward. After backward every unit is resharded, so the optimizer steps on shards alone. Gathered units
-    are views of FSDP2's all-gather output, one buffer per unit (measured with FSDPMemTracker: test_sharded.py).
+    backward. After backward every unit is resharded, so the optimizer steps on shards alone. A gathered unit is
+    its all-gather output (the padded shards of all ranks), whose views are the unsharded parameters (measured
+    with FSDPMemTracker: tests/plan/test_sharded.py).
     """
     if setup.zero < 2:
         return {}
-    t = setup.tp
-    block = weight_bytes * model.layer_params / t
-    outer = model.params - model.num_layers * model.layer_params
+    dp, t = setup.dp, setup.tp
+    block = weight_bytes * dp * _fsdp_rank_elements([(x, 1) for x in model.layer_tensors], dp) / t
+    outer = [(x, 1) for x in model.outer_tensors]
     if setup.pp > 1:  # the first stage holds the embedding, the last the final norm and head
-        outer = max(model.embedding_params, outer - model.embedding_params)
-    root = weight_bytes * outer / t
+        embed = [(x, 1) for x in model.outer_tensors if x.name.endswith("embed")]
+        rest = [(x, 1) for x in model.outer_tensors if not x.name.endswith("embed")]
+        outer = max(embed, rest, key=lambda ts: _fsdp_rank_elements(ts, dp))
+    root = weight_bytes * dp * _fsdp_rank_elements(outer, dp) / t
     if setup.zero == 2:
         everything = root + block * model.num_layers / setup.pp
         return {"loss": everything, "backward": everything, "backward, recompute": everything}

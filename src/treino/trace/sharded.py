@@ -43,8 +43,9 @@ class RankMeasurement:
     tensors during the measured step (MemTracker), with the peak's categories."""
 
     rank: int
-    weights_bytes: int  # the rank's parameters (FSDP: its shards) and buffers
+    weights_bytes: int  # the rank's parameters (FSDP: its shards), without buffers
     gradients_bytes: int  # its gradients after backward (FSDP: sharded; DDP: `.grad`, without the buckets)
+    bucket_bytes: int  # DDP's gradient buckets (its logging data's `bucket_sizes`); 0 under FSDP
     optimizer_state_bytes: int  # its optimizer state
     peak_bytes: int
     peak_by_kind: dict[str, int]
@@ -64,6 +65,15 @@ def _storage_bytes(tensors: list[torch.Tensor]) -> int:
         storage = local.untyped_storage()
         seen[storage.data_ptr()] = storage.nbytes()
     return sum(seen.values())
+
+
+def _ddp_bucket_bytes(wrapped: nn.Module) -> int:
+    """Bytes of DDP's gradient buckets, from its own logging data (a comma-separated list of bucket sizes)."""
+    logging_data = getattr(wrapped, "_get_ddp_logging_data", None)
+    if logging_data is None:
+        return 0
+    sizes = str(logging_data().get("bucket_sizes", ""))
+    return sum(int(size) for size in sizes.split(",") if size.strip())
 
 
 def _blocks(model: nn.Module) -> list[nn.Module]:
@@ -149,8 +159,9 @@ def _measure_rank(rank: int, world: int, config: dict[str, Any], setup: dict[str
     state = [v for s in inner.state.values() for v in s.values() if isinstance(v, torch.Tensor) and v.dim()]
     return RankMeasurement(
         rank=rank,
-        weights_bytes=_storage_bytes(list(model.parameters()) + list(model.buffers())),
+        weights_bytes=_storage_bytes(list(model.parameters())),
         gradients_bytes=grads_after_backward,
+        bucket_bytes=_ddp_bucket_bytes(wrapped),
         optimizer_state_bytes=_storage_bytes(state),
         peak_bytes=by_kind.get("Total", 0),
         peak_by_kind=by_kind,
