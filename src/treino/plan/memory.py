@@ -111,6 +111,9 @@ class MemoryEstimate:
     model_state_bytes: int = 0  # weights + gradients + optimizer state, sharded, before offload
     cpu_offload_bytes: int = 0
     notes: tuple[str, ...] = field(default=())
+    # This GPU's own weights, gradients (+ DDP's buckets) and optimizer state after backward, as PyTorch shards
+    # them (FSDP2's padded shards, not the paper's flat ones), without gathered units; before offload.
+    rank_model_state_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -445,6 +448,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     # for the module's life: one more gradient-sized buffer (torch DistributedDataParallel's
     # `gradient_as_bucket_view=False`, its default and Lightning's and accelerate's; measured: test_sharded.py).
     ddp_buckets = grads if setup.zero <= 1 and dp > 1 and setup.offload == "none" else 0.0
+    rank_states = weights + grads + ddp_buckets + optimizer
     if setup.offload != "none":
         cpu += optimizer
         optimizer = 0
@@ -535,4 +539,5 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         model_state_bytes=round(model_states),
         cpu_offload_bytes=round(cpu),
         notes=tuple(notes),
+        rank_model_state_bytes=round(rank_states),
     )
