@@ -63,7 +63,9 @@ def test_each_ranks_model_states_exact(measured: dict[int, list[Any]], zero: int
         assert predicted.optimizer_bytes * RANKS == sum(r.optimizer_state_bytes for r in ranks)
     else:
         # FSDP2's rank 0 holds the padded shard of every tensor, the most of any rank.
-        assert predicted.optimizer_bytes == max(r.optimizer_state_bytes for r in ranks) == ranks[0].optimizer_state_bytes
+        assert (
+            predicted.optimizer_bytes == max(r.optimizer_state_bytes for r in ranks) == ranks[0].optimizer_state_bytes
+        )
     if zero >= 2:
         assert ranks[0].weights_bytes * RANKS > model_from_config(CONFIG).params * 4  # padding is really there
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch import nn
+from torch.multiprocessing.spawn import spawn
 
 from treino.errors import PlanError
 from treino.trace import engine
@@ -143,10 +143,10 @@ def _measure_rank(rank: int, world: int, config: dict[str, Any], setup: dict[str
     step()  # creates the optimizer state
     tracker: Any
     if zero >= 2:
-        tracker = FSDPMemTracker(model, opt)  # type: ignore[arg-type]  # fully_shard made it an FSDPModule
+        tracker = FSDPMemTracker(model, opt)  # fully_shard made `model` an FSDPModule
         tracker.track_inputs(tuple(batch.values()))
     else:
-        tracker = MemTracker()  # type: ignore[no-untyped-call]  # unannotated in torch 2.13
+        tracker = MemTracker()
         tracker.track_external(wrapped, getattr(opt, "optim", opt), *batch.values())
     with tracker:
         step()
@@ -188,7 +188,8 @@ def measure_sharded_steps(
     setup = {"zeros": list(zeros), "micro_batch": micro_batch, "seq_len": seq_len, "precision": precision}
     setup["attention"] = attention
     with tempfile.TemporaryDirectory(prefix="treino-sharded-") as out:
-        mp.spawn(_rank_main, args=(ranks, _free_port(), config, setup, out), nprocs=ranks, join=True)
+        # torch.multiprocessing's spawn is unannotated (torch 2.13).
+        spawn(_rank_main, args=(ranks, _free_port(), config, setup, out), nprocs=ranks, join=True)  # type: ignore[no-untyped-call]
         return {
             zero: [
                 RankMeasurement(**json.loads(Path(out, f"zero{zero}-rank{r}.json").read_text())) for r in range(ranks)
