@@ -81,7 +81,10 @@ def _blocks(model: nn.Module) -> list[nn.Module]:
     names = set(getattr(model, "_no_split_modules", None) or ())
     blocks = [m for m in model.modules() if type(m).__name__ in names]
     if not blocks:
-        raise PlanError(f"{type(model).__name__} names no transformer block class; it cannot be sharded per block.")
+        raise PlanError(
+            f"{type(model).__name__} names no transformer block class, so it cannot be sharded per block. "
+            "To fix: use a Hugging Face model whose class lists its blocks in `_no_split_modules`."
+        )
     return blocks
 
 
