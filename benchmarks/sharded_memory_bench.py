@@ -3,7 +3,8 @@ resharding after forward) on gloo ranks on the CPU, measured with MemTracker / F
 
 Same measurement as tests/plan/test_sharded.py (two ranks, which fails beyond 10 % or on any model-state byte); this
 prints the table for more ranks and families:
-    python benchmarks/sharded_memory_bench.py [--ranks 2 4] [--precision fp32 bf16-mixed] [family ...]
+    python benchmarks/sharded_memory_bench.py [--ranks 2 4] [--precision fp32 bf16-mixed]
+        [--checkpointing full] [family ...]
 
 Per rank: its own weights + gradients (+ DDP's buckets) + optimizer state after backward, against the plan's
 `rank_model_state_bytes`; the peak of live tensors against `peak_tensor_bytes`. Measured on CPU, micro-batch 1 x 128.
@@ -35,6 +36,7 @@ def main() -> int:
     parser.add_argument("families", nargs="*", default=list(FAMILIES), choices=sorted(SMALL))
     parser.add_argument("--ranks", nargs="+", type=int, default=[2, 4])
     parser.add_argument("--precision", nargs="+", default=["fp32", "bf16-mixed"])
+    parser.add_argument("--checkpointing", default="none", choices=["none", "full"])
     args = parser.parse_args()
     table = Table(
         title=f"Per-rank memory, plan vs MemTracker (gloo ranks on CPU, micro-batch {MICRO_BATCH} x {SEQ_LEN})"
@@ -50,11 +52,22 @@ def main() -> int:
         for precision in args.precision:
             for ranks in args.ranks:
                 results = measure_sharded_steps(
-                    cfg, ranks=ranks, zeros=ZERO_STAGES, micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision=precision
+                    cfg,
+                    ranks=ranks,
+                    zeros=ZERO_STAGES,
+                    micro_batch=MICRO_BATCH,
+                    seq_len=SEQ_LEN,
+                    precision=precision,
+                    checkpointing=args.checkpointing,
                 )
                 for zero, per_rank in results.items():
                     setup = TrainSetup(
-                        micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision=precision, gpus=ranks, zero=zero
+                        micro_batch=MICRO_BATCH,
+                        seq_len=SEQ_LEN,
+                        precision=precision,
+                        gpus=ranks,
+                        zero=zero,
+                        checkpointing=args.checkpointing,
                     )
                     plan = estimate_training_memory(model, setup)
                     for r in per_rank:

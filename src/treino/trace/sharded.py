@@ -109,6 +109,8 @@ def _measure_rank(rank: int, world: int, config: dict[str, Any], setup: dict[str
     model = engine.build_hf_model(config, precision=precision, attention=str(setup["attention"]))
     torch.manual_seed(1 + rank)  # each rank its own batch
     batch = engine.lm_batch(config, int(setup["micro_batch"]), int(setup["seq_len"]))
+    if setup["checkpointing"] == "full":  # every block recomputed in backward, as in engine.measure_training_step
+        engine.enable_full_checkpointing(model)
     wrapped: nn.Module
     if zero >= 2:
         from torch.distributed.fsdp import fully_shard
@@ -180,6 +182,7 @@ def measure_sharded_steps(
     seq_len: int,
     precision: str = "fp32",
     attention: str = "sdpa",
+    checkpointing: str = "none",
 ) -> dict[int, list[RankMeasurement]]:
     """Train `config` (a config.json dict) on `ranks` CPU processes under each ZeRO stage of `zeros` in turn
     (see the module's docstring for what runs) and return each stage's measurements, in rank order."""
@@ -190,6 +193,9 @@ def measure_sharded_steps(
         raise PlanError(f"A sharded step needs at least 2 ranks, got {ranks}. To fix: pass ranks=2 or more.")
     setup = {"zeros": list(zeros), "micro_batch": micro_batch, "seq_len": seq_len, "precision": precision}
     setup["attention"] = attention
+    setup["checkpointing"] = checkpointing
+    if checkpointing not in ("none", "full"):
+        raise PlanError(f"Checkpointing must be none or full, got {checkpointing!r}. To fix: pass one of them.")
     with tempfile.TemporaryDirectory(prefix="treino-sharded-") as out:
         # torch.multiprocessing's spawn is unannotated (torch 2.13).
         spawn(_rank_main, args=(ranks, _free_port(), config, setup, out), nprocs=ranks, join=True)  # type: ignore[no-untyped-call]
