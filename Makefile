@@ -74,6 +74,7 @@ bench: venv
 	$(BIN)/python benchmarks/slurm_bench.py
 	$(BIN)/python benchmarks/trackers_bench.py
 	$(BIN)/python benchmarks/sharded_bench.py
+	$(BIN)/python benchmarks/sharded_memory_bench.py
 	$(BIN)/python benchmarks/install_size.py
 
 clean:

@@ -8,7 +8,11 @@ The peak of live tensors is the largest of three moments of a training step (HF 
     step      weights + optimizer + all gradients + the optimizer's temporaries
 
 Sharding follows the ZeRO paper (Rajbhandari et al. 2020, §5 and Fig. 1): stage 1 shards optimizer state,
-2 also gradients, 3 also weights (FSDP FULL_SHARD = ZeRO-3), each over the data-parallel size.
+2 also gradients, 3 also weights, each over the data-parallel size; `model_state_bytes` is the paper's count.
+The live bytes at each moment follow PyTorch's implementations, measured on gloo ranks with MemTracker
+(tests/plan/test_sharded.py; `treino.trace.sharded` says what runs): stages 0-1 are DDP (+ ZeroRedundancyOptimizer),
+whose gradient buckets hold a second copy of the gradients; stages 2-3 are FSDP2 `fully_shard` per block and
+root, which keeps each rank's padded shards and all-gathers whole units (see `_fsdp_gathered_bytes`).
 Tensor parallelism divides weights and most activations by its size (Korthikanti et al. 2022, §4.2).
 """
 
@@ -19,7 +23,7 @@ from dataclasses import dataclass, field
 
 from treino.errors import PlanError
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
-from treino.plan.model import ModelSpec
+from treino.plan.model import ModelSpec, Tensor
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion")
@@ -107,6 +111,9 @@ class MemoryEstimate:
     model_state_bytes: int = 0  # weights + gradients + optimizer state, sharded, before offload
     cpu_offload_bytes: int = 0
     notes: tuple[str, ...] = field(default=())
+    # This GPU's own weights, gradients (+ DDP's buckets) and optimizer state after backward, as PyTorch shards
+    # them (FSDP2's padded shards, not the paper's flat ones), without gathered units; before offload.
+    rank_model_state_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -219,6 +226,47 @@ def lora_params(model: ModelSpec, setup: TrainSetup) -> int:
                 d_out, d_in = tensor.shape
                 total += copies * setup.lora_rank * (d_in + d_out)
     return total
+
+
+def _fsdp_rank_elements(tensors: list[tuple[Tensor, int]], dp: int) -> int:
+    """Elements of one rank's FSDP2 shards of `tensors` ((tensor, copies) pairs): each tensor is split on dim 0
+    into `dp` chunks padded to the largest, ceil(d0/dp) rows (torch/distributed/fsdp/_fully_shard/_fsdp_param.py
+    `_init_sharded_param`). Every rank's parameter and reduce-scattered gradient storage has this padded size,
+    and so has rank 0's optimizer state; an all-gathered unit is `dp` times it."""
+    return sum(copies * -(-t.shape[0] // dp) * (t.numel // t.shape[0]) for t, copies in tensors)
+
+
+def fsdp_shard_fraction(model: ModelSpec, dp: int) -> float:
+    """Rank 0's share of the parameters under FSDP2 (1/dp when every dim 0 divides evenly)."""
+    return 1.0 if dp == 1 else _fsdp_rank_elements(model.all_tensors(), dp) / model.params
+
+
+def _fsdp_gathered_bytes(model: ModelSpec, setup: TrainSetup, weight_bytes: int) -> dict[str, float]:
+    """Unsharded parameters FSDP2 holds besides each rank's shards, at each moment of the step, with
+    `fully_shard` applied to every block and then to the root (embeddings, final norm, head).
+
+    ZeRO-3 (`reshard_after_forward=True`): after the forward only the root is unsharded (FSDP2 never reshards
+    the root after forward: backward needs it first). At the top of backward the root's pre-backward hook has
+    prefetched the last block; while a block is recomputed and run backward, it and the next one prefetched are
+    gathered. ZeRO-2 (`reshard_after_forward=False`): every unit stays gathered from its forward until its
+    backward. After backward every unit is resharded, so the optimizer steps on shards alone. A gathered unit is
+    its all-gather output (the padded shards of all ranks), whose views are the unsharded parameters (measured
+    with FSDPMemTracker: tests/plan/test_sharded.py).
+    """
+    if setup.zero < 2:
+        return {}
+    dp, t = setup.dp, setup.tp
+    block = weight_bytes * dp * _fsdp_rank_elements([(x, 1) for x in model.layer_tensors], dp) / t
+    outer = [(x, 1) for x in model.outer_tensors]
+    if setup.pp > 1:  # the first stage holds the embedding, the last the final norm and head
+        embed = [(x, 1) for x in model.outer_tensors if x.name.endswith("embed")]
+        rest = [(x, 1) for x in model.outer_tensors if not x.name.endswith("embed")]
+        outer = max(embed, rest, key=lambda ts: _fsdp_rank_elements(ts, dp))
+    root = weight_bytes * dp * _fsdp_rank_elements(outer, dp) / t
+    if setup.zero == 2:
+        everything = root + block * model.num_layers / setup.pp
+        return {"loss": everything, "backward": everything, "backward, recompute": everything}
+    return {"loss": root, "backward": root + block, "backward, recompute": root + 2 * block}
 
 
 def _optimizer_state_bytes(model: ModelSpec, setup: TrainSetup, trainable: int, p: _Precision) -> int:
@@ -380,16 +428,27 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     optimizer = optimizer_total * stage / t
     largest_layer_bytes = p.weight_bytes * model.layer_params / t
     cpu = 0.0
+    # Model states as the ZeRO paper counts them (Fig. 1): flat 1/dp shards, no gathered buffers, nothing offloaded.
+    model_states = (
+        weights / (dp if setup.zero >= 3 else 1)
+        + grads / (dp if setup.zero >= 2 else 1)
+        + optimizer / (dp if setup.zero >= 1 else 1)
+    )
+    # ZeRO-1: the flat share (DeepSpeed; ZeroRedundancyOptimizer's whole-tensor partition averages the same).
+    # ZeRO-2/3: FSDP2 splits every tensor on dim 0 into dp chunks padded to the largest, rank 0's size.
+    shard = fsdp_shard_fraction(model, dp) if setup.zero >= 2 else 1 / dp
     if setup.zero >= 1:
-        optimizer /= dp
+        optimizer *= shard
     if setup.zero >= 2:
-        grads /= dp
-    if setup.zero >= 3:
-        # Sharded weights plus the unsharded layers FSDP gathers: the current one and one prefetched
-        # (llm-analysis charges fwd+bwd prefetch; torch FSDP prefetches one layer by default).
-        weights = weights / dp + 2 * largest_layer_bytes
-    # Model states as the ZeRO paper counts them (Fig. 1): no gathered buffers, nothing offloaded.
-    model_states = weights_total * stage / t / (dp if setup.zero >= 3 else 1) + grads + optimizer
+        grads *= shard
+        weights *= shard  # each rank keeps its shard of the parameters (FSDP2's sharded nn.Parameters)
+    # Unsharded parameters FSDP2 holds besides the shards, by moment of the step (0 outside FSDP).
+    gathered = _fsdp_gathered_bytes(model, setup, p.weight_bytes) if setup.offload != "optimizer+params" else {}
+    # DDP (stages 0-1 on more than one GPU) copies gradients into flat buckets for its all-reduce and keeps them
+    # for the module's life: one more gradient-sized buffer (torch DistributedDataParallel's
+    # `gradient_as_bucket_view=False`, its default and Lightning's and accelerate's; measured: test_sharded.py).
+    ddp_buckets = grads if setup.zero <= 1 and dp > 1 and setup.offload == "none" else 0.0
+    rank_states = weights + grads + ddp_buckets + optimizer
     if setup.offload != "none":
         cpu += optimizer
         optimizer = 0
@@ -401,7 +460,9 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
             "temporaries (none: the CUDA kernel updates in place) come from its source, not a measurement."
         )
     if setup.offload == "optimizer+params":
-        cpu += weights - 2 * largest_layer_bytes
+        # The shards live on the CPU; the GPU holds the gathered layers: the current one and one prefetched
+        # (DeepSpeed's estimator, planner-formulas §1.3: `largest_layer_memory`).
+        cpu += weights
         weights = 2 * largest_layer_bytes
 
     # Activations per micro-batch.
@@ -449,13 +510,13 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     saved = activations + outer
     # Live tensors at each moment: (gradients, activations, logits, temporaries) besides weights + optimizer.
     phases: dict[str, tuple[float, float, float, float]] = {
-        "loss": (accum_grads, saved, loss_time, 0.0),
-        "backward": (accum_grads + head_grad, saved, backward_time, 0.0),
-        "optimizer step": (grads, 0.0, 0.0, opt_temp / t),
+        "loss": (accum_grads + ddp_buckets, saved, loss_time, 0.0),
+        "backward": (accum_grads + head_grad + ddp_buckets, saved, backward_time, 0.0),
+        "optimizer step": (grads + ddp_buckets, 0.0, 0.0, opt_temp / t),
     }
     if setup.checkpointing == "full":  # the last block recomputed, with nearly all gradients present
-        phases["backward, recompute"] = (grads, activations, 0.0, live_block)
-    totals = {k: weights + optimizer + sum(v) for k, v in phases.items()}
+        phases["backward, recompute"] = (grads + ddp_buckets, activations, 0.0, live_block)
+    totals = {k: weights + gathered.get(k, 0.0) + optimizer + sum(v) for k, v in phases.items()}
     phase = max(totals, key=lambda k: totals[k])
     live_grads, live_act, live_logits, live_temp = phases[phase]
     peak_tensor = totals[phase]
@@ -463,7 +524,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     return MemoryEstimate(
         params=model.params,
         trainable_params=trainable,
-        weights_bytes=round(weights),
+        weights_bytes=round(weights + gathered.get(phase, 0.0)),
         gradients_bytes=round(live_grads),
         optimizer_bytes=round(optimizer),
         activations_bytes=round(live_act),
@@ -478,4 +539,5 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         model_state_bytes=round(model_states),
         cpu_offload_bytes=round(cpu),
         notes=tuple(notes),
+        rank_model_state_bytes=round(rank_states),
     )

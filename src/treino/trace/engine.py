@@ -166,6 +166,20 @@ def _loss_of(output: Any) -> torch.Tensor:
     return loss if loss.dim() == 0 else loss.float().mean()
 
 
+def enable_full_checkpointing(model: nn.Module) -> None:
+    """Recompute every transformer block in backward (HF activation checkpointing, non-reentrant)."""
+    kwargs = {"use_reentrant": False}
+    # getattr, not attribute access: nn.Module types every unknown attribute as Tensor | Module.
+    enable_v5 = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5.x
+    enable_v4 = getattr(model, "gradient_checkpointing_enable", None)  # its name in transformers 4.x
+    if enable_v5 is not None:
+        enable_v5(activation_checkpointing_kwargs=kwargs)
+    elif enable_v4 is not None:
+        enable_v4(gradient_checkpointing_kwargs=kwargs)
+    else:
+        raise PlanError("Full checkpointing in trace mode needs a Hugging Face model.")
+
+
 def measure_training_step(
     model: nn.Module,
     batch: dict[str, torch.Tensor],
@@ -188,16 +202,7 @@ def measure_training_step(
     if grad_accum < 1:
         raise PlanError(f"grad_accum must be at least 1, got {grad_accum}.")
     if checkpointing == "full":
-        kwargs = {"use_reentrant": False}
-        # getattr, not attribute access: nn.Module types every unknown attribute as Tensor | Module.
-        enable_v5 = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5.x
-        enable_v4 = getattr(model, "gradient_checkpointing_enable", None)  # its name in transformers 4.x
-        if enable_v5 is not None:
-            enable_v5(activation_checkpointing_kwargs=kwargs)
-        elif enable_v4 is not None:
-            enable_v4(gradient_checkpointing_kwargs=kwargs)
-        else:
-            raise PlanError("Full checkpointing in trace mode needs a Hugging Face model.")
+        enable_full_checkpointing(model)
     elif checkpointing != "none":
         raise PlanError(f"Trace mode supports --checkpointing none or full, not {checkpointing!r}.")
     model.train()
