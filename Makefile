@@ -20,7 +20,7 @@ venv: $(BIN)/treino
 demo: venv
 	@echo "== Llama-3-8B full fine-tune on one NVIDIA L4 (24 GB) =="
 	@$(BIN)/treino plan train --model llama-3-8b --gpu l4 --micro-batch 1 --seq-len 4096 --precision bf16-true \
-		|| echo "(treino exits 1 when the plan does not fit)"
+		|| echo "(treino exits 3 when the plan does not fit)"
 	@echo
 	@echo "== the same job on one NVIDIA H200 SXM (141 GB) =="
 	@$(BIN)/treino plan train --model llama-3-8b --gpu h200-sxm --micro-batch 1 --seq-len 4096 --precision bf16-true
