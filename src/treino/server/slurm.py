@@ -108,9 +108,10 @@ _unreachable: dict[str, Any] = {"until": -math.inf, "why": ""}  # the last Backe
 
 
 def run(argv: Sequence[str], timeout_s: float = SLURM_CMD_TIMEOUT_S, env: Mapping[str, str] | None = None) -> str:
-    """One Slurm client call (`env`: variables added to slurm_env()'s): stdout, BackendUnavailable when the controller cannot be reached, SlurmError when
-    Slurm refuses (its message). After one call finds slurmctld unreachable, the next UNREACHABLE_BACKOFF_S fail at
-    once: a tick with many jobs must not wait MessageTimeout per call while it holds the service's lock."""
+    """One Slurm client call (`env`: variables added to slurm_env()'s): stdout, BackendUnavailable when the
+    controller cannot be reached, SlurmError when Slurm refuses (its message). After one call finds slurmctld
+    unreachable, the next UNREACHABLE_BACKOFF_S fail at once: a tick with many jobs must not wait MessageTimeout per
+    call while it holds the service's lock."""
     if time.monotonic() < _unreachable["until"]:
         raise BackendUnavailable(_unreachable["why"])
     try:
