@@ -134,6 +134,7 @@ STEPD_SOCKET_NAME_CHARS = 24  # "_<jobid>.<stepid>" after the node name, generou
 MUNGE_RUN_DIR = Path("/run/munge")
 MUNGE_PID_FILE = MUNGE_RUN_DIR / "munged.pid"
 MUNGE_KEY = Path("/etc/munge/munge.key")
+POLICY_RC_D = Path("/usr/sbin/policy-rc.d")  # Debian's invoke-rc.d asks it before a package starts a service
 
 DEBUG = False
 
@@ -1046,7 +1047,19 @@ def cmd_install(args: argparse.Namespace) -> int:
     run(["apt-get", "update"], timeout_s=APT_TIMEOUT_S)
     print(f"apt-get install -y {' '.join(PACKAGES)}", flush=True)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    run(["apt-get", "install", "-y", *PACKAGES], env=env, timeout_s=APT_TIMEOUT_S)
+    # mariadb-server's postinst starts the machine's own MariaDB (port 3306) unless policy-rc.d says no; `up`
+    # starts a private one. A policy-rc.d of ours (exit 101: "not allowed") only while apt-get runs.
+    ours = not POLICY_RC_D.exists()
+    if ours:
+        POLICY_RC_D.write_text(
+            "#!/bin/sh\n# scripts/local_slurm.py install: no daemon starts while it runs\nexit 101\n"
+        )
+        POLICY_RC_D.chmod(0o755)
+    try:
+        run(["apt-get", "install", "-y", *PACKAGES], env=env, timeout_s=APT_TIMEOUT_S)
+    finally:
+        if ours:
+            POLICY_RC_D.unlink(missing_ok=True)
     print("installed; the packages start no daemon: `up` does")
     return 0
 
@@ -1093,7 +1106,7 @@ def build_parser() -> Parser:
     up.add_argument("--json", action="store_true", help="print the cluster as JSON (also in DIR/cluster.json)")
     accounting_help = (
         f"also a private MariaDB and slurmdbd, so that sacct works (ports: --port-base + {DBD_PORT_OFFSET} and "
-        f"+ {MARIADB_PORT_OFFSET}; about 10 s more)"
+        f"+ {MARIADB_PORT_OFFSET}; about 5 s more)"
     )
     up.add_argument("--accounting", action="store_true", help=accounting_help)
     up.add_argument(
