@@ -38,7 +38,8 @@ demo: venv
 	@$(BIN)/python scripts/demo_dashboard.py
 
 test: venv
-	@# Slurm 22.05 from Debian for the cluster-mode tests (tests/cluster); as root only, else they skip and say why
+	@# Slurm 22.05 (and slurmdbd, MariaDB) from Debian for the cluster-mode tests (tests/cluster); as root only, else
+	@# they skip and say why
 	@$(BIN)/python scripts/local_slurm.py install --if-root
 	@# PostgreSQL 15 from Debian for the tests' [postgresql] variants; as root only, else they skip and say why
 	@$(BIN)/python scripts/local_postgres.py install --if-root

@@ -15,10 +15,15 @@ Modes (`up --mode`):
             and tests all stay in the root namespace, and jobs on every node reach a server there at 10.77.0.1.
             Jobs set GLOO_SOCKET_IFNAME=treino0. One netns cluster per machine at a time (fixed names).
 
+Accounting (`up --accounting`, any mode): a private MariaDB (`mariadb-install-db` into DIR/db, `mariadbd` on
+127.0.0.1 only) and slurmdbd, so that `sacct` and `sacctmgr` work (AccountingStorageType=accounting_storage/slurmdbd,
+AccountingStorageTRES=gres/gpu: AllocTRES then lists the GPUs). Without it `sacct` says accounting is disabled.
+
 Usage (as root):
-  python3 scripts/local_slurm.py install                      # apt-get the Slurm packages if slurmctld is missing
+  python3 scripts/local_slurm.py install                      # apt-get Slurm, slurmdbd and MariaDB if missing
   eval "$(python3 scripts/local_slurm.py up --dir /tmp/slurm --mode single)"    # prints export SLURM_CONF=...
   python3 scripts/local_slurm.py up --dir /tmp/slurm --mode netns --gpus 2 --json  # JSON also in DIR/cluster.json
+  python3 scripts/local_slurm.py up --dir /tmp/slurm --mode single --accounting    # + MariaDB and slurmdbd: sacct
   python3 scripts/local_slurm.py status --dir /tmp/slurm      # sinfo
   python3 scripts/local_slurm.py node-stop --dir /tmp/slurm node2     # the machine dies: slurmd and its jobs
   python3 scripts/local_slurm.py node-restart --dir /tmp/slurm node2  # slurmd again; the node returns to idle
@@ -47,6 +52,14 @@ Facts found on this kind of machine (Debian 12, no systemd, 2 cores), each the r
     /proc/PID/stat (zombies count as gone), never from `ps -p` or kill(pid, 0).
   * Without slurmdbd `sacct` says "accounting storage is disabled": `sacct -c` reads the jobcomp file
     (DIR/log/jobcomp.txt).
+  * slurmdbd has no option for its config file: it reads slurmdbd.conf from the folder of SLURM_CONF, and refuses
+    one that others can read (mode 0600). Its MariaDB here is private: its own data dir (DIR/db, made by
+    `mariadb-install-db`), socket, pid file and a port on 127.0.0.1; root@127.0.0.1 has no password, which is why
+    it listens nowhere else. Started without systemd, stopped by `down`.
+  * MariaDB syncs every table file it creates (about 1000 syncs for mariadb-install-db, 6.5 s on this disk, and 4 s
+    more while slurmctld registers the cluster): DIR/db is a tmpfs of its own (1.3 s). `up --accounting` took
+    6.3 s in all, against 1-2 s without.
+  * Without AccountingStorageTRES=gres/gpu, sacct's AllocTRES lists cpu, mem, node and billing but not the GPUs.
   * torch's c10d logs "The hostname of the client socket cannot be retrieved. err=-3" in netns mode: it looks up
     the IPv4-mapped IPv6 peer address, which no hosts file names. Harmless.
 Processes are recognised by TREINO_LOCAL_SLURM_DIR (and _NODE) in their environment, which the daemons and their
@@ -74,10 +87,12 @@ from typing import Any, NoReturn
 PROG = "local_slurm.py"
 MODES = ("single", "loopback", "netns")
 PARTITION = "debug"
-PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
+PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge", "slurmdbd", "mariadb-server")
+INSTALLED_WHEN = ("slurmctld", "slurmd", "sbatch", "munged", "slurmdbd", "mariadbd", "mariadb-install-db")
 
 MARKER_DIR_ENV = "TREINO_LOCAL_SLURM_DIR"  # set on the daemons we start; slurmstepd inherits it from slurmd
 MARKER_NODE_ENV = "TREINO_LOCAL_SLURM_NODE"
+ACCOUNTING_DAEMONS = ("slurmdbd", "mariadbd")
 STATE_FILE = "local_slurm.state.json"  # what `up` created, written before creating it, so `down` can undo a half-up
 CLUSTER_FILE = "cluster.json"
 
@@ -106,12 +121,20 @@ COMMAND_TIMEOUT_S = 30.0
 APT_TIMEOUT_S = 900.0
 POLL_S = 0.1
 LOG_TAIL_LINES = 5
+# accounting (--accounting): slurmdbd and MariaDB on ports after the slurmd ones (loopback uses base+1, base+2)
+DBD_PORT_OFFSET = 3
+MARIADB_PORT_OFFSET = 4
+ACCOUNTING_DB = "treino_acct"
+ACCOUNTING_UP_TIMEOUT_S = 60.0  # each of mariadb-install-db, mariadbd, slurmdbd (its first tables): 0.3-7 s
+DB_STOP_TIMEOUT_S = 20.0  # mariadbd flushes InnoDB on SIGTERM
+DB_TMPFS_SIZE = "256m"  # an upper bound: a tmpfs takes memory only as files fill it (about 60 MB here)
 SOCKET_PATH_MAX_CHARS = 107  # sun_path; slurmd and slurmstepd put sockets in the spool dir
 STEPD_SOCKET_NAME_CHARS = 24  # "_<jobid>.<stepid>" after the node name, generously
 
 MUNGE_RUN_DIR = Path("/run/munge")
 MUNGE_PID_FILE = MUNGE_RUN_DIR / "munged.pid"
 MUNGE_KEY = Path("/etc/munge/munge.key")
+POLICY_RC_D = Path("/usr/sbin/policy-rc.d")  # Debian's invoke-rc.d asks it before a package starts a service
 
 DEBUG = False
 
@@ -445,7 +468,7 @@ def render_slurm_conf(d: Path, mode: str, nodes: list[Node], args: argparse.Name
         f"SlurmdTimeout={args.slurmd_timeout}",
         f"MessageTimeout={args.message_timeout}",
         "InactiveLimit=0",
-        "AccountingStorageType=accounting_storage/none",
+        *accounting_lines(args),
         "JobAcctGatherType=jobacct_gather/linux",
         "JobCompType=jobcomp/filetxt",
         f"JobCompLoc={d}/log/jobcomp.txt",
@@ -464,6 +487,58 @@ def render_slurm_conf(d: Path, mode: str, nodes: list[Node], args: argparse.Name
     return "\n".join(lines) + "\n"
 
 
+def accounting_lines(args: argparse.Namespace) -> list[str]:
+    if not getattr(args, "accounting", False):
+        return ["AccountingStorageType=accounting_storage/none"]
+    return [
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        f"AccountingStorageHost={LOOPBACK_ADDR}",
+        f"AccountingStoragePort={args.port_base + DBD_PORT_OFFSET}",
+        "AccountingStorageTRES=gres/gpu",  # else AllocTRES leaves the GPUs out
+    ]
+
+
+def render_slurmdbd_conf(d: Path, port_base: int) -> str:
+    lines = [
+        f"# written by scripts/local_slurm.py up --accounting; `down --dir {d}` stops it",
+        "AuthType=auth/munge",
+        f"DbdAddr={LOOPBACK_ADDR}",
+        "DbdHost=localhost",
+        f"DbdPort={port_base + DBD_PORT_OFFSET}",
+        "SlurmUser=root",
+        f"PidFile={d}/run/slurmdbd.pid",
+        f"LogFile={d}/log/slurmdbd.log",
+        "DebugLevel=info",
+        "StorageType=accounting_storage/mysql",
+        f"StorageHost={LOOPBACK_ADDR}",
+        f"StoragePort={port_base + MARIADB_PORT_OFFSET}",
+        "StorageUser=root",
+        f"StorageLoc={ACCOUNTING_DB}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_mariadb_conf(d: Path, port_base: int) -> str:
+    """A private MariaDB: its own data dir, socket and pid file, on 127.0.0.1 only; made for speed, not safety
+    (a test's accounting may be lost in a crash)."""
+    lines = [
+        "[mariadbd]",
+        f"datadir={d}/db",
+        f"socket={d}/run/mariadb.sock",
+        f"port={port_base + MARIADB_PORT_OFFSET}",
+        f"bind-address={LOOPBACK_ADDR}",
+        "user=root",
+        f"pid-file={d}/run/mariadbd.pid",
+        f"log-error={d}/log/mariadbd.log",
+        "skip-name-resolve",
+        "innodb-buffer-pool-size=64M",
+        "innodb-flush-log-at-trx-commit=0",
+        "innodb-doublewrite=0",
+        "innodb-flush-method=nosync",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def render_gres_conf(d: Path, nodes: list[Node]) -> str:
     lines = ["AutoDetect=off"]
     lines += [f"NodeName={n.name} Name=gpu File={gpu_files(d, n)}" for n in nodes if n.gpus]
@@ -478,7 +553,7 @@ def render_hosts(nodes: list[Node]) -> str:
 
 
 def write_cluster_files(d: Path, mode: str, nodes: list[Node], args: argparse.Namespace) -> None:
-    for sub in ("state", "spool", "dev", "run", "log"):
+    for sub in ("state", "spool", "dev", "run", "log", "db"):
         shutil.rmtree(d / sub, ignore_errors=True)  # a fresh cluster: no old jobs, devices, pid files or logs
         (d / sub).mkdir(parents=True)
     for n in nodes:
@@ -489,6 +564,30 @@ def write_cluster_files(d: Path, mode: str, nodes: list[Node], args: argparse.Na
     (d / "slurm.conf").write_text(render_slurm_conf(d, mode, nodes, args))
     (d / "gres.conf").write_text(render_gres_conf(d, nodes))
     (d / "hosts").write_text(render_hosts(nodes))
+    dbd_conf = d / "slurmdbd.conf"
+    dbd_conf.unlink(missing_ok=True)
+    if args.accounting:  # slurmdbd reads it beside slurm.conf and refuses it unless only its owner can read it
+        fd = os.open(dbd_conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(render_slurmdbd_conf(d, args.port_base))
+        (d / "mariadb.cnf").write_text(render_mariadb_conf(d, args.port_base))
+        mount_db_tmpfs(d)
+
+
+def mount_db_tmpfs(d: Path) -> None:
+    """DIR/db on a tmpfs of its own (see the module docstring); on disk where mounting is not allowed."""
+    record(d, "mounts", str(d / "db"))
+    options = f"size={DB_TMPFS_SIZE},mode=0700"
+    out = run(["mount", "-t", "tmpfs", "-o", options, "treino-slurm-db", str(d / "db")], check=False)
+    if out.returncode != 0:
+        debug(f"no tmpfs for {d}/db ({one_line(out.stderr)}): MariaDB's files stay on disk")
+
+
+def mounted(path: str) -> bool:
+    try:
+        return any(line.split()[1] == path for line in Path("/proc/self/mounts").read_text().splitlines())
+    except (OSError, IndexError):
+        return False
 
 
 # ---------------------------------------------------------------- network namespaces
@@ -566,6 +665,56 @@ def start_slurmctld(d: Path) -> None:
         rc = subprocess.run(argv, env=daemon_env(d), stdout=err, stderr=err, timeout=COMMAND_TIMEOUT_S).returncode
     if rc != 0:
         raise CliError(f"slurmctld exited {rc}.", f"see {d}/log/slurmctld.log and slurmctld.stderr.")
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1.0)
+        return s.connect_ex((LOOPBACK_ADDR, port)) == 0
+
+
+def wait_port(d: Path, port: int, pid_file: Path, what: str) -> None:
+    """Until `what` accepts connections on 127.0.0.1:port; raises at once if its process is gone."""
+    deadline = time.monotonic() + ACCOUNTING_UP_TIMEOUT_S
+    while not port_open(port):
+        pid = pid_from_file(pid_file)
+        gone = pid is not None and not is_alive(pid)
+        if gone or time.monotonic() > deadline:
+            why = "exited" if gone else f"does not listen on port {port} after {ACCOUNTING_UP_TIMEOUT_S:.0f} s"
+            raise CliError(f"{what} {why}.", f"read the log tails below (all logs in {d}/log).", details=log_tails(d))
+        time.sleep(POLL_S)
+
+
+def start_accounting(d: Path, port_base: int) -> None:
+    """A fresh private MariaDB (DIR/db) and slurmdbd on it; slurmctld, started next, registers the cluster."""
+    cnf = d / "mariadb.cnf"
+    with (d / "log" / "mariadb-install.log").open("ab") as out:
+        argv = [
+            "mariadb-install-db",
+            f"--defaults-file={cnf}",
+            "--auth-root-authentication-method=normal",  # root@127.0.0.1 without a password (listens there only)
+            "--skip-test-db",
+        ]
+        debug("$ " + " ".join(argv))
+        rc = subprocess.run(argv, stdout=out, stderr=out, timeout=ACCOUNTING_UP_TIMEOUT_S).returncode
+    if rc != 0:
+        raise CliError(f"mariadb-install-db exited {rc}.", f"see {d}/log/mariadb-install.log.", details=log_tails(d))
+    with (d / "log" / "mariadbd.stderr").open("ab") as err:
+        argv = ["mariadbd", f"--defaults-file={cnf}"]
+        debug("$ " + " ".join(argv))
+        # mariadbd does not daemonize: its own session, no terminal and none of our pipes (a caller that captures
+        # our output would wait for them to close)
+        subprocess.Popen(
+            argv, env=daemon_env(d), stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True
+        )
+    wait_port(d, port_base + MARIADB_PORT_OFFSET, d / "run" / "mariadbd.pid", "mariadbd")
+    with (d / "log" / "slurmdbd.stderr").open("ab") as err:
+        debug("$ slurmdbd")
+        env = daemon_env(d)
+        rc = subprocess.run(["slurmdbd"], env=env, stdout=err, stderr=err, timeout=COMMAND_TIMEOUT_S).returncode
+    if rc != 0:
+        raise CliError(f"slurmdbd exited {rc}.", f"see {d}/log/slurmdbd.log and slurmdbd.stderr.", details=log_tails(d))
+    wait_port(d, port_base + DBD_PORT_OFFSET, d / "run" / "slurmdbd.pid", "slurmdbd")
 
 
 def slurmd_argv(d: Path, node: Node) -> list[str]:
@@ -702,8 +851,9 @@ def require_root() -> None:
         )
 
 
-def require_binaries(mode: str) -> None:
+def require_binaries(mode: str, accounting: bool) -> None:
     needed = ["slurmctld", "slurmd", "sinfo", "munge", "unmunge"]
+    needed += ["slurmdbd", "mariadbd", "mariadb-install-db"] if accounting else []
     needed += ["ip", "nsenter", "unshare", "mount"] if mode == "netns" else []
     missing = [b for b in needed if shutil.which(b) is None]
     if missing:
@@ -728,10 +878,17 @@ def teardown(d: Path, keep_munge: bool) -> list[str]:
     done = []
     state = read_json(d / STATE_FILE)
     daemons = {pid for f in sorted((d / "run").glob("*.pid")) if (pid := our_pid(f, d)) is not None}
-    daemons |= {p for p in marked_pids(d) if comm(p) in ("slurmctld", "slurmd")}
-    if daemons:
-        terminate(daemons, KILL_WAIT_S)
-        done.append(f"stopped {len(daemons)} Slurm daemon(s)")
+    daemons |= {p for p in marked_pids(d) if comm(p) in ("slurmctld", "slurmd", *ACCOUNTING_DAEMONS)}
+    # in order: slurmctld and slurmd, then slurmdbd (slurmctld sends it its last records), then MariaDB
+    slurm = {p for p in daemons if comm(p) not in ACCOUNTING_DAEMONS}
+    dbd = {p for p in daemons if comm(p) == "slurmdbd"}
+    db = daemons - slurm - dbd
+    for group, grace_s in ((slurm, KILL_WAIT_S), (dbd, KILL_WAIT_S), (db, DB_STOP_TIMEOUT_S)):
+        terminate(group, grace_s)
+    if slurm:
+        done.append(f"stopped {len(slurm)} Slurm daemon(s)")
+    if dbd or db:
+        done.append("stopped " + " and ".join(["slurmdbd"] * bool(dbd) + ["mariadbd"] * bool(db)))
     # what the daemons leave: slurmstepds and their jobs, and anything else inside the node namespaces
     rest = with_descendants(marked_pids(d))
     for ns in state.get("netns", []):
@@ -739,6 +896,10 @@ def teardown(d: Path, keep_munge: bool) -> list[str]:
     if rest:
         kill_now(rest)
         done.append(f"killed {len(rest)} slurmstepd/job process(es)")
+    for path in state.get("mounts", []):  # MariaDB's tmpfs, once mariadbd is gone
+        if mounted(path):
+            run(["umount", path])
+            done.append(f"unmounted {path}")
     if state.get("links") or state.get("netns"):
         delete_network(d, state)
         done.append("deleted " + ", ".join([*state.get("links", []), *state.get("netns", [])]))
@@ -761,13 +922,15 @@ def teardown(d: Path, keep_munge: bool) -> list[str]:
 def cmd_up(args: argparse.Namespace) -> int:
     require_root()
     mode: str = args.mode
-    require_binaries(mode)
+    require_binaries(mode, args.accounting)
     d = check_dir(args.dir)
     d.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     teardown(d, keep_munge=True)  # `up` on an up folder: a fresh cluster
     nodes = plan_nodes(mode, args.gpus, args.cpus, args.port_base)
     ports = [args.port_base] + ([] if mode == "netns" else [n.port for n in nodes])
+    if args.accounting:
+        ports += [args.port_base + DBD_PORT_OFFSET, args.port_base + MARIADB_PORT_OFFSET]
     check_ports_free(ports)
     if mode == "netns":
         check_netns_free(nodes)
@@ -781,6 +944,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         if mode == "netns":
             create_network(d, nodes)
         write_cluster_files(d, mode, nodes, args)
+        if args.accounting:
+            start_accounting(d, args.port_base)
         start_slurmctld(d)
         for n in nodes:
             start_slurmd(d, n)
@@ -790,12 +955,18 @@ def cmd_up(args: argparse.Namespace) -> int:
             e.details = log_tails(d)
         teardown(d, keep_munge=not munged_started)  # no half-up cluster stays behind; logs do
         raise
-    info = {**cluster_json(d, mode, nodes), "partition": partitions_of(args)[0], "partitions": partitions_of(args)}
+    info = {
+        **cluster_json(d, mode, nodes),
+        "partition": partitions_of(args)[0],
+        "partitions": partitions_of(args),
+        "accounting": args.accounting,  # sacct works (slurmdbd on a private MariaDB)
+    }
     write_json(d / CLUSTER_FILE, info)
     took_s = time.monotonic() - started
     where = ", ".join(f"{n.name} ({n.addr}{f' in {n.netns_path}' if n.netns else ''})" for n in nodes)
+    accounting = ", accounting by slurmdbd" if args.accounting else ""
     print(
-        f"# Slurm up in {took_s:.1f} s, mode {mode}: {where}; partitions {', '.join(partitions_of(args))}",
+        f"# Slurm up in {took_s:.1f} s, mode {mode}{accounting}: {where}; partitions {', '.join(partitions_of(args))}",
         file=sys.stderr,
     )
     if args.json:
@@ -860,10 +1031,13 @@ def cmd_node_restart(args: argparse.Namespace) -> int:
     return 0
 
 
+def installed(binary: str) -> bool:
+    return shutil.which(binary) is not None or Path("/usr/sbin", binary).exists()  # /usr/sbin: not on every PATH
+
+
 def cmd_install(args: argparse.Namespace) -> int:
-    found = shutil.which("slurmctld")
-    if found:
-        print(f"slurmctld is at {found}: nothing to install")
+    if all(installed(b) for b in INSTALLED_WHEN):
+        print("Slurm, slurmdbd and MariaDB are installed: nothing to install")
         return 0
     if args.if_root and os.geteuid() != 0:
         print("not root: Slurm not installed; the cluster tests (tests/cluster) will skip and say why")
@@ -873,7 +1047,19 @@ def cmd_install(args: argparse.Namespace) -> int:
     run(["apt-get", "update"], timeout_s=APT_TIMEOUT_S)
     print(f"apt-get install -y {' '.join(PACKAGES)}", flush=True)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    run(["apt-get", "install", "-y", *PACKAGES], env=env, timeout_s=APT_TIMEOUT_S)
+    # mariadb-server's postinst starts the machine's own MariaDB (port 3306) unless policy-rc.d says no; `up`
+    # starts a private one. A policy-rc.d of ours (exit 101: "not allowed") only while apt-get runs.
+    ours = not POLICY_RC_D.exists()
+    if ours:
+        POLICY_RC_D.write_text(
+            "#!/bin/sh\n# scripts/local_slurm.py install: no daemon starts while it runs\nexit 101\n"
+        )
+        POLICY_RC_D.chmod(0o755)
+    try:
+        run(["apt-get", "install", "-y", *PACKAGES], env=env, timeout_s=APT_TIMEOUT_S)
+    finally:
+        if ours:
+            POLICY_RC_D.unlink(missing_ok=True)
     print("installed; the packages start no daemon: `up` does")
     return 0
 
@@ -904,7 +1090,7 @@ def build_parser() -> Parser:
     p = Parser(prog=PROG, description="A real Slurm cluster on this machine (see the module docstring).")
     p.add_argument("--debug", action="store_true", help="print every command run, and tracebacks")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-    install = sub.add_parser("install", help="apt-get install the Slurm and munge packages if slurmctld is missing")
+    install = sub.add_parser("install", help="apt-get install Slurm, munge, slurmdbd and MariaDB if one is missing")
     install.add_argument("--if-root", action="store_true", help="do nothing (exit 0) when not run as root")
     up = sub.add_parser("up", help="write the config and start munged, slurmctld and slurmd(s)")
     up.add_argument("--dir", required=True, help="folder for slurm.conf, state, spool, logs and fake GPUs")
@@ -918,6 +1104,11 @@ def build_parser() -> Parser:
     message_help = f"Slurm's MessageTimeout, also in every ping of a dead slurmd (default {DEFAULT_MESSAGE_TIMEOUT_S})"
     up.add_argument("--message-timeout", type=bounded_int(2, 100), default=DEFAULT_MESSAGE_TIMEOUT_S, help=message_help)
     up.add_argument("--json", action="store_true", help="print the cluster as JSON (also in DIR/cluster.json)")
+    accounting_help = (
+        f"also a private MariaDB and slurmdbd, so that sacct works (ports: --port-base + {DBD_PORT_OFFSET} and "
+        f"+ {MARIADB_PORT_OFFSET}; about 5 s more)"
+    )
+    up.add_argument("--accounting", action="store_true", help=accounting_help)
     up.add_argument(
         "--partition", action="append", help=f"a partition holding every node (repeatable; default {PARTITION})"
     )

@@ -1,6 +1,7 @@
 """A real Slurm 22.05 for the cluster-mode tests, brought up by scripts/local_slurm.py (Debian's packages, no
-systemd): `slurm_single` (one node, 2 fake GPUs, partitions gpu-sp1 and gpu-mia on it) and `slurm_two_nodes` (two
-slurmd in their own network namespaces, with their own addresses and hostnames).
+systemd): `slurm_single` (one node, 2 fake GPUs, partitions gpu-sp1 and gpu-mia on it), `slurm_two_nodes` (two
+slurmd in their own network namespaces, with their own addresses and hostnames) and `slurm_accounting` (one node
+whose jobs slurmdbd records in a private MariaDB: `sacct` works).
 
 Without root or the Slurm packages these tests are skipped, saying why; under CI=true they must run, so a missing
 package fails them instead (.ci/run installs the packages).
@@ -60,12 +61,15 @@ class Cluster:
         self.slurm("scancel", "--user", os.environ.get("USER", "root"), check=False)
 
 
-def why_no_slurm() -> str | None:
+def why_no_slurm(accounting: bool = False) -> str | None:
     if os.geteuid() != 0:
         return "needs root (Slurm's daemons, fake GPU devices with mknod, network namespaces)"
     for tool in ("slurmctld", "slurmd", "sbatch", "munged", "nsenter"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             return f"{tool} is not installed (apt-get install slurmctld slurmd slurm-client munge)"
+    for tool in ("slurmdbd", "mariadbd", "mariadb-install-db") if accounting else ():
+        if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
+            return f"{tool} is not installed (apt-get install slurmdbd mariadb-server, or {SCRIPT.name} install)"
     return None
 
 
@@ -79,7 +83,7 @@ def one_at_a_time() -> Iterator[None]:
 
 
 def bring_up(tmp: pytest.TempPathFactory, mode: str, extra: list[str]) -> Iterator[Cluster]:
-    reason = why_no_slurm()
+    reason = why_no_slurm(accounting="--accounting" in extra)
     if reason:
         if os.environ.get("CI") == "true":
             pytest.fail(f"cluster tests must run under CI=true, but: {reason}")
@@ -118,6 +122,13 @@ def slurm_single(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         tmp_path_factory,
         "single",
         ["--gpus", "2", "--partition", "gpu-sp1", "--partition", "gpu-mia", "--port-base", "17817"],
+    )
+
+
+@pytest.fixture(scope="module")
+def slurm_accounting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    yield from bring_up(
+        tmp_path_factory, "single", ["--gpus", "2", "--partition", "gpu-sp1", "--port-base", "18817", "--accounting"]
     )
 
 

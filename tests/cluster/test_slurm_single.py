@@ -310,8 +310,7 @@ def test_a_higher_priority_job_preempts_through_slurm_and_the_preempted_ones_req
 
 def test_usage_on_slurm_says_its_source_and_counts_the_job(slurm_single: Cluster, servers: Servers) -> None:
     # This cluster keeps no accounting (AccountingStorageType=accounting_storage/none): `sacct` refuses, and usage
-    # comes from the server's records, saying so. With slurmdbd it would come from sacct (tests/server/
-    # test_usage_units.py reads sacct's --parsable2 output).
+    # comes from the server's records, saying so. With slurmdbd it comes from sacct (test_slurm_accounting.py).
     server = slurm_server(servers, *SP1, "--gpu-hour-brl", "10")
     r = api(server, "POST", "/api/v1/jobs", json=sleeper("usage", f"treino-test-{uuid.uuid4().hex}", seconds=3))
     assert r.status_code == 201, r.text

@@ -20,7 +20,16 @@ from treino.server.inventory import Device
 from treino.server.quotas import quota_block, set_quota
 from treino.server.scheduler import Queued, Running, schedule
 from treino.server.slurm import SlurmError
-from treino.server.usage import alloc_gpus, parse_sacct, parse_since, price_from_offer, report, server_price
+from treino.server.usage import (
+    SACCT_ENV,
+    alloc_gpus,
+    parse_sacct,
+    parse_since,
+    price_from_offer,
+    report,
+    sacct_argv,
+    server_price,
+)
 
 NOW = dt.datetime(2026, 12, 2, 10, 0).timestamp()
 
@@ -107,6 +116,32 @@ def test_sacct_parsable2_output_to_treino_attempts() -> None:
     assert parse_sacct("", "ab12cd34") == []
 
 
+# What a real Slurm 22.05 with slurmdbd printed (scripts/local_slurm.py up --accounting) for sacct_argv's command,
+# run with SACCT_ENV (Start/End as Unix seconds): job 1 ran 2 s on 2 GPUs; job 2 ran 7 s on 1 GPU, was requeued
+# (`scontrol requeue`, --duplicates: one record per run) and ran 30 s more; job 3 was cancelled while pending (Start =
+# End = the cancel time, no AllocTRES).
+REAL_SACCT = """JobIDRaw|JobName|AllocTRES|Start|End|State
+1|treino-abc-1-1|billing=1,cpu=1,gres/gpu=2,node=1|1796194942|1796194944|COMPLETED
+2|treino-abc-2-1|billing=1,cpu=1,gres/gpu=1,node=1|1796194945|1796194952|REQUEUED
+3|treino-abc-3-1||1796194952|1796194952|CANCELLED by 0
+2|treino-abc-2-1|billing=1,cpu=1,gres/gpu=1,node=1|1796194953|1796194983|COMPLETED
+"""
+
+
+def test_real_sacct_output_one_record_per_run_and_a_cancelled_pending_job_left_out() -> None:
+    uses = parse_sacct(REAL_SACCT, "abc")
+    assert [(u.slurm_job_id, u.job_id, u.gpus, u.end - u.start) for u in uses if u.end] == [
+        (1, 1, 2, 2.0),
+        (2, 2, 1, 7.0),
+        (2, 2, 1, 30.0),
+    ]
+    assert uses[0].start == 1796194942.0  # Unix seconds as printed: no time zone to guess
+    argv = sacct_argv(dt.datetime(2026, 12, 2, 7, tzinfo=dt.UTC).timestamp(), 1796194990.0)
+    assert "--duplicates" in argv and "--allocations" in argv
+    assert "--starttime=2026-12-02T07:00:00" in argv and "--endtime=2026-12-02T07:03:10" in argv  # UTC, as TZ says
+    assert SACCT_ENV == {"SLURM_TIME_FORMAT": "%s", "TZ": "UTC"}
+
+
 def test_usage_from_slurm_accounting_and_the_fallback_to_the_servers_records(tmp_path: Path) -> None:
     engine = make_engine(sqlite_url(tmp_path))
     migrate(engine)
@@ -124,6 +159,10 @@ def test_usage_from_slurm_accounting_and_the_fallback_to_the_servers_records(tmp
         hours = {r.key: r.gpu_hours for r in slurm.rows}
         assert hours == {"ana": 4.0, "bia": 0.5}  # 2 GPUs x 2 h; 1 GPU x 30 min up to now
         assert report(s, since, NOW, "user", "bia", "ab12cd34", lambda argv: SACCT, NOW).rows[0].key == "bia"
+        # sacct -S/-E also lists jobs that only waited in the window: bia's job starts after 09:00, not in it
+        nine = dt.datetime(2026, 12, 2, 9).timestamp()
+        early = report(s, since, nine, "user", None, "ab12cd34", lambda argv: SACCT, NOW)
+        assert [(r.key, r.jobs) for r in early.rows] == [("ana", 1)]
 
         def no_accounting(argv: Sequence[str]) -> str:
             assert argv[0] == "sacct" and "--parsable2" in argv

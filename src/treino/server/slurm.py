@@ -37,7 +37,7 @@ import shlex
 import socket
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,23 +107,29 @@ def slurm_env() -> dict[str, str]:
 _unreachable: dict[str, Any] = {"until": -math.inf, "why": ""}  # the last BackendUnavailable, for UNREACHABLE_BACKOFF_S
 
 
-def run(argv: Sequence[str], timeout_s: float = SLURM_CMD_TIMEOUT_S) -> str:
-    """One Slurm client call: stdout, BackendUnavailable when the controller cannot be reached, SlurmError when
-    Slurm refuses (its message). After one call finds slurmctld unreachable, the next UNREACHABLE_BACKOFF_S fail at
-    once: a tick with many jobs must not wait MessageTimeout per call while it holds the service's lock."""
+def run(argv: Sequence[str], timeout_s: float = SLURM_CMD_TIMEOUT_S, env: Mapping[str, str] | None = None) -> str:
+    """One Slurm client call (`env`: variables added to slurm_env()'s): stdout, BackendUnavailable when the
+    controller cannot be reached, SlurmError when Slurm refuses (its message). After one call finds slurmctld
+    unreachable, the next UNREACHABLE_BACKOFF_S fail at once: a tick with many jobs must not wait MessageTimeout per
+    call while it holds the service's lock."""
     if time.monotonic() < _unreachable["until"]:
         raise BackendUnavailable(_unreachable["why"])
     try:
-        return _run(argv, timeout_s)
+        return _run(argv, timeout_s, env)
     except BackendUnavailable as exc:
         _unreachable.update(until=time.monotonic() + UNREACHABLE_BACKOFF_S, why=str(exc))
         raise
 
 
-def _run(argv: Sequence[str], timeout_s: float) -> str:
+def _run(argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None) -> str:
     try:
         done = subprocess.run(
-            list(argv), capture_output=True, text=True, timeout=timeout_s, env=slurm_env(), stdin=subprocess.DEVNULL
+            list(argv),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env={**slurm_env(), **(env or {})},
+            stdin=subprocess.DEVNULL,
         )
     except FileNotFoundError as exc:
         raise BackendUnavailable(

@@ -6,6 +6,16 @@ aggregation (attempts joined to jobs, grouped in the database), or, on a Slurm c
 (`sacct`, slurmdbd), from Slurm's own accounting of treino's jobs: `AllocTRES`'s `gres/gpu` x the time each ran.
 `UsageReport.source` says which.
 
+What a real sacct (Slurm 22.05 with slurmdbd, tests/cluster/test_slurm_accounting.py) prints, and how it is read:
+  * times in sacct's local time zone by default, and `--starttime` read in it too: sacct runs with
+    SLURM_TIME_FORMAT=%s (Unix seconds: no zone, no DST hour twice) and TZ=UTC (for the window's bounds), which also
+    overrides a SLURM_TIME_FORMAT (`relative`, ...) of the server's own environment;
+  * a job Slurm requeued (node failure) is one record per run only with `--duplicates` (the run before the requeue
+    is State REQUEUED, with its own Start and End); without it only the last run counts;
+  * a job cancelled while pending has Start = End = the cancel time and an empty AllocTRES: it held nothing;
+  * `--allocations` leaves out the steps (`N.batch`, `N.0`), which repeat the job's own GPUs and time;
+  * `-S/-E` also select jobs that were only pending in the window: a record counts where it ran in it.
+
 The price (`GpuHourPrice`) is `treino server --gpu-hour-brl 12.50`, or an offer of the catalog
 (`treino server --offer ID`) spread over its GPUs and the hours of a month:
 
@@ -216,6 +226,7 @@ def gpu_hours_of(s: Session, owner: str, since: float, until: float, now: float 
 # --- Slurm's accounting ---------------------------------------------------------------------------------------------
 SACCT_FIELDS = ("JobIDRaw", "JobName", "AllocTRES", "Start", "End", "State")
 SACCT_TIMEOUT_S = 30.0
+SACCT_ENV = {"SLURM_TIME_FORMAT": "%s", "TZ": "UTC"}  # Start/End as Unix seconds; the window's bounds in UTC
 
 
 @dataclass(frozen=True)
@@ -246,7 +257,10 @@ def alloc_gpus(tres: str) -> int:
 
 
 def _sacct_time(text: str) -> float | None:
-    """sacct's `2026-12-01T10:00:00` (the cluster's local time) -> unix seconds; `Unknown`, `None`: None."""
+    """sacct's time -> unix seconds: `1796194942` (SLURM_TIME_FORMAT=%s, SACCT_ENV), or its default
+    `2026-12-01T10:00:00` in the local time zone (sacct's and this process's); `Unknown`, `None`: None."""
+    if text.isdigit():
+        return float(text)
     try:
         return dt.datetime.fromisoformat(text).timestamp()
     except ValueError:
@@ -256,7 +270,8 @@ def _sacct_time(text: str) -> float | None:
 def parse_sacct(text: str, tag: str) -> list[SlurmUse]:
     """`sacct --allocations --parsable2 --format=JobIDRaw,JobName,AllocTRES,Start,End,State` (a header line, then
     `|`-separated records) -> treino's jobs of the server `tag` (job names `treino-TAG-JOB-ATTEMPT`,
-    treino.server.slurm.SlurmBackend.job_name) that started. Other jobs of the cluster are left out."""
+    treino.server.slurm.SlurmBackend.job_name) that ran, one per run (`--duplicates`: a requeued job ran more than
+    once). Other jobs of the cluster, and jobs that never held anything (AllocTRES empty), are left out."""
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return []
@@ -267,7 +282,7 @@ def parse_sacct(text: str, tag: str) -> list[SlurmUse]:
         record = dict(zip(header, line.split("|"), strict=False))
         m = name_re.match(record.get("JobName", ""))
         start = _sacct_time(record.get("Start", ""))
-        if m is None or start is None or not record.get("JobIDRaw", "").isdigit():
+        if m is None or start is None or not record.get("JobIDRaw", "").isdigit() or not record.get("AllocTRES"):
             continue
         out.append(
             SlurmUse(
@@ -283,16 +298,25 @@ def parse_sacct(text: str, tag: str) -> list[SlurmUse]:
 
 
 def sacct_argv(since: float, until: float) -> list[str]:
+    """sacct's arguments for [since, until]: its bounds in UTC, so run it with SACCT_ENV (`run_sacct`)."""
     fmt = "%Y-%m-%dT%H:%M:%S"
     return [
         "sacct",
         "--allusers",
         "--allocations",
+        "--duplicates",
         "--parsable2",
-        f"--starttime={dt.datetime.fromtimestamp(since).strftime(fmt)}",
-        f"--endtime={dt.datetime.fromtimestamp(until).strftime(fmt)}",
+        f"--starttime={dt.datetime.fromtimestamp(since, dt.UTC).strftime(fmt)}",
+        f"--endtime={dt.datetime.fromtimestamp(until, dt.UTC).strftime(fmt)}",
         f"--format={','.join(SACCT_FIELDS)}",
     ]
+
+
+def run_sacct(argv: Sequence[str]) -> str:
+    """`sacct_argv`'s command through treino.server.slurm.run, with SACCT_ENV."""
+    from treino.server.slurm import run
+
+    return run(argv, SACCT_TIMEOUT_S, env=SACCT_ENV)
 
 
 def slurm_usage_rows(
@@ -308,7 +332,10 @@ def slurm_usage_rows(
         if u.job_id not in jobs or (owner is not None and jobs[u.job_id][2] != owner):
             continue
         _, name, user, why = jobs[u.job_id]
-        seconds = max(0.0, min(u.end if u.end is not None else now, until) - max(u.start, since))
+        end = u.end if u.end is not None else now
+        if not (u.start < until and end > since):  # only pending in the window, or ran outside it
+            continue
+        seconds = max(0.0, min(end, until) - max(u.start, since))
         key = {"user": user, "purpose": why, "job": str(u.job_id)}[by]
         row = grouped.get(key) or UsageRow(
             key,

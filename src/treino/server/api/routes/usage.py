@@ -32,7 +32,7 @@ from treino.server.schemas import (
     responses,
 )
 from treino.server.settings import NAME_PATTERN
-from treino.server.usage import By, parse_since, report
+from treino.server.usage import By, parse_since, report, run_sacct
 
 router = APIRouter(prefix="/api/v1", tags=["usage"], responses=responses(401, 403, 422))
 Since = Annotated[
@@ -51,11 +51,7 @@ def usage_out(ctx: ServerContext, who: Principal, since: str | None, by: By, use
     now = time.time()
     start = parse_since(since, now)
     slurm = ctx.backend.name == "slurm"
-    sacct = None
-    if slurm:
-        from treino.server.slurm import run
-
-        sacct = run
+    sacct = run_sacct if slurm else None
     with ctx.sessions() as s:
         found = report(s, start, now, by, user, getattr(ctx.backend, "tag", None) if slurm else None, sacct, now)
         waits = ctx.engine.quota_holds
