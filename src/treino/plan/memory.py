@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from treino.errors import PlanError
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
 from treino.plan.model import ModelSpec
+from treino.plan.moe import moe_block_bytes_per_token
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion")
@@ -331,10 +332,11 @@ def block_activation_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, *, 
     # A LoRA base held in 16 bits runs its residual stream in 16 bits even under autocast.
     compute = "16bit" if setup.lora and setup.precision != "fp32" else p.compute
     c = _coefficients(model, compute, setup.attention)
-    experts = model.experts_per_token if model.num_experts else 1
     t = setup.tp
     h_part = c.c_h * model.hidden_size * (TP_REPLICATED_SHARE + (1 - TP_REPLICATED_SHARE) / t)
-    sharded = c.c_q * model.q_size + c.c_kv * model.kv_size + c.c_f * model.intermediate_size * experts
+    # MoE: the router, dispatch and experts replace the dense MLP's terms, tensor by tensor (moe.py).
+    ffn = moe_block_bytes_per_token(model, compute) if model.num_experts else c.c_f * model.intermediate_size
+    sharded = c.c_q * model.q_size + c.c_kv * model.kv_size + ffn
     sharded += c.c_lse * model.num_heads
     if core:  # selective checkpointing recomputes the attention core and drops its s x s tensors
         sharded += c.c_s * model.num_heads * setup.seq_len
