@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from treino.errors import PlanError
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
+from treino.plan.encoder import mlm_backward_logits_bytes, mlm_outer_bytes
 from treino.plan.model import ModelSpec
 from treino.plan.moe import moe_block_bytes_per_token
 
@@ -443,6 +444,11 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
 
     accum_grads = grads if setup.grad_accum > 1 else 0.0
     head_grad = 0 if setup.lora else grad_elem * model.vocab_size * model.hidden_size / t
+    if model.family == "bert":  # the MLM head, the embeddings and the loss, tensor by tensor (encoder.py)
+        compute = "16bit" if setup.lora and setup.precision != "fp32" else p.compute
+        outer = mlm_outer_bytes(model, compute, tokens)
+        backward_time = mlm_backward_logits_bytes(model, tokens, head_grad)
+        head_grad = 0
     largest_tensor = max((math.prod(shape) for shape, _ in _trainable_tensors(model, setup)), default=0)
     opt_temp = 0.0 if setup.offload != "none" else _optimizer_temporary_bytes(setup, trainable, largest_tensor, p)
     opt_temp *= stage  # each pipeline stage steps its own parameters
