@@ -42,7 +42,7 @@ CASES = [
     (
         "qwen2-moe top-2 renormalized",
         {**QWEN2_MOE, "num_experts_per_tok": 2, "norm_topk_prob": True},
-        4,
+        2,
         256,
         "bf16-mixed",
         "eager",
