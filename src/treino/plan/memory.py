@@ -346,6 +346,18 @@ def block_activation_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, *, 
     return tokens * per_token + weight_copies
 
 
+def _encoder_head_terms(
+    model: ModelSpec, setup: TrainSetup, tokens: int, decoder_terms: tuple[float, float, float]
+) -> tuple[float, float, float]:
+    """(head and embedding activations, logits at the top of backward, head weight gradient then): BERT's MLM
+    head, embeddings and loss tensor by tensor (encoder.py); the decoder families' terms otherwise."""
+    if model.family != "bert":
+        return decoder_terms
+    compute = "16bit" if setup.lora and setup.precision != "fp32" else _PRECISION[setup.precision].compute
+    head_grad = decoder_terms[2]
+    return mlm_outer_bytes(model, compute, tokens), mlm_backward_logits_bytes(model, tokens, head_grad), 0.0
+
+
 def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
     """Per-GPU training memory for `model` under `setup`."""
     validate(model, setup)
@@ -444,11 +456,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
 
     accum_grads = grads if setup.grad_accum > 1 else 0.0
     head_grad = 0 if setup.lora else grad_elem * model.vocab_size * model.hidden_size / t
-    if model.family == "bert":  # the MLM head, the embeddings and the loss, tensor by tensor (encoder.py)
-        compute = "16bit" if setup.lora and setup.precision != "fp32" else p.compute
-        outer = mlm_outer_bytes(model, compute, tokens)
-        backward_time = mlm_backward_logits_bytes(model, tokens, head_grad)
-        head_grad = 0
+    outer, backward_time, head_grad = _encoder_head_terms(model, setup, tokens, (outer, backward_time, head_grad))
     largest_tensor = max((math.prod(shape) for shape, _ in _trainable_tensors(model, setup)), default=0)
     opt_temp = 0.0 if setup.offload != "none" else _optimizer_temporary_bytes(setup, trainable, largest_tensor, p)
     opt_temp *= stage  # each pipeline stage steps its own parameters
