@@ -438,7 +438,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     # 1F1B: the first stage keeps min(m, pp) micro-batches of its L/pp blocks = L blocks' worth; interleaving
     # adds (pp-1)/(pp·v) (Korthikanti et al. 2022, §4.2.3 and Fig. 1).
     activations *= pipeline_activation_factor(setup)
-    outer = 2 * tokens * model.hidden_size * 4  # final norm's fp32 input and output feeding the head
+    outer: float = 2 * tokens * model.hidden_size * 4  # final norm's fp32 input and output feeding the head
 
     # Logits and loss: HF upcasts the logits to fp32 for cross-entropy (transformers loss_utils
     # ForCausalLMLoss), and log_softmax keeps its fp32 output (§B3: "2 x 4·b·s·V" at the loss boundary).
