@@ -23,7 +23,7 @@ from treino.plan.encoder import mlm_backward_logits_bytes, mlm_outer_bytes
 from treino.plan.model import ModelSpec
 from treino.plan.moe import moe_block_bytes_per_token
 
-PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true")
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true", "fp8")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion")
 ATTENTIONS = ("sdpa", "eager")
 CHECKPOINTING = ("none", "selective", "full")
@@ -127,6 +127,7 @@ _PRECISION = {
     "fp16-mixed": _Precision(4, 4, 4, 0, "mixed", 2),
     "bf16-master": _Precision(2, 2, 4, 4, "16bit", 2),
     "bf16-true": _Precision(2, 2, 2, 0, "16bit", 2),
+    "fp8": _Precision(4, 4, 4, 0, "mixed", 2),  # torchao float8: fp32 master, bf16 autocast, fp8 matmuls (fp8.py)
 }
 
 
@@ -342,7 +343,8 @@ def block_activation_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, *, 
     if core:  # selective checkpointing recomputes the attention core and drops its s x s tensors
         sharded += c.c_s * model.num_heads * setup.seq_len
     per_token = h_part + sharded / t
-    weight_copies = c.c_w * (0 if setup.lora else model.layer_linear_params) / t
+    # Float8Linear saves the fp32 weight itself, not a 16-bit copy (fp8.py).
+    weight_copies = c.c_w * (0 if setup.lora or setup.precision == "fp8" else model.layer_linear_params) / t
     return tokens * per_token + weight_copies
 
 
