@@ -28,6 +28,15 @@ SMALL: dict[str, dict[str, Any]] = {
         "num_experts_per_tok": 2,
     },
     "qwen2": {"model_type": "qwen2", **DECODER, "tie_word_embeddings": True},
+    # Qwen2-MoE: 8 fine-grained experts, top-4, a shared expert with its sigmoid gate.
+    "qwen2_moe": {
+        "model_type": "qwen2_moe",
+        **DECODER,
+        "moe_intermediate_size": 64,
+        "shared_expert_intermediate_size": 256,
+        "num_experts": 8,
+        "num_experts_per_tok": 4,
+    },
     "gemma": {"model_type": "gemma", **DECODER, "num_key_value_heads": 1, "head_dim": 48},
     "gemma2": {"model_type": "gemma2", **DECODER, "head_dim": 32, "query_pre_attn_scalar": 32, "sliding_window": 4096},
     "phi3": {"model_type": "phi3", **DECODER, "pad_token_id": 0},

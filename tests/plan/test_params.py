@@ -57,7 +57,36 @@ def test_families_cover_the_issue() -> None:
         "gpt2",
         "gpt_neox",
         "bert",
+        "qwen2_moe",
     }
+
+
+def test_qwen15_moe_a27b_parameter_count() -> None:
+    """Qwen1.5-MoE-A2.7B (config.json on the Hugging Face Hub, Qwen/Qwen1.5-MoE-A2.7B): "14.3B parameters in
+    total and 2.7B activated" (its model card). The count is exact against transformers' own build (meta device)."""
+    cfg = {
+        "model_type": "qwen2_moe",
+        "hidden_size": 2048,
+        "intermediate_size": 5632,
+        "moe_intermediate_size": 1408,
+        "shared_expert_intermediate_size": 5632,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 16,
+        "num_experts": 60,
+        "num_experts_per_tok": 4,
+        "vocab_size": 151936,
+        "max_position_embeddings": 8192,
+        "tie_word_embeddings": False,
+    }
+    spec = model_from_config(cfg)
+    assert round(spec.params / 1e9, 1) == 14.3
+    assert round(spec.active_params / 1e9, 1) == 2.7
+    torch = pytest.importorskip("torch")
+    engine = pytest.importorskip("treino.trace.engine")
+    with torch.device("meta"):
+        model = engine.build_hf_model(cfg, precision="bf16-true", attention="sdpa")
+    assert spec.params == sum(p.numel() for p in model.parameters())
 
 
 def test_unsupported_family_names_supported_ones_and_trace() -> None:

@@ -296,7 +296,7 @@ def test_unsupported_family_traces_but_analytic_refuses(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert "model_type 't5'" in stderr and "--method trace" in stderr
-    assert "Supported: llama, mistral, mixtral, qwen2, gemma, gemma2, phi3, gpt2, gpt_neox, bert" in stderr
+    assert "Supported: llama, mistral, mixtral, qwen2, gemma, gemma2, phi3, qwen2_moe, gpt2, gpt_neox, bert" in stderr
 
 
 def test_without_torch_the_cli_says_how_to_install_it() -> None:

@@ -57,13 +57,6 @@ BLOCK_COEFFICIENTS: dict[tuple[str, str, str], BlockCoefficients] = {
     ("gemma2", "16bit", "eager"): _C(39.6, 7.4, -3, 8, 0, 8, 0),
     ("gemma2", "mixed", "eager"): _C(43.8, 7.8, 2.5, 8, 0, 8, 2),
     ("gemma2", "fp32", "eager"): _C(47.2, 14.7, -6.1, 16, 0, 8, 0),
-    # Mixtral: c_f is per routed expert (x experts_per_token); measured with 4 experts, top-2, real tensors.
-    ("mixtral", "16bit", "sdpa"): _C(28.5, 0, 3.9, 8, 10, 0, 0),
-    ("mixtral", "mixed", "sdpa"): _C(55.2, 0, 14.3, 12.8, 0, 0, 0.25),
-    ("mixtral", "fp32", "sdpa"): _C(48.5, 0, 7.9, 16, 10, 0, 0),
-    ("mixtral", "16bit", "eager"): _C(34.6, 0, -2.7, 8, 0, 6, 0),
-    ("mixtral", "mixed", "eager"): _C(60.2, 0, 9.1, 12.7, 0, 5.7, 0.25),
-    ("mixtral", "fp32", "eager"): _C(69.2, 0, -5.4, 16, 0, 4, 0),
     # GPT-2, GPT-NeoX, BERT: q, k, v and the hidden size are equal (c_h holds their sum). SDPA rows are
     # measured without dropout: on CUDA the flash kernel applies dropout inside, with no s x s mask, while
     # PyTorch's CPU kernel falls back to the math path. "eager-dropout" rows use the configs' dropout 0.1.
@@ -98,7 +91,9 @@ FAMILY_GROUP = {
     "llama": "llama",
     "mistral": "llama",
     "qwen2": "llama",
-    "mixtral": "mixtral",
+    # MoE blocks: Llama's attention and norms; the feed-forward half is counted tensor by tensor (moe.py).
+    "mixtral": "llama",
+    "qwen2_moe": "llama",
     "phi3": "phi3",
     "gemma": "gemma",
     "gemma2": "gemma2",

@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 
 from treino.errors import PlanError
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
+from treino.plan.encoder import mlm_backward_logits_bytes, mlm_outer_bytes
 from treino.plan.model import ModelSpec, Tensor
+from treino.plan.moe import moe_block_bytes_per_token
 
-PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true")
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true", "fp8")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion")
 ATTENTIONS = ("sdpa", "eager")
 CHECKPOINTING = ("none", "selective", "full")
@@ -132,6 +134,7 @@ _PRECISION = {
     "fp16-mixed": _Precision(4, 4, 4, 0, "mixed", 2),
     "bf16-master": _Precision(2, 2, 4, 4, "16bit", 2),
     "bf16-true": _Precision(2, 2, 2, 0, "16bit", 2),
+    "fp8": _Precision(4, 4, 4, 0, "mixed", 2),  # torchao float8: fp32 master, bf16 autocast, fp8 matmuls (fp8.py)
 }
 
 
@@ -379,16 +382,30 @@ def block_activation_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, *, 
     # A LoRA base held in 16 bits runs its residual stream in 16 bits even under autocast.
     compute = "16bit" if setup.lora and setup.precision != "fp32" else p.compute
     c = _coefficients(model, compute, setup.attention)
-    experts = model.experts_per_token if model.num_experts else 1
     t = setup.tp
     h_part = c.c_h * model.hidden_size * (TP_REPLICATED_SHARE + (1 - TP_REPLICATED_SHARE) / t)
-    sharded = c.c_q * model.q_size + c.c_kv * model.kv_size + c.c_f * model.intermediate_size * experts
+    # MoE: the router, dispatch and experts replace the dense MLP's terms, tensor by tensor (moe.py).
+    ffn = moe_block_bytes_per_token(model, compute) if model.num_experts else c.c_f * model.intermediate_size
+    sharded = c.c_q * model.q_size + c.c_kv * model.kv_size + ffn
     sharded += c.c_lse * model.num_heads
     if core:  # selective checkpointing recomputes the attention core and drops its s x s tensors
         sharded += c.c_s * model.num_heads * setup.seq_len
     per_token = h_part + sharded / t
-    weight_copies = c.c_w * (0 if setup.lora else model.layer_linear_params) / t
+    # Float8Linear saves the fp32 weight itself, not a 16-bit copy (fp8.py).
+    weight_copies = c.c_w * (0 if setup.lora or setup.precision == "fp8" else model.layer_linear_params) / t
     return tokens * per_token + weight_copies
+
+
+def _encoder_head_terms(
+    model: ModelSpec, setup: TrainSetup, tokens: int, decoder_terms: tuple[float, float, float]
+) -> tuple[float, float, float]:
+    """(head and embedding activations, logits at the top of backward, head weight gradient then): BERT's MLM
+    head, embeddings and loss tensor by tensor (encoder.py); the decoder families' terms otherwise."""
+    if model.family != "bert":
+        return decoder_terms
+    compute = "16bit" if setup.lora and setup.precision != "fp32" else _PRECISION[setup.precision].compute
+    head_grad = decoder_terms[2]
+    return mlm_outer_bytes(model, compute, tokens), mlm_backward_logits_bytes(model, tokens, head_grad), 0.0
 
 
 def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
@@ -484,7 +501,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     # 1F1B: the first stage keeps min(m, pp) micro-batches of its L/pp blocks = L blocks' worth; interleaving
     # adds (pp-1)/(pp·v) (Korthikanti et al. 2022, §4.2.3 and Fig. 1).
     activations *= pipeline_activation_factor(setup)
-    outer = 2 * tokens * model.hidden_size * 4  # final norm's fp32 input and output feeding the head
+    outer: float = 2 * tokens * model.hidden_size * 4  # final norm's fp32 input and output feeding the head
 
     # Logits and loss: HF upcasts the logits to fp32 for cross-entropy (transformers loss_utils
     # ForCausalLMLoss), and log_softmax keeps its fp32 output (§B3: "2 x 4·b·s·V" at the loss boundary).
@@ -502,6 +519,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
 
     accum_grads = grads if setup.grad_accum > 1 else 0.0
     head_grad = 0 if setup.lora else grad_elem * model.vocab_size * model.hidden_size / t
+    outer, backward_time, head_grad = _encoder_head_terms(model, setup, tokens, (outer, backward_time, head_grad))
     largest_tensor = max((math.prod(shape) for shape, _ in _trainable_tensors(model, setup)), default=0)
     opt_temp = 0.0 if setup.offload != "none" else _optimizer_temporary_bytes(setup, trainable, largest_tensor, p)
     opt_temp *= stage  # each pipeline stage steps its own parameters

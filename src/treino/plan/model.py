@@ -14,7 +14,8 @@ from typing import Any
 
 from treino.errors import PlanError, UnsupportedModelError
 
-LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3")
+LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "qwen2_moe")
+MOE_FAMILIES = ("mixtral", "qwen2_moe")
 SUPPORTED_FAMILIES = (*LLAMA_LIKE, "gpt2", "gpt_neox", "bert")
 
 
@@ -55,6 +56,12 @@ class ModelSpec:
     layer_tensors: tuple[Tensor, ...]
     outer_tensors: tuple[Tensor, ...]  # embeddings, final norm, LM/MLM head
     logit_softcap: bool = False  # gemma2: logits = cap·tanh(logits/cap), one more logits-sized tensor
+    # MoE (`intermediate_size` is then one routed expert's): Qwen2-MoE's always-active shared expert and its
+    # sigmoid gate, and whether the router divides the top-k probabilities by their sum (Mixtral always;
+    # Qwen2-MoE with `norm_topk_prob`).
+    shared_expert_size: int = 0
+    shared_expert_gated: bool = False
+    router_renormalizes: bool = False
 
     @property
     def q_size(self) -> int:
@@ -70,8 +77,10 @@ class ModelSpec:
 
     @property
     def layer_linear_params(self) -> int:
-        """Weights of one block's matrix multiplies (what autocast casts to 16 bits)."""
-        return sum(t.numel for t in self.layer_tensors if len(t.shape) >= 2 and "router" not in t.name)
+        """Weights of one block's matrix multiplies that autocast casts to 16 bits. Routed experts are not:
+        transformers runs them with `grouped_mm`, which autocast does not cover, in the weights' own dtype
+        (transformers integrations/moe.py `_grouped_mm`: `input.to(weight.dtype)`)."""
+        return sum(t.numel for t in self.layer_tensors if len(t.shape) >= 2 and not t.name.startswith("expert."))
 
     @property
     def embedding_params(self) -> int:
@@ -163,7 +172,7 @@ def _check_heads(h: int, a: int, kv: int, head_dim_given: bool) -> None:
 
 
 def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
-    # transformers models/{llama,mistral,mixtral,qwen2,gemma,gemma2,phi3}/modeling_*.py
+    # transformers models/{llama,mistral,mixtral,qwen2,gemma,gemma2,phi3,qwen2_moe}/modeling_*.py
     h = _int(cfg, "hidden_size")
     L = _int(cfg, "num_hidden_layers")
     a = _int(cfg, "num_attention_heads")
@@ -171,11 +180,14 @@ def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
     head_dim_given = cfg.get("head_dim") is not None
     _check_heads(h, a, kv, head_dim_given)
     d = _int(cfg, "head_dim", default=h // a)
-    f = _int(cfg, "intermediate_size")
+    # Qwen2-MoE's `intermediate_size` is its dense layers' (none here, see _qwen2_moe_mlp); f is one expert's.
+    f = _int(cfg, "moe_intermediate_size", default=1408) if family == "qwen2_moe" else _int(cfg, "intermediate_size")
     V = _int(cfg, "vocab_size")
     tied = bool(cfg.get("tie_word_embeddings", family in ("gemma", "gemma2")))
     qkv_bias = family == "qwen2" or bool(cfg.get("attention_bias", False))
     o_bias = family != "qwen2" and bool(cfg.get("attention_bias", False))
+    if family == "qwen2_moe":  # transformers models/qwen2_moe/configuration_qwen2_moe.py: qkv_bias=True
+        qkv_bias, o_bias = bool(cfg.get("qkv_bias", True)), False
     mlp_bias = bool(cfg.get("mlp_bias", False)) and family == "llama"
     layer: list[Tensor] = []
     layer += _linear("q_proj", h, a * d, qkv_bias, "q_proj")
@@ -184,7 +196,12 @@ def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
     layer += _linear("o_proj", a * d, h, o_bias, "o_proj")
     experts = 0
     top_k = 0
-    if family == "mixtral":
+    shared, shared_gated, renormalizes = 0, False, False
+    if family == "qwen2_moe":
+        layer, experts, top_k, shared = _qwen2_moe_mlp(cfg, h, layer)
+        shared_gated, renormalizes = True, bool(cfg.get("norm_topk_prob", False))
+    elif family == "mixtral":
+        renormalizes = True
         experts = _int(cfg, "num_local_experts")
         top_k = _int(cfg, "num_experts_per_tok", default=2)
         if top_k > experts:
@@ -219,7 +236,37 @@ def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
         layer_tensors=tuple(layer),
         outer_tensors=tuple(outer),
         logit_softcap=family == "gemma2" and cfg.get("final_logit_softcapping", 30.0) is not None,
+        shared_expert_size=shared,
+        shared_expert_gated=shared_gated,
+        router_renormalizes=renormalizes,
     )
+
+
+def _qwen2_moe_mlp(cfg: Mapping[str, Any], h: int, layer: list[Tensor]) -> tuple[list[Tensor], int, int, int]:
+    """Qwen2-MoE's feed-forward block (transformers models/qwen2_moe/modeling_qwen2_moe.py
+    `Qwen2MoeSparseMoeBlock`): a top-k router over fused experts of `moe_intermediate_size`, plus a shared
+    expert (a SwiGLU MLP of `shared_expert_intermediate_size`) that every token passes through, scaled by a
+    sigmoid gate (a Linear h -> 1). Returns the layer's tensors, experts, top-k and the shared expert's size."""
+    experts = _int(cfg, "num_experts", default=60)
+    top_k = _int(cfg, "num_experts_per_tok", default=4)
+    if top_k > experts:
+        raise PlanError(f"num_experts_per_tok ({top_k}) exceeds num_experts ({experts}).")
+    if _int(cfg, "decoder_sparse_step", default=1) != 1 or cfg.get("mlp_only_layers"):
+        raise UnsupportedModelError(
+            "The analytic planner models Qwen2-MoE with an MoE block in every layer; this config mixes in dense "
+            "layers (decoder_sparse_step or mlp_only_layers). To fix: use --method trace."
+        )
+    fe = _int(cfg, "moe_intermediate_size", default=1408)
+    fs = _int(cfg, "shared_expert_intermediate_size", default=5632)
+    out = list(layer)
+    out.append(Tensor("router", (experts, h)))
+    out.append(Tensor("expert.gate_up_proj", (experts, 2 * fe, h), "experts"))
+    out.append(Tensor("expert.down_proj", (experts, h, fe), "experts"))
+    out += _linear("shared_expert.gate_proj", h, fs, False, "gate_proj")
+    out += _linear("shared_expert.up_proj", h, fs, False, "up_proj")
+    out += _linear("shared_expert.down_proj", fs, h, False, "down_proj")
+    out.append(Tensor("shared_expert_gate", (1, h)))
+    return out, experts, top_k, fs
 
 
 def _gpt2(cfg: Mapping[str, Any], name: str) -> ModelSpec:

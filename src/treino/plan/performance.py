@@ -29,6 +29,7 @@ from treino.plan.fabric import (
     hierarchical_allreduce,
     parse_fabric,
 )
+from treino.plan.fp8 import fp8_peak_tflops
 from treino.plan.hardware import GpuSpec
 from treino.plan.memory import TrainSetup, lora_params
 from treino.plan.model import ModelSpec
@@ -232,6 +233,15 @@ def _comm_bytes(model: ModelSpec, setup: TrainSetup) -> float:
     return volume * (1.5 if setup.zero >= 3 else 1.0)
 
 
+def _fp8_peak(model: ModelSpec, gpu: GpuSpec, flops_per_token: float) -> float:
+    if not gpu.fp8_tflops:
+        raise PlanError(
+            f"The {gpu.display_name} has no FP8 tensor cores. To fix: use --precision bf16-mixed, or a GPU with "
+            "FP8 (Ada: L4, L40S; Hopper: H100, H200; Blackwell)."
+        )
+    return fp8_peak_tflops(model, flops_per_token, gpu.bf16_tflops, gpu.fp8_tflops) * 1e12
+
+
 def estimate_time(
     model: ModelSpec,
     gpu: GpuSpec,
@@ -265,6 +275,8 @@ def estimate_time(
     used_mfu, used_source = (mfu, "given") if mfu is not None else (prior, source)
     dtype = "tf32" if setup.precision == "fp32" else "bf16"
     peak = gpu.dense_tflops(dtype) * 1e12
+    if setup.precision == "fp8":  # Linear layers on the FP8 tensor cores (fp8.py)
+        peak = _fp8_peak(model, gpu, model_flops)
     tokens_per_gpu = setup.micro_batch * setup.seq_len * setup.grad_accum
     tokens_per_step = tokens_per_gpu * setup.dp
     # MFU counts model FLOPs, so hardware FLOPs (recompute, LoRA) scale the time by hw/model at equal HFU.
