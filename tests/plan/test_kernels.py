@@ -7,11 +7,9 @@ benchmarks/attention_kernels.py on a GPU.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from tests.plan.families import SMALL, without_dropout
+from tests.plan.families import SMALL, with_dropout, without_dropout
 from treino.errors import PlanError
 from treino.plan import TrainSetup, estimate_training_memory, model_from_config
 from treino.plan.kernels import Device, device_for_gpu, dropout_mask_bytes, sdpa_kernel
@@ -63,14 +61,6 @@ def test_cpu_dropout_keeps_its_noise_in_the_inputs_dtype() -> None:
         assert dropout_mask_bytes(CPU, nbytes) == nbytes
 
 
-def _with_dropout(cfg: dict[str, Any]) -> dict[str, Any]:
-    """Dropout on every probability a family's config has (most LLM configs default to 0)."""
-    keys = ("attention_dropout", "hidden_dropout", "resid_pdrop", "attn_pdrop", "embd_pdrop")
-    if cfg["model_type"] == "bert":
-        keys = ("hidden_dropout_prob", "attention_probs_dropout_prob")
-    return {**cfg, **dict.fromkeys(keys, DROPOUT)}
-
-
 # Cases the accuracy sweep (test_accuracy.py: each family's default dropout, SDPA and eager) lacks: GPT-2 and BERT
 # without dropout in eager attention, and dropout switched on for the families whose configs default to none,
 # one precision each to keep the suite short (benchmarks/kernel_accuracy.py measures every combination).
@@ -96,7 +86,7 @@ CASES = [
 @pytest.mark.slow
 @pytest.mark.parametrize("family,attention,dropout,precision", CASES)
 def test_dropout_peak_within_10_percent_of_memtracker(family: str, attention: str, dropout: str, precision: str) -> None:
-    cfg = without_dropout(SMALL[family]) if dropout == "zero" else _with_dropout(SMALL[family])
+    cfg = without_dropout(SMALL[family]) if dropout == "zero" else with_dropout(SMALL[family], DROPOUT)
     torch.manual_seed(0)
     model = engine.build_hf_model(cfg, precision=precision, attention=attention)
     measured = engine.measure_training_step(model, engine.lm_batch(cfg, MICRO_BATCH, SEQ_LEN), precision=precision)

@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, TypedDict, cast
+from typing import TYPE_CHECKING, Annotated, TypedDict, cast
 
 import typer
 
@@ -33,6 +33,9 @@ from treino.cli.resubmit import resubmit
 from treino.cli.server import server
 from treino.errors import EXIT_NO_FIT, TreinoError, UsageError
 from treino.i18n import N_, current, from_env, language, tr, use
+
+if TYPE_CHECKING:
+    from treino.plan import TrainPlan
 
 EXIT_CODES_HELP = (
     "Exit codes, the same with --json: 0 done; 1 a runtime failure (the server, a file, a failed job); "
@@ -123,7 +126,9 @@ def plan_train(
     model: Annotated[
         str, typer.Option("--model", "-m", help="Preset name, config.json path, or module:function (trace).")
     ],
-    gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU name from 'treino gpus'.")],
+    gpu: Annotated[
+        str, typer.Option("--gpu", "-g", help="GPU name from 'treino gpus', or cpu to plan for the CPU host.")
+    ],
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the job.")] = 1,
     micro_batch: Annotated[int, typer.Option("--micro-batch", "-b", help="Sequences per GPU per step.")] = 1,
     seq_len: Annotated[int, typer.Option("--seq-len", "-s", help="Tokens per sequence.")] = 2048,
@@ -174,7 +179,19 @@ def plan_train(
     """Training memory per GPU, the fit verdict, what to change when it does not fit, the run time, whether
     storage and CPUs keep the GPUs fed, and (with --offer) what it costs."""
     from treino.plan import TrainSetup, plan_training
+    from treino.plan.kernels import CPU_DEVICE_NAME, device_for_gpu
+    from treino.plan.memory import DEFAULT_CUDA_CONTEXT_BYTES
 
+    on_cpu = gpu.strip().lower() == CPU_DEVICE_NAME
+    if on_cpu:
+        from treino.plan.hardware import cpu_host
+
+        if profile is not None or offer:
+            raise UsageError("--gpu cpu plans memory only. To fix: drop --profile and --offer, or name a GPU.")
+        gpu_spec = cpu_host(int(ram_gb * 1e9) if ram_gb else _host_ram_bytes())
+    else:
+        gpu_spec = catalog.gpu(gpu)
+    target = device_for_gpu(gpu_spec.name)
     setup = TrainSetup(
         micro_batch=micro_batch,
         seq_len=seq_len,
@@ -194,8 +211,10 @@ def plan_train(
         quant=quant,
         kernels=kernels,
         sequence_parallel=sequence_parallel,
+        device=target.kind,
+        sm=target.sm,
+        cuda_context_bytes=0 if on_cpu else DEFAULT_CUDA_CONTEXT_BYTES,  # no CUDA context on a CPU host
     )
-    gpu_spec = catalog.gpu(gpu)
     measured = None
     if profile is not None:
         from treino.bench.profile import measured_spec
@@ -212,6 +231,9 @@ def plan_train(
         result = plan_training(catalog.model(model), gpu_spec, setup)
     else:
         raise UsageError(f"Unknown --method {method!r}. To fix: use analytic or trace.")
+    if on_cpu:  # memory only: the catalog has no throughput for a CPU host
+        _print_cpu_plan(result, as_json)
+        return
     from treino.plan.performance import estimate_time
 
     if epochs < 1:
@@ -270,6 +292,25 @@ def plan_train(
         )
         if cost["fx_brl_per_usd"] is not None:
             console().print(fx_line(fx_rate(fx_given)), style="dim", highlight=False)
+    if not result.fits:
+        raise typer.Exit(EXIT_NO_FIT)
+
+
+def _host_ram_bytes() -> int:
+    """The machine's physical memory (`--gpu cpu` without --ram-gb)."""
+    import os
+
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _print_cpu_plan(result: TrainPlan, as_json: bool) -> None:
+    """`plan train --gpu cpu`: the memory plan and its verdict against the host's RAM, no time or cost."""
+    if as_json:
+        _print_json({**result.to_json(), "time": None, "pipeline": None, "cost": None})
+    else:
+        from treino.cli.render import console, train_plan
+
+        console().print(train_plan(result))
     if not result.fits:
         raise typer.Exit(EXIT_NO_FIT)
 
