@@ -39,7 +39,8 @@ def _variants(cfg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def main(families: list[str]) -> None:
-    table = Table(title=f"Analytic peak vs MemTracker with dropout (CPU tensors, micro-batch {MICRO_BATCH} x {SEQ_LEN})")
+    title = f"Analytic peak vs MemTracker with dropout (CPU tensors, micro-batch {MICRO_BATCH} x {SEQ_LEN})"
+    table = Table(title=title)
     for col in ("family", "precision", "attention", "dropout", "kernel", "predicted MiB", "measured MiB", "error"):
         table.add_column(col, justify="right" if "MiB" in col or col == "error" else "left")
     errors: list[float] = []
@@ -67,9 +68,7 @@ def main(families: list[str]) -> None:
                     errors.append(abs(error))
                     row = (family, precision, attention, name, plan.attention_kernel)
                     print(*row, f"{error:+.2%}", flush=True)
-                    table.add_row(
-                        *row, f"{plan.peak_tensor_bytes / MIB:.1f}", f"{measured / MIB:.1f}", f"{error:+.1%}"
-                    )
+                    table.add_row(*row, f"{plan.peak_tensor_bytes / MIB:.1f}", f"{measured / MIB:.1f}", f"{error:+.1%}")
     console = Console(width=120)
     console.print(table)
     console.print(

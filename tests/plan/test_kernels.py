@@ -85,7 +85,7 @@ CASES = [
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family,attention,dropout,precision", CASES)
-def test_dropout_peak_within_10_percent_of_memtracker(family: str, attention: str, dropout: str, precision: str) -> None:
+def test_dropout_peak_within_10_percent(family: str, attention: str, dropout: str, precision: str) -> None:
     cfg = without_dropout(SMALL[family]) if dropout == "zero" else with_dropout(SMALL[family], DROPOUT)
     torch.manual_seed(0)
     model = engine.build_hf_model(cfg, precision=precision, attention=attention)

@@ -308,7 +308,7 @@ def _optimizer_temporary_bytes(setup: TrainSetup, trainable: int, largest: int, 
 
 
 def _compute(setup: TrainSetup) -> str:
-    """"fp32", "mixed" or "16bit": how activations are computed (activations.py). A LoRA base held in 16 bits
+    """ "fp32", "mixed" or "16bit": how activations are computed (activations.py). A LoRA base held in 16 bits
     runs its residual stream in 16 bits even under autocast."""
     return "16bit" if setup.lora and setup.precision != "fp32" else _PRECISION[setup.precision].compute
 
@@ -376,8 +376,10 @@ def block_activation_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, *, 
     t = setup.tp
     h_bytes = c.c_h * model.hidden_size
     if model.hidden_dropout > 0:  # each hidden-size dropout keeps its mask (kernels.dropout_mask_bytes)
-        h_bytes += model.hidden_dropout_sites * dropout_mask_bytes(setup.target, 4 if compute == "fp32" else 2) * (
-            model.hidden_size
+        h_bytes += (
+            model.hidden_dropout_sites
+            * dropout_mask_bytes(setup.target, 4 if compute == "fp32" else 2)
+            * (model.hidden_size)
         )
     h_part = h_bytes * (TP_REPLICATED_SHARE + (1 - TP_REPLICATED_SHARE) / t)
     sharded = c.c_q * model.q_size + c.c_kv * model.kv_size + c.c_f * model.intermediate_size * experts
@@ -391,6 +393,15 @@ def block_activation_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, *, 
     per_token = h_part + sharded / t
     weight_copies = c.c_w * (0 if setup.lora else model.layer_linear_params) / t
     return tokens * per_token + weight_copies
+
+
+def _embedding_output_bytes(model: ModelSpec, setup: TrainSetup, tokens: int) -> float:
+    """The embeddings' output (fp32 under autocast: the embedding weights are fp32), and the mask of the dropout
+    some families apply to it (kernels.dropout_mask_bytes)."""
+    p = _PRECISION[setup.precision]
+    embed_bytes = 4 if p.compute == "mixed" and not setup.lora else p.act_bytes
+    mask = dropout_mask_bytes(setup.target, embed_bytes) if model.embedding_dropout > 0 else 0
+    return tokens * model.hidden_size * (embed_bytes + mask)
 
 
 def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
@@ -457,10 +468,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     # Activations per micro-batch.
     L = model.num_layers
     block = block_activation_bytes(model, setup, tokens, core=setup.checkpointing == "none")
-    embed_bytes = 4 if p.compute == "mixed" and not setup.lora else p.act_bytes
-    embed_out = tokens * model.hidden_size * embed_bytes
-    if model.embedding_dropout > 0:  # the embeddings' dropout keeps its mask (kernels.dropout_mask_bytes)
-        embed_out += tokens * model.hidden_size * dropout_mask_bytes(setup.target, embed_bytes)
+    embed_out = _embedding_output_bytes(model, setup, tokens)
     if setup.checkpointing == "full":
         # Each block keeps only its input; in backward one block at a time is recomputed
         # (HF gradient_checkpointing, torch.utils.checkpoint, non-reentrant).
