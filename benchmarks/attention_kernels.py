@@ -71,6 +71,7 @@ def dropout_mask(console: Console, device: Device) -> None:
 
 def model_peaks(console: Console, device: Device) -> None:
     from tests.plan.families import SMALL, with_dropout
+
     from treino.trace import engine
 
     table = Table(title="Peak of live tensors with 10 % dropout, MemTracker on the GPU vs the plan for it")
