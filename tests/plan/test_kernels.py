@@ -66,7 +66,7 @@ def test_cpu_dropout_keeps_its_noise_in_the_inputs_dtype() -> None:
 # each to keep the suite short (benchmarks/kernel_accuracy.py measures every combination).
 CASES = [
     ("gpt2", "sdpa", "zero", "fp32"),
-    ("gpt2", "eager", "zero", "bf16-mixed"),
+    ("gpt2", "eager", "zero", "fp32"),
     ("bert", "sdpa", "zero", "bf16-mixed"),
     ("bert", "eager", "zero", "fp32"),
     ("llama", "sdpa", "on", "bf16-mixed"),
