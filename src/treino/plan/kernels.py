@@ -1,6 +1,6 @@
 """Which attention kernel PyTorch runs on the plan's device, and which dropout masks a training step keeps.
 
-    device_for_gpu(name)                                      -> Device
+    device_for_gpu(name)                                      -> Device (device_of(kind, sm) for a plan's fields)
     sdpa_kernel(device, dtype, dropout, mask, head_dim)       -> "flash", "efficient", "cudnn", "math", "flash-cpu"
     attention_kernel(device, attention, dtype, dropout, ...)  -> the above, or "eager"
     dropout_mask_bytes(device, act_bytes)                     -> bytes per element of a saved dropout mask
@@ -55,6 +55,7 @@ by a noise tensor of the input's dtype, which autograd keeps (4 B in fp32, 2 B i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from treino.errors import PlanError
 
@@ -97,6 +98,12 @@ class Device:
 
     def __str__(self) -> str:
         return f"cuda sm{self.sm}" if self.kind == "cuda" else self.kind
+
+
+@cache
+def device_of(kind: str, sm: int) -> Device:
+    """The Device for a plan's `device` and `sm` fields (one object per pair: plans are made by the thousand)."""
+    return Device(kind, sm if kind == "cuda" else 0)
 
 
 def device_for_gpu(name: str) -> Device:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from treino.errors import PlanError
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
-from treino.plan.kernels import DEVICE_KINDS, Device, attention_kernel, dropout_mask_bytes
+from treino.plan.kernels import DEVICE_KINDS, Device, attention_kernel, device_of, dropout_mask_bytes
 from treino.plan.model import ModelSpec
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true")
@@ -87,7 +87,7 @@ class TrainSetup:
 
     @property
     def target(self) -> Device:
-        return Device(self.device, self.sm if self.device == "cuda" else 0)
+        return device_of(self.device, self.sm)
 
     @property
     def dp(self) -> int:
@@ -365,12 +365,15 @@ def megatron_block_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, check
     return scale * out
 
 
-def block_activation_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, *, core: bool = True) -> float:
-    """Saved activations of one block for `tokens` tokens, per GPU (see activations.py)."""
+def block_activation_bytes(
+    model: ModelSpec, setup: TrainSetup, tokens: int, *, core: bool = True, kernel: str = ""
+) -> float:
+    """Saved activations of one block for `tokens` tokens, per GPU (see activations.py), with `kernel` the
+    attention kernel (planned_attention_kernel, computed when not given)."""
     if setup.kernels == "megatron":
         return megatron_block_bytes(model, setup, tokens, "none" if core else "selective")
     compute = _compute(setup)
-    kernel = planned_attention_kernel(model, setup)
+    kernel = kernel or planned_attention_kernel(model, setup)
     c = _coefficients(model, compute, kernel)
     experts = model.experts_per_token if model.num_experts else 1
     t = setup.tp
@@ -467,7 +470,8 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
 
     # Activations per micro-batch.
     L = model.num_layers
-    block = block_activation_bytes(model, setup, tokens, core=setup.checkpointing == "none")
+    kernel = planned_attention_kernel(model, setup)
+    block = block_activation_bytes(model, setup, tokens, core=setup.checkpointing == "none", kernel=kernel)
     embed_out = _embedding_output_bytes(model, setup, tokens)
     if setup.checkpointing == "full":
         # Each block keeps only its input; in backward one block at a time is recomputed
@@ -476,7 +480,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         stored = L * tokens * model.hidden_size * residual / t
         if setup.kernels == "megatron":
             stored = L * megatron_block_bytes(model, setup, tokens, "full")
-        live_block = block_activation_bytes(model, setup, tokens)
+        live_block = block_activation_bytes(model, setup, tokens, kernel=kernel)
         activations = stored + embed_out
     else:
         activations = L * block + embed_out
@@ -534,7 +538,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         overhead_bytes=round(overhead),
         peak_bytes=round(peak_tensor + overhead),
         peak_phase=phase,
-        attention_kernel=planned_attention_kernel(model, setup),
+        attention_kernel=kernel,
         device=str(setup.target),
         phase_peaks_bytes=tuple((k, round(v)) for k, v in totals.items()),
         saved_activations_bytes=round(saved),
