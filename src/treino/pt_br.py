@@ -216,6 +216,11 @@ PT: dict[str, str] = {
     "tokens/s": "tokens/s",
     "total, {months} months": "total, {months} meses",
     "{headroom} headroom on each {gpu}.": "{headroom} de folga em cada {gpu}.",
+    "attention: {kernel} kernel on {device}": "atenção: kernel {kernel} em {device}",
+    "--gpu cpu plans the CPU host itself, which no offer rents. To fix: drop --offer, or name a GPU.": (
+        "--gpu cpu planeja a própria máquina (a CPU), que nenhuma oferta aluga. Como corrigir: tire --offer, ou "
+        "indique uma GPU."
+    ),
     "{step_time} per step ({tokens} tokens), {rate} tokens/s, MFU {mfu} % ({source}), {bound}": (
         "{step_time} por passo ({tokens} tokens), {rate} tokens/s, MFU {mfu} % ({source}), {bound}"
     ),

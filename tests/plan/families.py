@@ -72,9 +72,15 @@ DROPOUT_KEYS = ("attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout_prob"
 
 
 def without_dropout(cfg: dict[str, Any]) -> dict[str, Any]:
-    """GPT-2 and BERT configs default to dropout 0.1. With dropout, PyTorch's CPU SDPA takes the math path and
-    keeps s x s tensors that the CUDA flash kernel does not; the planner models the CUDA kernel, so SDPA cases
-    are measured without dropout."""
+    """GPT-2 and BERT configs default to dropout 0.1; this config without it (the others default to none)."""
     if cfg["model_type"] not in ("gpt2", "bert"):
         return cfg
     return {**cfg, **dict.fromkeys(DROPOUT_KEYS, 0.0)}
+
+
+def with_dropout(cfg: dict[str, Any], p: float = 0.1) -> dict[str, Any]:
+    """Dropout `p` on every probability the family's config has (most LLM configs default to none)."""
+    keys = ("attention_dropout", "hidden_dropout", "resid_pdrop", "attn_pdrop", "embd_pdrop")
+    if cfg["model_type"] == "bert":
+        keys = ("hidden_dropout_prob", "attention_probs_dropout_prob")
+    return {**cfg, **dict.fromkeys(keys, p)}

@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, TypedDict, cast
+from typing import TYPE_CHECKING, Annotated, TypedDict, cast
 
 import typer
 
@@ -33,6 +33,9 @@ from treino.cli.resubmit import resubmit
 from treino.cli.server import server
 from treino.errors import EXIT_NO_FIT, TreinoError, UsageError
 from treino.i18n import N_, current, from_env, language, tr, use
+
+if TYPE_CHECKING:
+    from treino.plan import TrainPlan
 
 EXIT_CODES_HELP = (
     "Exit codes, the same with --json: 0 done; 1 a runtime failure (the server, a file, a failed job); "
@@ -123,7 +126,9 @@ def plan_train(
     model: Annotated[
         str, typer.Option("--model", "-m", help="Preset name, config.json path, or module:function (trace).")
     ],
-    gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU name from 'treino gpus'.")],
+    gpu: Annotated[
+        str, typer.Option("--gpu", "-g", help="GPU name from 'treino gpus', or cpu to plan for the CPU host.")
+    ],
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs in the job.")] = 1,
     micro_batch: Annotated[int, typer.Option("--micro-batch", "-b", help="Sequences per GPU per step.")] = 1,
     seq_len: Annotated[int, typer.Option("--seq-len", "-s", help="Tokens per sequence.")] = 2048,
@@ -181,8 +186,24 @@ def plan_train(
 ) -> None:
     """Training memory per GPU, the fit verdict, what to change when it does not fit, the run time, whether
     storage and CPUs keep the GPUs fed, and (with --offer) what it costs."""
+    from treino.bench.train_step import PlanDevice, plan_device
     from treino.plan import TrainSetup, plan_training
+    from treino.plan.kernels import CPU_DEVICE_NAME, device_for_gpu
+    from treino.plan.memory import DEFAULT_CUDA_CONTEXT_BYTES
 
+    on_cpu = gpu.strip().lower() == CPU_DEVICE_NAME
+    if on_cpu and offer:
+        raise UsageError(
+            "--gpu cpu plans the CPU host itself, which no offer rents. To fix: drop --offer, or name a GPU."
+        )
+    if on_cpu and profile is None:  # memory only: RAM to fill, no throughput to time a step by
+        from treino.plan.hardware import cpu_host
+
+        device = PlanDevice(cpu_host(int(ram_gb * 1e9) if ram_gb else _host_ram_bytes()), None, ())
+    else:  # the catalog GPU, its measured figures and training steps; or the CPU a profile measured
+        device = plan_device(gpu, profile)
+    gpu_spec, measured = device.spec, device.measured
+    target = device_for_gpu(gpu_spec.name)
     setup = TrainSetup(
         micro_batch=micro_batch,
         seq_len=seq_len,
@@ -202,11 +223,10 @@ def plan_train(
         quant=quant,
         kernels=kernels,
         sequence_parallel=sequence_parallel,
+        device=target.kind,
+        sm=target.sm,
+        cuda_context_bytes=0 if on_cpu else DEFAULT_CUDA_CONTEXT_BYTES,  # no CUDA context on a CPU host
     )
-    from treino.bench.train_step import plan_device
-
-    device = plan_device(gpu, profile)  # the catalog GPU, its measured figures and training steps; or the CPU
-    gpu_spec, measured = device.spec, device.measured
     if method == "trace":
         from treino.cli.progress import steps
         from treino.trace.plan import TRACE_STEPS, plan_by_trace
@@ -217,6 +237,9 @@ def plan_train(
         result = plan_training(catalog.model(model), gpu_spec, setup)
     else:
         raise UsageError(f"Unknown --method {method!r}. To fix: use analytic or trace.")
+    if on_cpu and profile is None:  # memory only: the catalog has no throughput for a CPU host
+        _print_cpu_plan(result, as_json)
+        return
     from treino.plan.performance import estimate_time
 
     if epochs < 1:
@@ -287,6 +310,25 @@ def plan_train(
         )
         if cost["fx_brl_per_usd"] is not None:
             console().print(fx_line(fx_rate(fx_given)), style="dim", highlight=False)
+    if not result.fits:
+        raise typer.Exit(EXIT_NO_FIT)
+
+
+def _host_ram_bytes() -> int:
+    """The machine's physical memory (`--gpu cpu` without --ram-gb)."""
+    import os
+
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _print_cpu_plan(result: TrainPlan, as_json: bool) -> None:
+    """`plan train --gpu cpu`: the memory plan and its verdict against the host's RAM, no time or cost."""
+    if as_json:
+        _print_json({**result.to_json(), "time": None, "pipeline": None, "cost": None})
+    else:
+        from treino.cli.render import console, train_plan
+
+        console().print(train_plan(result))
     if not result.fits:
         raise typer.Exit(EXIT_NO_FIT)
 

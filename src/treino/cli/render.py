@@ -123,7 +123,12 @@ def train_plan(plan: TrainPlan) -> Group:
             ),
             style="bold red",
         )
-    parts: list[object] = [Text(title, style="bold"), table, Text(""), bar, verdict]
+    parts: list[object] = [Text(title, style="bold")]
+    if m.attention_kernel:  # the kernel PyTorch picks on this device (plan/kernels.py)
+        parts.append(
+            Text(tr("attention: {kernel} kernel on {device}", kernel=m.attention_kernel, device=m.device), style="dim")
+        )
+    parts += [table, Text(""), bar, verdict]
     advice = plan.advice()
     if advice:
         tips = Table(title=tr("What makes it fit, cheapest first"), title_justify="left", show_edge=False)

@@ -60,6 +60,7 @@ class TrainPlan:
             "method": self.method,
             "model": self.model.name,
             "family": self.model.family,
+            "device": m.device or str(self.setup.target),
             "params": m.params,
             "trainable_params": m.trainable_params,
             "setup": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self.setup).items()},
@@ -74,6 +75,7 @@ class TrainPlan:
                 "overhead_bytes": m.overhead_bytes,
                 "peak_bytes": m.peak_bytes,
                 "peak_phase": m.peak_phase,
+                "attention_kernel": m.attention_kernel or None,
                 "cpu_offload_bytes": m.cpu_offload_bytes,
             },
             "gpu": {

@@ -56,3 +56,30 @@ class GpuSpec:
             "fp16": self.fp16_tflops,
             "fp8": self.fp8_tflops,
         }[dtype]
+
+
+CPU_HOST_SOURCE = "the host's RAM (--ram-gb, or the operating system's physical memory)"
+
+
+def cpu_host(memory_bytes: int) -> GpuSpec:
+    """`--gpu cpu`: training on the CPU host itself, with its RAM as the memory to fill. It has no
+    datasheet throughput in the catalog, so its compute figures are 0 and no run time is estimated."""
+    return GpuSpec(
+        name="cpu",
+        display_name="CPU",
+        memory_gb=memory_bytes / BYTES_PER_GB,
+        hbm_bandwidth_gb_s=0.0,
+        fp32_tflops=0.0,
+        tf32_tflops=0.0,
+        bf16_tflops=0.0,
+        fp16_tflops=0.0,
+        fp8_tflops=0.0,
+        gpu_link="none",
+        gpu_link_gb_s_bidir=0.0,
+        pcie_generation=0,
+        tdp_w=0.0,
+        source=CPU_HOST_SOURCE,
+        as_of="",
+        runtime_memory_bytes=memory_bytes,
+        memory_source=CPU_HOST_SOURCE,
+    )

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from treino.errors import PlanError
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
 from treino.plan.encoder import mlm_backward_logits_bytes, mlm_outer_bytes
+from treino.plan.kernels import DEVICE_KINDS, Device, attention_kernel, device_of, dropout_mask_bytes
 from treino.plan.model import ModelSpec, Tensor
 from treino.plan.moe import moe_block_bytes_per_token
 
@@ -55,6 +56,12 @@ ADAM8BIT_QMAP_BYTES = 2 * 256 * 4
 # outputs make about 12 of its 20 h-terms. 0.6 is that share.
 TP_REPLICATED_SHARE = 0.6
 LORA_DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+# SDPA's math kernel (kernels.py; `_scaled_dot_product_attention_math`) computes in fp32: it keeps its softmax
+# output (4 B per head, query token and key) and fp32 copies of the scaled q, the scaled k and v, both expanded
+# to every query head (3 x 4 B per q-size element), instead of the q, k and v a fused kernel keeps. Checked with
+# MemTracker on CPU, where dropout sends SDPA to this kernel (tests/plan/test_kernels.py).
+MATH_SOFTMAX_BYTES = 4
+MATH_QKV_BYTES = 3 * 4
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,12 @@ class TrainSetup:
     sequence_parallel: bool = False  # Megatron sequence parallelism (shards norms and dropouts over TP)
     cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES
     allocator_reserve_fraction: float = DEFAULT_ALLOCATOR_RESERVE_FRACTION
+    device: str = "cuda"  # cuda, rocm or cpu: picks the attention kernel and the dropout masks' size
+    sm: int = 90  # CUDA compute capability x10 (kernels.GPU_SM); 0 on ROCm and CPU
+
+    @property
+    def target(self) -> Device:
+        return device_of(self.device, self.sm)
 
     @property
     def dp(self) -> int:
@@ -108,6 +121,8 @@ class MemoryEstimate:
     overhead_bytes: int
     peak_bytes: int
     peak_phase: str  # the moment of the peak: "loss", "backward", "optimizer step"
+    attention_kernel: str = ""  # kernels.attention_kernel: flash, efficient, cudnn, math, flash-cpu, eager
+    device: str = ""  # "cuda sm90", "rocm", "cpu"
     phase_peaks_bytes: tuple[tuple[str, int], ...] = ()  # live tensors at each moment
     saved_activations_bytes: int = 0  # what the forward keeps for backward, whatever the peak's moment
     model_state_bytes: int = 0  # weights + gradients + optimizer state, sharded, before offload
@@ -148,6 +163,7 @@ def validate_setup(setup: TrainSetup) -> None:
         ("offload", setup.offload, OFFLOADS),
         ("quant", setup.quant, QUANTS),
         ("kernels", setup.kernels, KERNELS),
+        ("device", setup.device, DEVICE_KINDS),
     ):
         if value not in allowed:
             raise PlanError(f"Unknown {label} {value!r}. To fix: use one of {', '.join(allowed)}.")
@@ -342,18 +358,44 @@ def _optimizer_temporary_bytes(setup: TrainSetup, trainable: int, largest: int, 
     return master_grads
 
 
-def _coefficients(model: ModelSpec, compute: str, attention: str) -> BlockCoefficients:
-    group = FAMILY_GROUP[model.family]
-    coeffs = None
-    if attention == "eager" and model.dropout > 0:  # eager attention keeps dropout masks and outputs
-        coeffs = BLOCK_COEFFICIENTS.get((group, compute, "eager-dropout"))
-    coeffs = coeffs or BLOCK_COEFFICIENTS.get((group, compute, attention))
-    if coeffs is None:
-        # Families without an SDPA path in transformers (gemma2's soft-capping) are planned with eager numbers.
-        coeffs = BLOCK_COEFFICIENTS.get((group, compute, "eager"))
+def _compute(setup: TrainSetup) -> str:
+    """ "fp32", "mixed" or "16bit": how activations are computed (activations.py). A LoRA base held in 16 bits
+    runs its residual stream in 16 bits even under autocast."""
+    return "16bit" if setup.lora and setup.precision != "fp32" else _PRECISION[setup.precision].compute
+
+
+def planned_attention_kernel(model: ModelSpec, setup: TrainSetup) -> str:
+    """The attention kernel a step of `model` runs on the setup's device (kernels.attention_kernel): q, k and v
+    are fp32 in fp32 training, fp16 under fp16 autocast, bf16 otherwise. transformers passes SDPA no mask for
+    causal, unpadded batches and no mask for BERT without padding. Families without an SDPA path in
+    transformers (gemma2's soft-capping) run eager attention whatever --attention says."""
+    compute = _compute(setup)
+    if (FAMILY_GROUP[model.family], compute, "sdpa") not in BLOCK_COEFFICIENTS:
+        return "eager"
+    dtype = "fp32" if compute == "fp32" else ("fp16" if setup.precision == "fp16-mixed" else "bf16")
+    return attention_kernel(setup.target, setup.attention, dtype, model.attention_dropout, head_dim=model.head_dim)
+
+
+def _coefficients(model: ModelSpec, compute: str, kernel: str) -> BlockCoefficients:
+    """The family's measured row: "eager" for eager attention, "sdpa" (a fused kernel keeping a log-sum-exp)
+    for every SDPA kernel; `block_activation_bytes` adds what the math kernel and dropout keep besides."""
+    coeffs = BLOCK_COEFFICIENTS.get((FAMILY_GROUP[model.family], compute, "eager" if kernel == "eager" else "sdpa"))
     if coeffs is None:  # pragma: no cover - every family has eager coefficients
-        raise PlanError(f"No activation coefficients for {model.family} {compute} {attention}.")
+        raise PlanError(f"No activation coefficients for {model.family} {compute} {kernel}.")
     return coeffs
+
+
+def _score_bytes(model: ModelSpec, setup: TrainSetup, kernel: str, compute: str) -> float:
+    """Bytes per head, query token and key beyond the family's row, for s x s tensors the kernel keeps
+    (kernels.py docstring): the math kernel's fp32 softmax output, and with dropout on the attention
+    probabilities its mask and output (fp32 in the math kernel, the activations' dtype in eager attention)."""
+    p = model.attention_dropout
+    if kernel == "math":
+        return MATH_SOFTMAX_BYTES + ((dropout_mask_bytes(setup.target, 4) + 4) if p > 0 else 0)
+    if kernel == "eager" and p > 0:
+        act = 4 if compute == "fp32" else 2
+        return dropout_mask_bytes(setup.target, act) + act
+    return 0.0
 
 
 def megatron_block_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, checkpointing: str) -> float:
@@ -374,22 +416,35 @@ def megatron_block_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, check
     return scale * out
 
 
-def block_activation_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, *, core: bool = True) -> float:
-    """Saved activations of one block for `tokens` tokens, per GPU (see activations.py)."""
+def block_activation_bytes(
+    model: ModelSpec, setup: TrainSetup, tokens: int, *, core: bool = True, kernel: str = ""
+) -> float:
+    """Saved activations of one block for `tokens` tokens, per GPU (see activations.py), with `kernel` the
+    attention kernel (planned_attention_kernel, computed when not given)."""
     if setup.kernels == "megatron":
         return megatron_block_bytes(model, setup, tokens, "none" if core else "selective")
-    p = _PRECISION[setup.precision]
-    # A LoRA base held in 16 bits runs its residual stream in 16 bits even under autocast.
-    compute = "16bit" if setup.lora and setup.precision != "fp32" else p.compute
-    c = _coefficients(model, compute, setup.attention)
+    compute = _compute(setup)
+    kernel = kernel or planned_attention_kernel(model, setup)
+    c = _coefficients(model, compute, kernel)
     t = setup.tp
-    h_part = c.c_h * model.hidden_size * (TP_REPLICATED_SHARE + (1 - TP_REPLICATED_SHARE) / t)
+    h_bytes = c.c_h * model.hidden_size
+    if model.hidden_dropout > 0:  # each hidden-size dropout keeps its mask (kernels.dropout_mask_bytes)
+        h_bytes += (
+            model.hidden_dropout_sites
+            * dropout_mask_bytes(setup.target, 4 if compute == "fp32" else 2)
+            * (model.hidden_size)
+        )
+    h_part = h_bytes * (TP_REPLICATED_SHARE + (1 - TP_REPLICATED_SHARE) / t)
     # MoE: the router, dispatch and experts replace the dense MLP's terms, tensor by tensor (moe.py).
     ffn = moe_block_bytes_per_token(model, compute) if model.num_experts else c.c_f * model.intermediate_size
     sharded = c.c_q * model.q_size + c.c_kv * model.kv_size + ffn
     sharded += c.c_lse * model.num_heads
+    if kernel == "math":  # fp32 copies of q, k and v instead of q, k, v and the fused kernel's log-sum-exp
+        qkv_bytes = 4 if compute == "fp32" else 2
+        sharded += MATH_QKV_BYTES * model.q_size - qkv_bytes * (model.q_size + 2 * model.kv_size)
+        sharded -= c.c_lse * model.num_heads
     if core:  # selective checkpointing recomputes the attention core and drops its s x s tensors
-        sharded += c.c_s * model.num_heads * setup.seq_len
+        sharded += (c.c_s + _score_bytes(model, setup, kernel, compute)) * model.num_heads * setup.seq_len
     per_token = h_part + sharded / t
     # Float8Linear saves the fp32 weight itself, not a 16-bit copy (fp8.py).
     weight_copies = c.c_w * (0 if setup.lora or setup.precision == "fp8" else model.layer_linear_params) / t
@@ -403,9 +458,18 @@ def _encoder_head_terms(
     head, embeddings and loss tensor by tensor (encoder.py); the decoder families' terms otherwise."""
     if model.family != "bert":
         return decoder_terms
-    compute = "16bit" if setup.lora and setup.precision != "fp32" else _PRECISION[setup.precision].compute
+    compute = _compute(setup)
     head_grad = decoder_terms[2]
     return mlm_outer_bytes(model, compute, tokens), mlm_backward_logits_bytes(model, tokens, head_grad), 0.0
+
+
+def _embedding_output_bytes(model: ModelSpec, setup: TrainSetup, tokens: int) -> float:
+    """The embeddings' output (fp32 under autocast: the embedding weights are fp32), and the mask of the dropout
+    some families apply to it (kernels.dropout_mask_bytes)."""
+    p = _PRECISION[setup.precision]
+    embed_bytes = 4 if p.compute == "mixed" and not setup.lora else p.act_bytes
+    mask = dropout_mask_bytes(setup.target, embed_bytes) if model.embedding_dropout > 0 else 0
+    return tokens * model.hidden_size * (embed_bytes + mask)
 
 
 def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
@@ -484,8 +548,9 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
 
     # Activations per micro-batch.
     L = model.num_layers
-    block = block_activation_bytes(model, setup, tokens, core=setup.checkpointing == "none")
-    embed_out = tokens * model.hidden_size * (4 if p.compute == "mixed" and not setup.lora else p.act_bytes)
+    kernel = planned_attention_kernel(model, setup)
+    block = block_activation_bytes(model, setup, tokens, core=setup.checkpointing == "none", kernel=kernel)
+    embed_out = _embedding_output_bytes(model, setup, tokens)
     if setup.checkpointing == "full":
         # Each block keeps only its input; in backward one block at a time is recomputed
         # (HF gradient_checkpointing, torch.utils.checkpoint, non-reentrant).
@@ -493,7 +558,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         stored = L * tokens * model.hidden_size * residual / t
         if setup.kernels == "megatron":
             stored = L * megatron_block_bytes(model, setup, tokens, "full")
-        live_block = block_activation_bytes(model, setup, tokens)
+        live_block = block_activation_bytes(model, setup, tokens, kernel=kernel)
         activations = stored + embed_out
     else:
         activations = L * block + embed_out
@@ -552,6 +617,8 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         overhead_bytes=round(overhead),
         peak_bytes=round(peak_tensor + overhead),
         peak_phase=phase,
+        attention_kernel=kernel,
+        device=str(setup.target),
         phase_peaks_bytes=tuple((k, round(v)) for k, v in totals.items()),
         saved_activations_bytes=round(saved),
         model_state_bytes=round(model_states),

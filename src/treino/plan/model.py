@@ -62,6 +62,12 @@ class ModelSpec:
     shared_expert_size: int = 0
     shared_expert_gated: bool = False
     router_renormalizes: bool = False
+    # Dropout probabilities as each family's modules use them (transformers 5.24 modeling_*.py): on the attention
+    # probabilities, on `hidden_dropout_sites` hidden-size outputs per block, and on the embeddings' output.
+    attention_dropout: float = 0.0
+    hidden_dropout: float = 0.0
+    hidden_dropout_sites: int = 0
+    embedding_dropout: float = 0.0
 
     @property
     def q_size(self) -> int:
@@ -232,9 +238,13 @@ def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
         tied_embeddings=tied,
         num_experts=experts,
         experts_per_token=top_k,
-        dropout=_float(cfg, "attention_dropout"),
+        dropout=_float(cfg, "attention_dropout", *(("resid_pdrop",) if family == "phi3" else ())),
         layer_tensors=tuple(layer),
         outer_tensors=tuple(outer),
+        attention_dropout=_float(cfg, "attention_dropout"),
+        # phi3 drops out both residual branches (resid_attn_dropout, resid_mlp_dropout); embd_pdrop is unused.
+        hidden_dropout=_float(cfg, "resid_pdrop") if family == "phi3" else 0.0,
+        hidden_dropout_sites=2 if family == "phi3" else 0,
         logit_softcap=family == "gemma2" and cfg.get("final_logit_softcapping", 30.0) is not None,
         shared_expert_size=shared,
         shared_expert_gated=shared_gated,
@@ -304,6 +314,11 @@ def _gpt2(cfg: Mapping[str, Any], name: str) -> ModelSpec:
         dropout=_float(cfg, "attn_pdrop", "resid_pdrop", "embd_pdrop", default=0.1),
         layer_tensors=tuple(layer),
         outer_tensors=tuple(outer),
+        # attn_dropout on the probabilities, resid_dropout after attn.c_proj and mlp.dropout, drop on embeddings
+        attention_dropout=_float(cfg, "attn_pdrop", default=0.1),
+        hidden_dropout=_float(cfg, "resid_pdrop", default=0.1),
+        hidden_dropout_sites=2,
+        embedding_dropout=_float(cfg, "embd_pdrop", default=0.1),
     )
 
 
@@ -345,6 +360,11 @@ def _gpt_neox(cfg: Mapping[str, Any], name: str) -> ModelSpec:
         dropout=_float(cfg, "attention_dropout", "hidden_dropout"),
         layer_tensors=tuple(layer),
         outer_tensors=tuple(outer),
+        # post_attention_dropout, post_mlp_dropout and emb_dropout all use hidden_dropout
+        attention_dropout=_float(cfg, "attention_dropout"),
+        hidden_dropout=_float(cfg, "hidden_dropout"),
+        hidden_dropout_sites=2,
+        embedding_dropout=_float(cfg, "hidden_dropout"),
     )
 
 
@@ -394,4 +414,9 @@ def _bert(cfg: Mapping[str, Any], name: str) -> ModelSpec:
         dropout=_float(cfg, "hidden_dropout_prob", "attention_probs_dropout_prob", default=0.1),
         layer_tensors=tuple(layer),
         outer_tensors=tuple(outer),
+        # BertSelfOutput and BertOutput drop out before their LayerNorm; BertEmbeddings after its LayerNorm
+        attention_dropout=_float(cfg, "attention_probs_dropout_prob", default=0.1),
+        hidden_dropout=_float(cfg, "hidden_dropout_prob", default=0.1),
+        hidden_dropout_sites=2,
+        embedding_dropout=_float(cfg, "hidden_dropout_prob", default=0.1),
     )
