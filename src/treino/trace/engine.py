@@ -54,20 +54,39 @@ def autocast_dtype(precision: str) -> torch.dtype | None:
     return {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}.get(precision)
 
 
-def make_optimizer(name: str, params: list[nn.Parameter]) -> torch.optim.Optimizer:
-    """The optimizers as PyTorch runs them on CUDA: AdamW with foreach (its CUDA default) so the
-    measured temporaries are the ones a GPU run has."""
+def default_foreach(device_type: str) -> bool:
+    """Whether torch.optim runs its foreach implementation by default on `device_type`.
+
+    `torch.optim.optimizer._default_to_fused_or_foreach` (torch 2.6-2.13) picks foreach when every parameter
+    is a plain tensor on a device in `_get_foreach_kernels_supported_devices()` (CUDA, XPU, MTIA, the
+    private-use backend), and fused only when asked: on CUDA AdamW runs foreach (one temporary per parameter,
+    all at once), on CPU the single-tensor loop (one parameter's temporaries at a time). Parameters under
+    FakeTensorMode are not plain tensors, so the choice is made from the device, not from them.
+    """
+    try:
+        from torch.utils._foreach_utils import _get_foreach_kernels_supported_devices
+
+        supported = _get_foreach_kernels_supported_devices()
+    except ImportError:  # a torch release that moved the private helper: its documented devices
+        supported = ["cuda", "xpu"]
+    return device_type in supported
+
+
+def make_optimizer(name: str, params: list[nn.Parameter], device_type: str = "cuda") -> torch.optim.Optimizer:
+    """The optimizer as PyTorch runs it on `device_type` by default (`default_foreach`): AdamW and SGD with
+    foreach on CUDA, their single-tensor loop on CPU, so the measured temporaries are that device's."""
+    foreach = default_foreach(device_type)
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=1e-4, foreach=True)
+        return torch.optim.AdamW(params, lr=1e-4, foreach=foreach)
     if name == "sgd":
-        return torch.optim.SGD(params, lr=1e-3, foreach=True)
+        return torch.optim.SGD(params, lr=1e-3, foreach=foreach)
     if name == "sgd-momentum":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=True)
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=foreach)
     if name == "lion":
         # torch has no Lion; one fp32/bf16 momentum per parameter, like lucidrains/lion-pytorch.
         return _Lion(params)
     if name == "adafactor":
-        return torch.optim.Adafactor(params, lr=1e-2, foreach=True)
+        return torch.optim.Adafactor(params, lr=1e-2, foreach=foreach)
     raise PlanError(
         f"Optimizer {name!r} cannot be traced. To fix: use one of {', '.join(OPTIMIZERS)} "
         "(adamw-8bit needs bitsandbytes on a GPU)."
@@ -100,10 +119,10 @@ class _MasterWeights:
     """bf16-master: 16-bit model parameters and gradients, fp32 master copies updated by the optimizer
     (the Megatron / DeepSpeed BF16_Optimizer scheme)."""
 
-    def __init__(self, params: list[nn.Parameter], optimizer_name: str) -> None:
+    def __init__(self, params: list[nn.Parameter], optimizer_name: str, device_type: str) -> None:
         self.params = params
         self.master = [nn.Parameter(p.detach().float()) for p in params]
-        self.optimizer = make_optimizer(optimizer_name, self.master)
+        self.optimizer = make_optimizer(optimizer_name, self.master, device_type)
 
     def step(self) -> None:
         for p, m in zip(self.params, self.master, strict=True):
@@ -174,11 +193,19 @@ def measure_training_step(
     optimizer: str = "adamw",
     checkpointing: str = "none",
     device_type: str = "cpu",
+    plan_device: str = "cuda",
     grad_accum: int = 1,
     on_step: Callable[[str], None] = lambda step: None,
 ) -> StepMeasurement:
     """Two training steps of `model` on `batch`; the second one measured with MemTracker. `on_step(name)` is
     called as each starts.
+
+    Each step is the ordinary training loop's: `outputs = model(**batch)`, `outputs.loss.backward()`,
+    `optimizer.step()`, `optimizer.zero_grad()`. The model computes its own loss from `labels` (transformers'
+    `ForCausalLMLoss`: logits upcast to fp32, labels shifted), and `outputs` holds the logits until the step
+    ends, through backward and the optimizer step, as the loop's variable does. `device_type` is where the
+    tensors are (autocast's device); `plan_device` the device whose PyTorch defaults the step runs: the
+    optimizer's implementation (`default_foreach`).
 
     `model` must already hold its weights in `weights_dtype(precision)`. With `checkpointing="full"` every
     transformer block is recomputed in backward (HF `gradient_checkpointing_enable`, non-reentrant).
@@ -202,8 +229,8 @@ def measure_training_step(
         raise PlanError(f"Trace mode supports --checkpointing none or full, not {checkpointing!r}.")
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    master = _MasterWeights(params, optimizer) if precision == "bf16-master" else None
-    opt = master.optimizer if master else make_optimizer(optimizer, params)
+    master = _MasterWeights(params, optimizer, plan_device) if precision == "bf16-master" else None
+    opt = master.optimizer if master else make_optimizer(optimizer, params, plan_device)
     cast = autocast_dtype(precision)
 
     def step(tracker: Any = None) -> None:
@@ -214,8 +241,10 @@ def measure_training_step(
                 # the global peak, the only figure read here, is kept.
                 tracker.reset_mod_stats()
             with ctx:
-                loss = _loss_of(model(**batch))
-            loss.backward()  # type: ignore[no-untyped-call]  # Tensor.backward is unannotated (torch 2.13)
+                # Bound to a name, as in a training loop: the previous micro-batch's outputs (its logits) stay
+                # live through this forward, and this one's through backward and the optimizer step.
+                outputs = model(**batch)
+            _loss_of(outputs).backward()  # type: ignore[no-untyped-call]  # unannotated (torch 2.13)
         if master:
             master.step()
         else:

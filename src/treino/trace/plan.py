@@ -53,6 +53,7 @@ class TracePlan(TrainPlan):
         return super().advice() if self.advisable else []
 
 
+CPU_DEVICE = "cpu"  # the GpuSpec name of a CPU host (`--gpu cpu`)
 TRACE_STEPS = 4  # the steps `on_step` is told of: import, build, warm-up step, measured step
 
 
@@ -71,16 +72,20 @@ def plan_by_trace(
         raise TreinoError(_TORCH_MISSING) from exc
     from treino.trace import engine
 
-    notes = ["Measured: one training step traced with PyTorch's MemTracker on fake tensors (CPU kernels)."]
+    device = plan_device(gpu)
+    notes = [
+        "Measured: one training step traced with PyTorch's MemTracker on fake tensors (CPU kernels, "
+        f"the optimizer as PyTorch runs it on {device})."
+    ]
     if _is_callable_spec(model):
-        measurement = _failing_clearly(model, lambda: _trace_callable(model, setup, on_step))
+        measurement = _failing_clearly(model, lambda: _trace_callable(model, setup, device, on_step))
         spec = _opaque_spec(model, "custom", {}, measurement.params)
         notes.append(f"The batch comes from {model}; --micro-batch and --seq-len are not used.")
         advisable = False
     else:
         config = catalog.model_config(model)
         name = _model_name(model)
-        measurement = _failing_clearly(model, lambda: _trace_config(config, setup, engine, on_step))
+        measurement = _failing_clearly(model, lambda: _trace_config(config, setup, engine, on_step, device))
         try:
             spec = model_from_config(config, name=name)
         except PlanError as exc:  # a family the analytic planner does not model, or a field it needs
@@ -102,6 +107,12 @@ def plan_by_trace(
         )
     memory = to_memory_estimate(measurement, setup, tuple(notes))
     return TracePlan(spec, gpu, setup, memory, METHOD, advisable=advisable)
+
+
+def plan_device(gpu: GpuSpec) -> str:
+    """The torch device type a plan for `gpu` runs on: "cpu" for a CPU host, "cuda" for every GPU (ROCm's
+    HIP devices are "cuda" in PyTorch too)."""
+    return "cpu" if gpu.name == CPU_DEVICE else "cuda"
 
 
 def to_memory_estimate(m: StepMeasurement, setup: TrainSetup, notes: tuple[str, ...] = ()) -> MemoryEstimate:
@@ -179,7 +190,11 @@ def _is_callable_spec(model: str) -> bool:
 
 
 def _trace_config(
-    config: Mapping[str, Any], setup: TrainSetup, engine: Any, on_step: Callable[[str], None]
+    config: Mapping[str, Any],
+    setup: TrainSetup,
+    engine: Any,
+    on_step: Callable[[str], None],
+    device: str = "cuda",
 ) -> StepMeasurement:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -187,10 +202,12 @@ def _trace_config(
         on_step("building the model on fake tensors")
         module = engine.build_hf_model(dict(config), precision=setup.precision, attention=setup.attention)
         batch = engine.lm_batch(config, setup.micro_batch, setup.seq_len)
-        return _measure(module, batch, setup, engine, on_step)
+        return _measure(module, batch, setup, engine, on_step, device)
 
 
-def _trace_callable(spec: str, setup: TrainSetup, on_step: Callable[[str], None]) -> StepMeasurement:
+def _trace_callable(
+    spec: str, setup: TrainSetup, device: str, on_step: Callable[[str], None]
+) -> StepMeasurement:
     from torch import nn
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -220,11 +237,16 @@ def _trace_callable(spec: str, setup: TrainSetup, on_step: Callable[[str], None]
             if tensor.is_floating_point() and tensor.dtype != dtype:
                 # Module.to() would swap fake tensors, which fails while MemTracker-style weakrefs exist.
                 tensor.data = tensor.data.to(dtype)
-        return _measure(module, batch, setup, engine, on_step)
+        return _measure(module, batch, setup, engine, on_step, device)
 
 
 def _measure(
-    module: Any, batch: dict[str, Any], setup: TrainSetup, engine: Any, on_step: Callable[[str], None]
+    module: Any,
+    batch: dict[str, Any],
+    setup: TrainSetup,
+    engine: Any,
+    on_step: Callable[[str], None],
+    device: str,
 ) -> StepMeasurement:
     measurement: StepMeasurement = engine.measure_training_step(
         module,
@@ -232,6 +254,7 @@ def _measure(
         precision=setup.precision,
         optimizer=setup.optimizer,
         checkpointing=setup.checkpointing,
+        plan_device=device,
         grad_accum=min(setup.grad_accum, TRACED_MICRO_STEPS_MAX),
         on_step=on_step,
     )
