@@ -23,6 +23,11 @@ MICRO_BATCH, SEQ_LEN = 1, 64
 AUTOCAST = {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}
 
 
+def attention(family: str) -> str:
+    """SDPA, but for Gemma 2, which transformers (5.24) runs with eager attention only."""
+    return "eager" if family == "gemma2" else "sdpa"
+
+
 def tiny_config(family: str, *, vocab: int, tied: bool) -> dict[str, Any]:
     """`family`'s config from tests/plan/families.py (its own dropout kept), narrowed to WIDTH, with
     `vocab` tokens and tied or untied input and output embeddings."""
@@ -55,13 +60,13 @@ def build_model(config: dict[str, Any], *, precision: str) -> torch.nn.Module:
     model_type = fields.pop("model_type")
     cfg = transformers.AutoConfig.for_model(model_type, **fields)
     auto = transformers.AutoModelForMaskedLM if model_type == "bert" else transformers.AutoModelForCausalLM
-    model: torch.nn.Module = auto.from_config(cfg, attn_implementation="sdpa")
+    model: torch.nn.Module = auto.from_config(cfg, attn_implementation=attention(model_type))
     if precision in ("bf16-true", "bf16-master"):
         model = model.to(torch.bfloat16)
     return model
 
 
-def peak_bytes(config: dict[str, Any], *, precision: str = "fp32") -> int:
+def peak_bytes(config: dict[str, Any], *, precision: str = "fp32", seq_len: int = SEQ_LEN) -> int:
     """The peak of live tensors, by MemTracker, in the second of two ordinary training steps on CPU."""
     from torch.distributed._tools.mem_tracker import MemTracker
 
@@ -69,7 +74,7 @@ def peak_bytes(config: dict[str, Any], *, precision: str = "fp32") -> int:
     model = build_model(config, precision=precision)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    input_ids = torch.randint(0, int(config["vocab_size"]), (MICRO_BATCH, SEQ_LEN))
+    input_ids = torch.randint(0, int(config["vocab_size"]), (MICRO_BATCH, seq_len))
     labels = input_ids.clone()
     dtype = AUTOCAST.get(precision)
 

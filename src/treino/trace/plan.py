@@ -205,9 +205,7 @@ def _trace_config(
         return _measure(module, batch, setup, engine, on_step, device)
 
 
-def _trace_callable(
-    spec: str, setup: TrainSetup, device: str, on_step: Callable[[str], None]
-) -> StepMeasurement:
+def _trace_callable(spec: str, setup: TrainSetup, device: str, on_step: Callable[[str], None]) -> StepMeasurement:
     from torch import nn
     from torch._subclasses.fake_tensor import FakeTensorMode
 

@@ -1,0 +1,147 @@
+"""Trace mode against a real run: the same model's ordinary training step on real CPU tensors.
+
+The reference (tests/trace/real_run.py) shares no code with trace mode: transformers' model from its config,
+`torch.optim.AdamW(model.parameters())` with torch's defaults for CPU, and `outputs = model(input_ids=...,
+labels=...)`, `outputs.loss.backward()`, `optimizer.step()`, `optimizer.zero_grad()`, measured with
+MemTracker. Trace mode plans the same model for a CPU host on fake tensors. The issue's bound: within 1 %.
+Before trace mode kept the model's outputs through backward it missed one logits tensor (1 x 64 x vocab x 4 B
+in fp32): -18 % on the 256k-vocabulary cases below (benchmarks/trace_parity.py prints the whole table).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.trace import real_run
+from treino import catalog
+from treino.plan import TrainSetup
+from treino.plan.hardware import GpuSpec
+
+PARITY_BOUND = 0.01  # the issue: "trace <= 1 %" of the same model's real run on CPU
+
+# Every family of tests/plan/families.py once, tied and untied embeddings, vocabularies up to Gemma's 256k,
+# fp32 and bf16 autocast: (family, tied, vocab, precision). GPT-2 and BERT keep their configs' dropout 0.1.
+CASES = [
+    ("llama", True, 256_000, "bf16-mixed"),
+    ("llama", False, 32_000, "fp32"),
+    ("mistral", False, 32_000, "bf16-mixed"),
+    ("mixtral", False, 32_000, "fp32"),
+    ("qwen2", True, 32_000, "fp32"),
+    ("gemma", True, 256_000, "fp32"),
+    ("gemma2", False, 32_000, "bf16-mixed"),
+    ("phi3", False, 32_064, "fp32"),
+    ("gpt2", True, 50_257, "fp32"),
+    ("gpt_neox", False, 50_304, "bf16-mixed"),
+    ("bert", True, 30_522, "fp32"),
+]
+
+
+def cpu_host() -> GpuSpec:
+    """A plan for a CPU host (`--gpu cpu`): trace mode reads the device from the name alone."""
+    return dataclasses.replace(catalog.gpu("l4"), name="cpu", display_name="CPU host")
+
+
+def trace_peak(
+    tmp_path: Path, config: dict[str, Any], precision: str, gpu: GpuSpec, seq_len: int, optimizer: str = "adamw"
+) -> int:
+    from treino.trace.plan import plan_by_trace
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    setup = TrainSetup(
+        micro_batch=real_run.MICRO_BATCH,
+        seq_len=seq_len,
+        precision=precision,
+        optimizer=optimizer,
+        attention=real_run.attention(str(config["model_type"])),
+    )
+    return plan_by_trace(str(path), gpu, setup).memory.peak_tensor_bytes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family,tied,vocab,precision", CASES)
+def test_trace_within_1_percent_of_a_real_training_step(
+    tmp_path: Path, family: str, tied: bool, vocab: int, precision: str
+) -> None:
+    pytest.importorskip("torch")
+    config = real_run.tiny_config(family, vocab=vocab, tied=tied)
+    traced = trace_peak(tmp_path, config, precision, cpu_host(), real_run.SEQ_LEN)
+    real = real_run.peak_bytes(config, precision=precision)
+    error = traced / real - 1
+    assert abs(error) <= PARITY_BOUND, f"trace {traced:,} B vs real run {real:,} B: {error:+.2%}"
+    logits = real_run.MICRO_BATCH * real_run.SEQ_LEN * vocab * 4
+    assert real > 2 * logits, "the case should have its logits, not the weights alone, at the peak"
+
+
+def test_optimizer_is_the_one_torch_picks_on_the_plan_device(tmp_path: Path) -> None:
+    """At 8 tokens the optimizer step makes the peak. On CPU torch's AdamW runs its single-tensor loop (one
+    parameter's temporaries at a time), as the CPU plan does; a CUDA plan's foreach AdamW holds temporaries
+    for every parameter at once, more than a CPU run has."""
+    torch = pytest.importorskip("torch")
+    from torch.optim.optimizer import _default_to_fused_or_foreach
+
+    from treino.trace import engine
+
+    real_param = [torch.nn.Parameter(torch.zeros(4))]
+    assert engine.default_foreach("cpu") is _default_to_fused_or_foreach(real_param, False)[1] is False
+    assert engine.default_foreach("cuda") is True  # torch/utils/_foreach_utils.py: CUDA has foreach kernels
+    assert engine.make_optimizer("adamw", real_param, "cpu").defaults["foreach"] is False
+
+    config = real_run.tiny_config("llama", vocab=2048, tied=False)
+    real = real_run.peak_bytes(config, seq_len=8)
+    on_cpu = trace_peak(tmp_path, config, "fp32", cpu_host(), 8)
+    on_gpu = trace_peak(tmp_path, config, "fp32", catalog.gpu("l4"), 8)
+    assert abs(on_cpu / real - 1) <= PARITY_BOUND, f"CPU plan {on_cpu:,} B vs real run {real:,} B"
+    assert on_gpu / real - 1 > PARITY_BOUND, f"a CUDA plan's foreach AdamW: {on_gpu:,} B vs {real:,} B on CPU"
+
+
+def test_cuda_plans_run_cuda_autocast_lists() -> None:
+    """PyTorch's autocast op reference (https://pytorch.org/docs/2.9/amp.html#autocast-op-reference): on CUDA
+    `pow`, `softmax`, `sum`, `layer_norm` of bf16 inputs run in fp32 and `mv` in bf16; CPU autocast leaves
+    the first four in bf16 and `mv` in fp32. Linear is bf16 on both."""
+    torch = pytest.importorskip("torch")
+    from treino.trace.autocast import cuda_autocast_lists
+
+    x = torch.randn(4, 8, dtype=torch.bfloat16)
+    w = torch.randn(8, 8)
+
+    def dtypes() -> list[torch.dtype]:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return [
+                torch.pow(x, 3.0).dtype,
+                (x**2).dtype,
+                torch.nn.functional.softmax(x, dim=-1).dtype,
+                x.sum().dtype,
+                torch.nn.functional.layer_norm(x, (8,)).dtype,
+                torch.mv(w, x[0].float()).dtype,
+                torch.nn.functional.linear(x.float(), w).dtype,
+                torch.nn.functional.softmax(x, dim=-1, dtype=torch.bfloat16).dtype,  # explicit dtype: not cast
+            ]
+
+    bf16, fp32 = torch.bfloat16, torch.float32
+    assert dtypes() == [bf16, bf16, bf16, bf16, bf16, fp32, bf16, bf16]  # CPU autocast alone
+    with cuda_autocast_lists():
+        assert dtypes() == [fp32, fp32, fp32, fp32, fp32, bf16, bf16, bf16]
+        assert torch.pow(x, 3.0).dtype == bf16  # outside autocast nothing changes
+
+
+@pytest.mark.slow
+def test_gpt2_on_a_gpu_keeps_its_gelu_in_fp32(tmp_path: Path) -> None:
+    """GPT-2's tanh GELU calls `torch.pow`, which CUDA autocast runs in fp32: the fp32 copies it saves for
+    backward make a GPU plan's bf16-mixed peak larger than a CPU host's for the same step. Plain SGD updates
+    in place with foreach and without, so only autocast differs between the two plans."""
+    pytest.importorskip("torch")
+    config = real_run.tiny_config("gpt2", vocab=2048, tied=True)
+    on_cpu = trace_peak(tmp_path, config, "bf16-mixed", cpu_host(), real_run.SEQ_LEN, "sgd")
+    on_gpu = trace_peak(tmp_path, config, "bf16-mixed", catalog.gpu("l4"), real_run.SEQ_LEN, "sgd")
+    mlp_activation = real_run.MICRO_BATCH * real_run.SEQ_LEN * 4 * real_run.WIDTH  # elements, one layer
+    assert on_gpu - on_cpu >= mlp_activation * 2, (on_gpu, on_cpu)
+    fp32 = [
+        trace_peak(tmp_path, config, "fp32", gpu, real_run.SEQ_LEN, "sgd") for gpu in (cpu_host(), catalog.gpu("l4"))
+    ]
+    assert fp32[0] == fp32[1], "without autocast the two plans run the same step"
