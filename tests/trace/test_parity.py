@@ -105,7 +105,7 @@ def test_cuda_plans_run_cuda_autocast_lists() -> None:
     `pow`, `softmax`, `sum`, `layer_norm` of bf16 inputs run in fp32 and `mv` in bf16; CPU autocast leaves
     the first four in bf16 and `mv` in fp32. Linear is bf16 on both."""
     torch = pytest.importorskip("torch")
-    from treino.trace.autocast import cuda_autocast_lists
+    from treino.trace.cuda import as_on_cuda
 
     x = torch.randn(4, 8, dtype=torch.bfloat16)
     w = torch.randn(8, 8)
@@ -125,23 +125,33 @@ def test_cuda_plans_run_cuda_autocast_lists() -> None:
 
     bf16, fp32 = torch.bfloat16, torch.float32
     assert dtypes() == [bf16, bf16, bf16, bf16, bf16, fp32, bf16, bf16]  # CPU autocast alone
-    with cuda_autocast_lists():
+    with as_on_cuda():
         assert dtypes() == [fp32, fp32, fp32, fp32, fp32, bf16, bf16, bf16]
         assert torch.pow(x, 3.0).dtype == bf16  # outside autocast nothing changes
 
 
 @pytest.mark.slow
-def test_gpt2_on_a_gpu_keeps_its_gelu_in_fp32(tmp_path: Path) -> None:
-    """GPT-2's tanh GELU calls `torch.pow`, which CUDA autocast runs in fp32: the fp32 copies it saves for
-    backward make a GPU plan's bf16-mixed peak larger than a CPU host's for the same step. Plain SGD updates
-    in place with foreach and without, so only autocast differs between the two plans."""
+def test_gpt2_on_a_gpu_keeps_its_gelu_in_fp32_and_no_attention_matrix(tmp_path: Path) -> None:
+    """GPT-2 as a GPU runs it. Plain SGD updates in place with foreach and without, so the optimizer is the
+    same on both plans here.
+    - Its tanh GELU calls `torch.pow`, which CUDA autocast runs in fp32: the fp32 copies saved for backward
+      make a GPU plan's bf16-mixed peak larger than a CPU host's (measured without dropout).
+    - With its config's attention dropout (0.1) CPU's SDPA takes the math kernel and saves the (B, H, T, T)
+      probabilities, their dropout mask and output; CUDA's kernels save none of them: the GPU plan is smaller.
+    """
     pytest.importorskip("torch")
-    config = real_run.tiny_config("gpt2", vocab=2048, tied=True)
-    on_cpu = trace_peak(tmp_path, config, "bf16-mixed", cpu_host(), real_run.SEQ_LEN, "sgd")
-    on_gpu = trace_peak(tmp_path, config, "bf16-mixed", catalog.gpu("l4"), real_run.SEQ_LEN, "sgd")
-    mlp_activation = real_run.MICRO_BATCH * real_run.SEQ_LEN * 4 * real_run.WIDTH  # elements, one layer
+    from tests.plan.families import without_dropout
+
+    gpus = (cpu_host(), catalog.gpu("l4"))
+    seq = real_run.SEQ_LEN
+    config = without_dropout(real_run.tiny_config("gpt2", vocab=2048, tied=True))
+    on_cpu, on_gpu = (trace_peak(tmp_path, config, "bf16-mixed", gpu, seq, "sgd") for gpu in gpus)
+    mlp_activation = real_run.MICRO_BATCH * seq * 4 * real_run.WIDTH  # elements, one layer
     assert on_gpu - on_cpu >= mlp_activation * 2, (on_gpu, on_cpu)
-    fp32 = [
-        trace_peak(tmp_path, config, "fp32", gpu, real_run.SEQ_LEN, "sgd") for gpu in (cpu_host(), catalog.gpu("l4"))
-    ]
-    assert fp32[0] == fp32[1], "without autocast the two plans run the same step"
+    on_cpu, on_gpu = (trace_peak(tmp_path, config, "fp32", gpu, seq, "sgd") for gpu in gpus)
+    assert on_cpu == on_gpu, "without autocast and dropout the two plans run the same step"
+
+    config = real_run.tiny_config("gpt2", vocab=2048, tied=True)  # GPT2Config's default attn_pdrop: 0.1
+    on_cpu, on_gpu = (trace_peak(tmp_path, config, "fp32", gpu, seq, "sgd") for gpu in gpus)
+    probabilities = real_run.LAYERS * real_run.MICRO_BATCH * real_run.HEADS * seq * seq * 4
+    assert on_cpu - on_gpu >= probabilities, (on_cpu, on_gpu)

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from treino.errors import PlanError
-from treino.trace.autocast import cuda_autocast_lists
+from treino.trace.cuda import as_on_cuda
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true")
 OPTIMIZERS = ("adamw", "sgd", "sgd-momentum", "adafactor", "lion")  # adamw-8bit needs bitsandbytes + CUDA
@@ -194,7 +194,7 @@ def measure_training_step(
     optimizer: str = "adamw",
     checkpointing: str = "none",
     device_type: str = "cpu",
-    plan_device: str = "cuda",
+    plan_device: str | None = None,
     grad_accum: int = 1,
     on_step: Callable[[str], None] = lambda step: None,
 ) -> StepMeasurement:
@@ -206,8 +206,8 @@ def measure_training_step(
     `ForCausalLMLoss`: logits upcast to fp32, labels shifted), and `outputs` holds the logits until the step
     ends, through backward and the optimizer step, as the loop's variable does. `device_type` is where the
     tensors are (autocast's device); `plan_device` the device whose PyTorch defaults the step runs: the
-    optimizer's implementation (`default_foreach`) and, under mixed precision, autocast's lists (a "cuda" plan
-    traced on CPU tensors runs CUDA's: `autocast.cuda_autocast_lists`).
+    optimizer's implementation (`default_foreach`), autocast's lists and SDPA's kernel under dropout (a "cuda"
+    plan traced on CPU tensors runs CUDA's: `cuda.as_on_cuda`).
 
     `model` must already hold its weights in `weights_dtype(precision)`. With `checkpointing="full"` every
     transformer block is recomputed in backward (HF `gradient_checkpointing_enable`, non-reentrant).
@@ -231,25 +231,26 @@ def measure_training_step(
         raise PlanError(f"Trace mode supports --checkpointing none or full, not {checkpointing!r}.")
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
+    plan_device = plan_device or device_type
     master = _MasterWeights(params, optimizer, plan_device) if precision == "bf16-master" else None
     opt = master.optimizer if master else make_optimizer(optimizer, params, plan_device)
+    emulate_cuda = plan_device == "cuda" and device_type != "cuda"
     cast = autocast_dtype(precision)
 
-    def autocast() -> contextlib.ExitStack[bool | None]:
-        stack = contextlib.ExitStack()
-        if cast:
-            stack.enter_context(torch.autocast(device_type, dtype=cast))
-            if plan_device == "cuda" and device_type != "cuda":
-                stack.enter_context(cuda_autocast_lists(device_type))
-        return stack
-
     def step(tracker: Any = None) -> None:
+        # The whole step, not only the forward: checkpointing recomputes blocks in backward under the
+        # forward's autocast state, and must run the same lists.
+        with as_on_cuda(device_type) if emulate_cuda else contextlib.nullcontext():
+            _step(tracker)
+
+    def _step(tracker: Any = None) -> None:
+        ctx = torch.autocast(device_type, dtype=cast) if cast else contextlib.nullcontext()
         for micro_step in range(grad_accum):
             if tracker is not None and micro_step:
                 # MemTracker refuses a root module's second forward unless its per-module stats are reset;
                 # the global peak, the only figure read here, is kept.
                 tracker.reset_mod_stats()
-            with autocast():
+            with ctx:
                 # Bound to a name, as in a training loop: the previous micro-batch's outputs (its logits) stay
                 # live through this forward, and this one's through backward and the optimizer step.
                 outputs = model(**batch)

@@ -1,18 +1,24 @@
-"""CUDA's autocast lists on CPU tensors: what a mixed-precision step on a GPU keeps in which dtype.
+"""What a training step on a CUDA device runs differently from one on CPU, applied to CPU (fake) tensors.
 
-Trace mode runs on CPU (fake) tensors, where `torch.autocast("cpu")` applies the CPU lists; a plan for a GPU
-must see the CUDA lists. They differ in what matters for memory: CUDA runs `pow`, `exp`, `rsqrt`, `sum`,
+Trace mode runs on CPU tensors; a plan for a GPU must see what the GPU runs. Two things differ in what they
+keep in memory, and `as_on_cuda()`, a function mode, makes a step on CPU tensors run them as CUDA does:
+
+Autocast lists. `torch.autocast("cpu")` applies the CPU lists. CUDA runs `pow`, `exp`, `rsqrt`, `sum`,
 `softmax`, `layer_norm`, ... in fp32 when their input is 16-bit (GPT-2's tanh GELU keeps fp32 copies of its
-MLP activation on a GPU, bf16 ones on a CPU), and `einsum`, `mv`, `addmv`, `addr`, `chain_matmul`,
+MLP activation on a GPU, bf16 ones on a CPU), and `mv`, `addmv`, `addr`, `einsum`, `chain_matmul`,
 `multi_dot` in 16 bits; CPU autocasts some ops to fp32 that CUDA runs in their input's dtype (pooling,
 `binary_cross_entropy`, `grid_sample`, `huber_loss`, `ctc_loss`) and `_native_multi_head_attention` to 16
-bits. `cuda_autocast_lists()` is a function mode that, inside `torch.autocast("cpu")`, makes these ops run
-as CUDA's autocast runs them; every other op goes to CPU autocast, whose lists agree with CUDA's.
+bits. Every other op goes to CPU autocast, whose lists agree with CUDA's. The lists: PyTorch's "Autocast Op
+Reference" (https://pytorch.org/docs/2.9/amp.html#autocast-op-reference, "CUDA Ops that can autocast to
+float16/float32", "CPU Ops that can autocast to bfloat16/float32") and `aten/src/ATen/autocast_mode.h`
+(`AT_FORALL_LOWER_PRECISION_FP`, `AT_FORALL_FP32`), torch 2.6-2.13. As in autocast, only out-of-place ops
+are eligible, and an op called with an explicit `dtype=` is left alone.
 
-The lists: PyTorch's "Autocast Op Reference" (https://pytorch.org/docs/2.9/amp.html#autocast-op-reference,
-"CUDA Ops that can autocast to float16/float32", "CPU Ops that can autocast to bfloat16/float32") and
-`aten/src/ATen/autocast_mode.h` (`AT_FORALL_LOWER_PRECISION_FP`, `AT_FORALL_FP32`), torch 2.6-2.13. As in
-autocast, only out-of-place ops are eligible, and an op called with an explicit `dtype=` is left alone.
+The attention kernel under dropout. With `dropout_p > 0` CPU's SDPA takes its math kernel, which saves the
+(B, H, T, T) probabilities and dropout mask (`sdp_utils_cpp.cpp`: `use_flash_attention_cpp` checks
+`check_for_dropout`). CUDA's flash and memory-efficient kernels apply dropout inside the kernel from a
+Philox seed and save only the output and the (B, H, T) fp32 log-sum-exp, as CPU's flash kernel does without
+dropout: on a CUDA plan SDPA runs with `dropout_p=0`, which on fake tensors changes no value that exists.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ CPU_ONLY = frozenset({
 })
 # fmt: on
 _LOWER = (torch.float16, torch.bfloat16)
+SDPA_DROPOUT_ARG = 4  # scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, ...)
 
 
 def _cast(value: Any, dtype: torch.dtype, sources: tuple[torch.dtype, ...]) -> Any:
@@ -58,7 +65,14 @@ def _cast(value: Any, dtype: torch.dtype, sources: tuple[torch.dtype, ...]) -> A
     return value
 
 
-class _CudaAutocastLists(TorchFunctionMode):
+def _without_dropout(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, ...)` with dropout_p 0."""
+    if len(args) > SDPA_DROPOUT_ARG:
+        return (*args[:SDPA_DROPOUT_ARG], 0.0, *args[SDPA_DROPOUT_ARG + 1 :]), kwargs
+    return args, {**kwargs, "dropout_p": 0.0} if "dropout_p" in kwargs else kwargs
+
+
+class _AsOnCuda(TorchFunctionMode):
     def __init__(self, device_type: str) -> None:
         super().__init__()
         self.device_type = device_type
@@ -68,6 +82,8 @@ class _CudaAutocastLists(TorchFunctionMode):
     ) -> Any:
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
+        if name == "scaled_dot_product_attention":
+            args, kwargs = _without_dropout(args, kwargs)
         if not torch.is_autocast_enabled(self.device_type) or kwargs.get("dtype") is not None:
             return func(*args, **kwargs)
         if name in CUDA_FP32:
@@ -84,8 +100,8 @@ class _CudaAutocastLists(TorchFunctionMode):
 
 
 @contextlib.contextmanager
-def cuda_autocast_lists(device_type: str = "cpu") -> Iterator[None]:
-    """Inside `torch.autocast(device_type)`, run the ops whose autocast dtype differs between CPU and CUDA as
-    CUDA runs them (outside autocast it changes nothing)."""
-    with _CudaAutocastLists(device_type):
+def as_on_cuda(device_type: str = "cpu") -> Iterator[None]:
+    """Run SDPA with CUDA's memory under dropout and, inside `torch.autocast(device_type)`, the ops whose
+    autocast dtype differs between CPU and CUDA as CUDA runs them."""
+    with _AsOnCuda(device_type):
         yield
