@@ -110,7 +110,6 @@ def test_trace_peak_within_2_percent_of_real_tensors(
         seq_len=SEQ_LEN,
         precision=precision,
         checkpointing=checkpointing,
-        plan_device="cuda",  # as the L4 plan runs it
         grad_accum=grad_accum,
     )
     plan = plan_by_trace(str(path), catalog.gpu("l4"), setup)
