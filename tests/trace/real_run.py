@@ -66,20 +66,21 @@ def build_model(config: dict[str, Any], *, precision: str) -> torch.nn.Module:
     return model
 
 
-def peak_bytes(config: dict[str, Any], *, precision: str = "fp32", seq_len: int = SEQ_LEN) -> int:
-    """The peak of live tensors, by MemTracker, in the second of two ordinary training steps on CPU."""
+def peak_bytes(config: dict[str, Any], *, precision: str = "fp32", seq_len: int = SEQ_LEN, device: str = "cpu") -> int:
+    """The peak of live tensors, by MemTracker, in the second of two ordinary training steps on `device`
+    (benchmarks/trace_parity.py --cuda runs it on a GPU)."""
     from torch.distributed._tools.mem_tracker import MemTracker
 
     torch.manual_seed(0)
-    model = build_model(config, precision=precision)
+    model = build_model(config, precision=precision).to(device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    input_ids = torch.randint(0, int(config["vocab_size"]), (MICRO_BATCH, seq_len))
+    input_ids = torch.randint(0, int(config["vocab_size"]), (MICRO_BATCH, seq_len), device=device)
     labels = input_ids.clone()
     dtype = AUTOCAST.get(precision)
 
     def train_step() -> None:
-        with torch.autocast("cpu", dtype=dtype) if dtype else contextlib.nullcontext():
+        with torch.autocast(device, dtype=dtype) if dtype else contextlib.nullcontext():
             outputs = model(input_ids=input_ids, labels=labels)
         outputs.loss.backward()
         optimizer.step()
