@@ -46,9 +46,9 @@ def cpu_host() -> GpuSpec:
     return dataclasses.replace(catalog.gpu("l4"), name="cpu", display_name="CPU host")
 
 
-def trace_peak(
+def trace_plan(
     tmp_path: Path, config: dict[str, Any], precision: str, gpu: GpuSpec, seq_len: int, optimizer: str = "adamw"
-) -> int:
+) -> Any:
     from treino.trace.plan import plan_by_trace
 
     path = tmp_path / "config.json"
@@ -60,7 +60,13 @@ def trace_peak(
         optimizer=optimizer,
         attention=real_run.attention(str(config["model_type"])),
     )
-    return plan_by_trace(str(path), gpu, setup).memory.peak_tensor_bytes
+    return plan_by_trace(str(path), gpu, setup)
+
+
+def trace_peak(
+    tmp_path: Path, config: dict[str, Any], precision: str, gpu: GpuSpec, seq_len: int, optimizer: str = "adamw"
+) -> int:
+    return int(trace_plan(tmp_path, config, precision, gpu, seq_len, optimizer).memory.peak_tensor_bytes)
 
 
 @pytest.mark.slow
@@ -94,7 +100,12 @@ def test_optimizer_is_the_one_torch_picks_on_the_plan_device(tmp_path: Path) -> 
 
     config = real_run.tiny_config("llama", vocab=2048, tied=False)
     real = real_run.peak_bytes(config, seq_len=8)
-    on_cpu = trace_peak(tmp_path, config, "fp32", cpu_host(), 8)
+    plan = trace_plan(tmp_path, config, "fp32", cpu_host(), 8)
+    on_cpu = plan.memory.peak_tensor_bytes
+    # The note tells Trainer users what they save: the logits, 1 x 8 x 2048 fp32.
+    (note,) = [n for n in plan.memory.notes if "outputs" in n]
+    assert note.params["mib"] * 2**20 == real_run.MICRO_BATCH * 8 * 2048 * 4, note
+    assert "run as on CPU" in plan.memory.notes[0]
     on_gpu = trace_peak(tmp_path, config, "fp32", catalog.gpu("l4"), 8)
     assert abs(on_cpu / real - 1) <= PARITY_BOUND, f"CPU plan {on_cpu:,} B vs real run {real:,} B"
     assert on_gpu / real - 1 > PARITY_BOUND, f"a CUDA plan's foreach AdamW: {on_gpu:,} B vs {real:,} B on CPU"

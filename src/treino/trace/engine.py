@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ class StepMeasurement:
     params: int
     trainable_params: int
     optimizer_state_bytes: int = 0  # the optimizer's state (+ master weights) alone, live all step long
+    outputs_bytes: int = 0  # the model's outputs other than the loss (its logits), live until the step ends
 
 
 def weights_dtype(precision: str) -> torch.dtype:
@@ -186,6 +187,13 @@ def _loss_of(output: Any) -> torch.Tensor:
     return loss if loss.dim() == 0 else loss.float().mean()
 
 
+def _outputs_bytes(outputs: Any) -> int:
+    """Bytes of the tensors a model's output holds besides its loss (a ModelOutput is a dict: the logits)."""
+    if not isinstance(outputs, Mapping):
+        return 0
+    return sum(v.untyped_storage().nbytes() for k, v in outputs.items() if k != "loss" and isinstance(v, torch.Tensor))
+
+
 def measure_training_step(
     model: nn.Module,
     batch: dict[str, torch.Tensor],
@@ -237,6 +245,8 @@ def measure_training_step(
     emulate_cuda = plan_device == "cuda" and device_type != "cuda"
     cast = autocast_dtype(precision)
 
+    outputs_bytes: list[int] = []
+
     def step(tracker: Any = None) -> None:
         # The whole step, not only the forward: checkpointing recomputes blocks in backward under the
         # forward's autocast state, and must run the same lists.
@@ -255,6 +265,7 @@ def measure_training_step(
                 # live through this forward, and this one's through backward and the optimizer step.
                 outputs = model(**batch)
             _loss_of(outputs).backward()  # type: ignore[no-untyped-call]  # unannotated (torch 2.13)
+            outputs_bytes.append(_outputs_bytes(outputs))
         if master:
             master.step()
         else:
@@ -294,6 +305,7 @@ def measure_training_step(
         params=sum(p.numel() for p in model.parameters()),
         trainable_params=sum(p.numel() for p in params),
         optimizer_state_bytes=state_bytes + master_bytes,
+        outputs_bytes=max(outputs_bytes, default=0),
     )
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from treino import catalog
 from treino.errors import PlanError, TreinoError
+from treino.i18n import Msg
 from treino.plan import MemoryEstimate, TrainPlan, TrainSetup
 from treino.plan.advice import Advice
 from treino.plan.hardware import GpuSpec
@@ -73,9 +74,12 @@ def plan_by_trace(
     from treino.trace import engine
 
     device = plan_device(gpu)
-    notes = [
-        "Measured: one training step traced with PyTorch's MemTracker on fake tensors (CPU kernels, "
-        f"the optimizer as PyTorch runs it on {device})."
+    notes: list[str] = [
+        Msg(
+            "Measured: one training step traced with PyTorch's MemTracker on fake tensors, run as on {device} "
+            "(its optimizer implementation, autocast lists and attention kernel).",
+            device=device.upper() if device == "cpu" else "CUDA",
+        )
     ]
     if _is_callable_spec(model):
         measurement = _failing_clearly(model, lambda: _trace_callable(model, setup, device, on_step))
@@ -104,6 +108,15 @@ def plan_by_trace(
         notes.append(
             f"Traced {TRACED_MICRO_STEPS_MAX} micro-batches per step; more accumulate into the same "
             "gradients and do not raise the peak."
+        )
+    if measurement.outputs_bytes:
+        notes.append(
+            Msg(
+                "The step keeps the model's outputs ({mib:,.1f} MiB of logits) until it ends, as a training loop "
+                "that holds `outputs` does; Hugging Face's Trainer frees them before backward, with a peak up to "
+                "that much lower.",
+                mib=measurement.outputs_bytes / 2**20,
+            )
         )
     memory = to_memory_estimate(measurement, setup, tuple(notes))
     return TracePlan(spec, gpu, setup, memory, METHOD, advisable=advisable)
