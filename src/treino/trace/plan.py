@@ -6,6 +6,8 @@ The model is built and trained under `FakeTensorMode`: every tensor has its shap
 but no data, so Llama-3-8B traces in seconds on a laptop. `engine.measure_training_step` counts the live
 bytes at the step's peak with PyTorch's MemTracker; this module turns them into the planner's
 `MemoryEstimate` and adds the same overhead as the analytic planner (CUDA context + allocator reserve).
+The step runs as on the plan's device (`plan_device`): a GPU's optimizer implementation, autocast lists and
+attention kernel, or a CPU host's (docs/trace.md).
 
 What a single-process trace on fake tensors cannot see is refused, not guessed: several GPUs, ZeRO, tensor
 parallelism, offload, LoRA, NF4, 8-bit optimizers, Adafactor (it reads values) and selective checkpointing.
@@ -78,7 +80,7 @@ def plan_by_trace(
         Msg(
             "Measured: one training step traced with PyTorch's MemTracker on fake tensors, run as on {device} "
             "(its optimizer implementation, autocast lists and attention kernel).",
-            device=device.upper() if device == "cpu" else "CUDA",
+            device="CPU" if device == "cpu" else "CUDA",
         )
     ]
     if _is_callable_spec(model):
