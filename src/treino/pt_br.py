@@ -296,6 +296,16 @@ PT: dict[str, str] = {
         "O passo do otimizador roda na CPU (DeepSpeed ZeRO-Offload)."
     ),
     "prior for {gpu} (docs/catalog.md, MFU priors)": "estimativa a priori para {gpu} (docs/catalog.md, MFU)",
+    "Measured: one training step traced with PyTorch's MemTracker on fake tensors, run as on {device} "
+    "(its optimizer implementation, autocast lists and attention kernel).": (
+        "Medido: um passo de treino rastreado com o MemTracker do PyTorch em tensores falsos, executado como em "
+        "{device} (a implementação do otimizador, as listas do autocast e o kernel de atenção de lá)."
+    ),
+    "The step keeps the model's outputs ({mib:,.1f} MiB of logits) until it ends, as a training loop that holds "
+    "`outputs` does; Hugging Face's Trainer frees them before backward, with a peak up to that much lower.": (
+        "O passo mantém as saídas do modelo ({mib:,.1f} MiB de logits) até o fim, como faz um laço de treino que "
+        "guarda `outputs`; o Trainer do Hugging Face as libera antes do backward, com um pico até essa quantia menor."
+    ),
     "unverified prior for {gpu}": "estimativa a priori não verificada para {gpu}",
     "{change} ({peak:.1f} GiB with {keys})": "{change} ({peak:.1f} GiB com {keys})",
     "does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu} has {have:.1f} GiB. To fix: {advice}.": (

@@ -121,6 +121,7 @@ def test_trace_peak_within_2_percent_of_real_tensors(
         engine.lm_batch(config, MICRO_BATCH, SEQ_LEN),
         precision=precision,
         checkpointing=checkpointing,
+        plan_device="cuda",  # as the L4 plan runs it
         grad_accum=grad_accum,
     )
 
@@ -166,7 +167,7 @@ def test_module_function_traces_a_model_that_is_not_hugging_face(precision: str)
     torch.manual_seed(0)
     with engine.default_dtype(engine.weights_dtype(precision)):
         model, batch = tiny_model.build()
-    real = engine.measure_training_step(model, batch, precision=precision)
+    real = engine.measure_training_step(model, batch, precision=precision, plan_device="cuda")
     assert plan.memory.weights_bytes == real.weights_bytes == tiny_model.params() * (4 if precision == "fp32" else 2)
     assert plan.memory.params == plan.memory.trainable_params == plan.model.params == tiny_model.params()
     assert abs(plan.memory.peak_tensor_bytes / real.peak_bytes - 1) <= TRACE_BOUND

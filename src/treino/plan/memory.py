@@ -576,7 +576,13 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     # Top of backward: the saved log_softmax output, its gradient, and the logits' gradient that the LM head's
     # weight gradient is formed from (fp32). With a frozen head (LoRA) that third tensor is not needed
     # (both measured with MemTracker: tests/plan/test_accuracy.py, test_lora.py).
-    backward_time = tokens * V * (8 if setup.lora else 12)
+    # A frozen 16-bit head still passes the logits' gradient back in its dtype (measured, test_lora.py).
+    backward_time = tokens * V * 8 + logits16 if setup.lora else tokens * V * 12
+    # The model's outputs hold its logits (in the compute dtype) until the step ends, as a training loop's
+    # `outputs` does (measured: tests/trace/test_parity.py). At the loss they are the logits counted above; the
+    # optimizer step's phase leaves them out (tests/plan/test_optimizers.py measures the step alone).
+    held_logits = tokens * V * (4 if p.compute == "fp32" else 2)
+    backward_time += held_logits
     if model.logit_softcap:  # gemma2 (transformers Gemma2ForCausalLM) soft-caps the logits
         softcap = tokens * V * (4 if p.compute == "fp32" else 2)  # tanh keeps its output for backward
         loss_time += softcap

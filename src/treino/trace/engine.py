@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from treino.errors import PlanError
+from treino.trace.cuda import as_on_cuda
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true")
 OPTIMIZERS = ("adamw", "sgd", "sgd-momentum", "adafactor", "lion")  # adamw-8bit needs bitsandbytes + CUDA
@@ -39,6 +40,7 @@ class StepMeasurement:
     params: int
     trainable_params: int
     optimizer_state_bytes: int = 0  # the optimizer's state (+ master weights) alone, live all step long
+    outputs_bytes: int = 0  # the model's outputs other than the loss (its logits), live until the step ends
 
 
 def weights_dtype(precision: str) -> torch.dtype:
@@ -54,20 +56,39 @@ def autocast_dtype(precision: str) -> torch.dtype | None:
     return {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}.get(precision)
 
 
-def make_optimizer(name: str, params: list[nn.Parameter]) -> torch.optim.Optimizer:
-    """The optimizers as PyTorch runs them on CUDA: AdamW with foreach (its CUDA default) so the
-    measured temporaries are the ones a GPU run has."""
+def default_foreach(device_type: str) -> bool:
+    """Whether torch.optim runs its foreach implementation by default on `device_type`.
+
+    `torch.optim.optimizer._default_to_fused_or_foreach` (torch 2.6-2.13) picks foreach when every parameter
+    is a plain tensor on a device in `_get_foreach_kernels_supported_devices()` (CUDA, XPU, MTIA, the
+    private-use backend), and fused only when asked: on CUDA AdamW runs foreach (one temporary per parameter,
+    all at once), on CPU the single-tensor loop (one parameter's temporaries at a time). Parameters under
+    FakeTensorMode are not plain tensors, so the choice is made from the device, not from them.
+    """
+    try:
+        from torch.utils._foreach_utils import _get_foreach_kernels_supported_devices
+
+        supported = _get_foreach_kernels_supported_devices()
+    except ImportError:  # a torch release that moved the private helper: its documented devices
+        supported = ["cuda", "xpu"]
+    return device_type in supported
+
+
+def make_optimizer(name: str, params: list[nn.Parameter], device_type: str = "cuda") -> torch.optim.Optimizer:
+    """The optimizer as PyTorch runs it on `device_type` by default (`default_foreach`): AdamW and SGD with
+    foreach on CUDA, their single-tensor loop on CPU, so the measured temporaries are that device's."""
+    foreach = default_foreach(device_type)
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=1e-4, foreach=True)
+        return torch.optim.AdamW(params, lr=1e-4, foreach=foreach)
     if name == "sgd":
-        return torch.optim.SGD(params, lr=1e-3, foreach=True)
+        return torch.optim.SGD(params, lr=1e-3, foreach=foreach)
     if name == "sgd-momentum":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=True)
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=foreach)
     if name == "lion":
         # torch has no Lion; one fp32/bf16 momentum per parameter, like lucidrains/lion-pytorch.
         return _Lion(params)
     if name == "adafactor":
-        return torch.optim.Adafactor(params, lr=1e-2, foreach=True)
+        return torch.optim.Adafactor(params, lr=1e-2, foreach=foreach)
     raise PlanError(
         f"Optimizer {name!r} cannot be traced. To fix: use one of {', '.join(OPTIMIZERS)} "
         "(adamw-8bit needs bitsandbytes on a GPU)."
@@ -100,10 +121,10 @@ class _MasterWeights:
     """bf16-master: 16-bit model parameters and gradients, fp32 master copies updated by the optimizer
     (the Megatron / DeepSpeed BF16_Optimizer scheme)."""
 
-    def __init__(self, params: list[nn.Parameter], optimizer_name: str) -> None:
+    def __init__(self, params: list[nn.Parameter], optimizer_name: str, device_type: str) -> None:
         self.params = params
         self.master = [nn.Parameter(p.detach().float()) for p in params]
-        self.optimizer = make_optimizer(optimizer_name, self.master)
+        self.optimizer = make_optimizer(optimizer_name, self.master, device_type)
 
     def step(self) -> None:
         for p, m in zip(self.params, self.master, strict=True):
@@ -180,6 +201,13 @@ def enable_full_checkpointing(model: nn.Module) -> None:
         raise PlanError("Full checkpointing in trace mode needs a Hugging Face model.")
 
 
+def _outputs_bytes(outputs: Any) -> int:
+    """Bytes of the tensors a model's output holds besides its loss (a ModelOutput is a dict: the logits)."""
+    if not isinstance(outputs, Mapping):
+        return 0
+    return sum(v.untyped_storage().nbytes() for k, v in outputs.items() if k != "loss" and isinstance(v, torch.Tensor))
+
+
 def measure_training_step(
     model: nn.Module,
     batch: dict[str, torch.Tensor],
@@ -188,11 +216,20 @@ def measure_training_step(
     optimizer: str = "adamw",
     checkpointing: str = "none",
     device_type: str = "cpu",
+    plan_device: str | None = None,
     grad_accum: int = 1,
     on_step: Callable[[str], None] = lambda step: None,
 ) -> StepMeasurement:
     """Two training steps of `model` on `batch`; the second one measured with MemTracker. `on_step(name)` is
     called as each starts.
+
+    Each step is the ordinary training loop's: `outputs = model(**batch)`, `outputs.loss.backward()`,
+    `optimizer.step()`, `optimizer.zero_grad()`. The model computes its own loss from `labels` (transformers'
+    `ForCausalLMLoss`: logits upcast to fp32, labels shifted), and `outputs` holds the logits until the step
+    ends, through backward and the optimizer step, as the loop's variable does. `device_type` is where the
+    tensors are (autocast's device); `plan_device` the device whose PyTorch defaults the step runs: the
+    optimizer's implementation (`default_foreach`), autocast's lists and SDPA's kernel under dropout (a "cuda"
+    plan traced on CPU tensors runs CUDA's: `cuda.as_on_cuda`).
 
     `model` must already hold its weights in `weights_dtype(precision)`. With `checkpointing="full"` every
     transformer block is recomputed in backward (HF `gradient_checkpointing_enable`, non-reentrant).
@@ -207,11 +244,21 @@ def measure_training_step(
         raise PlanError(f"Trace mode supports --checkpointing none or full, not {checkpointing!r}.")
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    master = _MasterWeights(params, optimizer) if precision == "bf16-master" else None
-    opt = master.optimizer if master else make_optimizer(optimizer, params)
+    plan_device = plan_device or device_type
+    master = _MasterWeights(params, optimizer, plan_device) if precision == "bf16-master" else None
+    opt = master.optimizer if master else make_optimizer(optimizer, params, plan_device)
+    emulate_cuda = plan_device == "cuda" and device_type != "cuda"
     cast = autocast_dtype(precision)
 
+    outputs_bytes: list[int] = []
+
     def step(tracker: Any = None) -> None:
+        # The whole step, not only the forward: checkpointing recomputes blocks in backward under the
+        # forward's autocast state, and must run the same lists.
+        with as_on_cuda(device_type) if emulate_cuda else contextlib.nullcontext():
+            _step(tracker)
+
+    def _step(tracker: Any = None) -> None:
         ctx = torch.autocast(device_type, dtype=cast) if cast else contextlib.nullcontext()
         for micro_step in range(grad_accum):
             if tracker is not None and micro_step:
@@ -219,8 +266,11 @@ def measure_training_step(
                 # the global peak, the only figure read here, is kept.
                 tracker.reset_mod_stats()
             with ctx:
-                loss = _loss_of(model(**batch))
-            loss.backward()  # type: ignore[no-untyped-call]  # Tensor.backward is unannotated (torch 2.13)
+                # Bound to a name, as in a training loop: the previous micro-batch's outputs (its logits) stay
+                # live through this forward, and this one's through backward and the optimizer step.
+                outputs = model(**batch)
+            _loss_of(outputs).backward()  # type: ignore[no-untyped-call]  # unannotated (torch 2.13)
+            outputs_bytes.append(_outputs_bytes(outputs))
         if master:
             master.step()
         else:
@@ -260,6 +310,7 @@ def measure_training_step(
         params=sum(p.numel() for p in model.parameters()),
         trainable_params=sum(p.numel() for p in params),
         optimizer_state_bytes=state_bytes + master_bytes,
+        outputs_bytes=max(outputs_bytes, default=0),
     )
 
 

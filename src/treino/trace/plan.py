@@ -6,6 +6,8 @@ The model is built and trained under `FakeTensorMode`: every tensor has its shap
 but no data, so Llama-3-8B traces in seconds on a laptop. `engine.measure_training_step` counts the live
 bytes at the step's peak with PyTorch's MemTracker; this module turns them into the planner's
 `MemoryEstimate` and adds the same overhead as the analytic planner (CUDA context + allocator reserve).
+The step runs as on the plan's device (`plan_device`): a GPU's optimizer implementation, autocast lists and
+attention kernel, or a CPU host's (docs/trace.md).
 
 What a single-process trace on fake tensors cannot see is refused, not guessed: several GPUs, ZeRO, tensor
 parallelism, offload, LoRA, NF4, 8-bit optimizers, Adafactor (it reads values) and selective checkpointing.
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from treino import catalog
 from treino.errors import PlanError, TreinoError
+from treino.i18n import Msg
 from treino.plan import MemoryEstimate, TrainPlan, TrainSetup
 from treino.plan.advice import Advice
 from treino.plan.hardware import GpuSpec
@@ -53,6 +56,7 @@ class TracePlan(TrainPlan):
         return super().advice() if self.advisable else []
 
 
+CPU_DEVICE = "cpu"  # the GpuSpec name of a CPU host (`--gpu cpu`)
 TRACE_STEPS = 4  # the steps `on_step` is told of: import, build, warm-up step, measured step
 
 
@@ -71,16 +75,23 @@ def plan_by_trace(
         raise TreinoError(_TORCH_MISSING) from exc
     from treino.trace import engine
 
-    notes = ["Measured: one training step traced with PyTorch's MemTracker on fake tensors (CPU kernels)."]
+    device = plan_device(gpu)
+    notes: list[str] = [
+        Msg(
+            "Measured: one training step traced with PyTorch's MemTracker on fake tensors, run as on {device} "
+            "(its optimizer implementation, autocast lists and attention kernel).",
+            device="CPU" if device == "cpu" else "CUDA",
+        )
+    ]
     if _is_callable_spec(model):
-        measurement = _failing_clearly(model, lambda: _trace_callable(model, setup, on_step))
+        measurement = _failing_clearly(model, lambda: _trace_callable(model, setup, device, on_step))
         spec = _opaque_spec(model, "custom", {}, measurement.params)
         notes.append(f"The batch comes from {model}; --micro-batch and --seq-len are not used.")
         advisable = False
     else:
         config = catalog.model_config(model)
         name = _model_name(model)
-        measurement = _failing_clearly(model, lambda: _trace_config(config, setup, engine, on_step))
+        measurement = _failing_clearly(model, lambda: _trace_config(config, setup, engine, on_step, device))
         try:
             spec = model_from_config(config, name=name)
         except PlanError as exc:  # a family the analytic planner does not model, or a field it needs
@@ -100,8 +111,23 @@ def plan_by_trace(
             f"Traced {TRACED_MICRO_STEPS_MAX} micro-batches per step; more accumulate into the same "
             "gradients and do not raise the peak."
         )
+    if measurement.outputs_bytes:
+        notes.append(
+            Msg(
+                "The step keeps the model's outputs ({mib:,.1f} MiB of logits) until it ends, as a training loop "
+                "that holds `outputs` does; Hugging Face's Trainer frees them before backward, with a peak up to "
+                "that much lower.",
+                mib=measurement.outputs_bytes / 2**20,
+            )
+        )
     memory = to_memory_estimate(measurement, setup, tuple(notes))
     return TracePlan(spec, gpu, setup, memory, METHOD, advisable=advisable)
+
+
+def plan_device(gpu: GpuSpec) -> str:
+    """The torch device type a plan for `gpu` runs on: "cpu" for a CPU host, "cuda" for every GPU (ROCm's
+    HIP devices are "cuda" in PyTorch too)."""
+    return "cpu" if gpu.name == CPU_DEVICE else "cuda"
 
 
 def to_memory_estimate(m: StepMeasurement, setup: TrainSetup, notes: tuple[str, ...] = ()) -> MemoryEstimate:
@@ -179,7 +205,11 @@ def _is_callable_spec(model: str) -> bool:
 
 
 def _trace_config(
-    config: Mapping[str, Any], setup: TrainSetup, engine: Any, on_step: Callable[[str], None]
+    config: Mapping[str, Any],
+    setup: TrainSetup,
+    engine: Any,
+    on_step: Callable[[str], None],
+    device: str = "cuda",
 ) -> StepMeasurement:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -187,10 +217,10 @@ def _trace_config(
         on_step("building the model on fake tensors")
         module = engine.build_hf_model(dict(config), precision=setup.precision, attention=setup.attention)
         batch = engine.lm_batch(config, setup.micro_batch, setup.seq_len)
-        return _measure(module, batch, setup, engine, on_step)
+        return _measure(module, batch, setup, engine, on_step, device)
 
 
-def _trace_callable(spec: str, setup: TrainSetup, on_step: Callable[[str], None]) -> StepMeasurement:
+def _trace_callable(spec: str, setup: TrainSetup, device: str, on_step: Callable[[str], None]) -> StepMeasurement:
     from torch import nn
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -220,11 +250,16 @@ def _trace_callable(spec: str, setup: TrainSetup, on_step: Callable[[str], None]
             if tensor.is_floating_point() and tensor.dtype != dtype:
                 # Module.to() would swap fake tensors, which fails while MemTracker-style weakrefs exist.
                 tensor.data = tensor.data.to(dtype)
-        return _measure(module, batch, setup, engine, on_step)
+        return _measure(module, batch, setup, engine, on_step, device)
 
 
 def _measure(
-    module: Any, batch: dict[str, Any], setup: TrainSetup, engine: Any, on_step: Callable[[str], None]
+    module: Any,
+    batch: dict[str, Any],
+    setup: TrainSetup,
+    engine: Any,
+    on_step: Callable[[str], None],
+    device: str,
 ) -> StepMeasurement:
     measurement: StepMeasurement = engine.measure_training_step(
         module,
@@ -232,6 +267,7 @@ def _measure(
         precision=setup.precision,
         optimizer=setup.optimizer,
         checkpointing=setup.checkpointing,
+        plan_device=device,
         grad_accum=min(setup.grad_accum, TRACED_MICRO_STEPS_MAX),
         on_step=on_step,
     )
