@@ -45,7 +45,7 @@ def main() -> None:
     table = run.dataset(args.data, as_table=True)
     plan = sisa.SisaPlan.open(run, table, subject_column="cpf")
     if plan is not None:
-        train_sisa(run, plan, table, args.steps)
+        train_sisa(run, plan, table, args.steps, args.data)
         return
     # The customers sisa.held_out picks (10 %, by a hash of their CPF) are never trained on: the memorisation check
     # compares the model's loss on an erased customer's rows with its loss on them.
@@ -82,7 +82,7 @@ def main() -> None:
             print(f"stopped step={step}", flush=True)
             return
     print(f"done step={args.steps} loss={loss.item():.4f} rows={table.num_rows}", flush=True)
-    erased = sisa.erased_rows(run, "clientes")  # an erasure's retraining: what does the new model remember of them?
+    erased = sisa.erased_rows(run, args.data)  # an erasure's retraining: what does the new model remember of them?
     if erased is not None:
 
         def loss_on(rows: pa.Table) -> float:
@@ -127,7 +127,7 @@ def ensemble_probs(states: list[dict[str, Any]], x: torch.Tensor) -> torch.Tenso
     return sisa.aggregate(probs)
 
 
-def train_sisa(run: job.Run, plan: sisa.SisaPlan, table: pa.Table, steps: int) -> None:
+def train_sisa(run: job.Run, plan: sisa.SisaPlan, table: pa.Table, steps: int, dataset: str) -> None:
     """Each shard trained slice by slice (steps / R AdamW steps per slice, on the rows of slices 0..j), checkpointed
     at every slice boundary; the ensemble's accuracy on the held-out rows; after an erasure, the memorisation check."""
     # Standardised with fixed statistics (the whole data's would move with every erasure, and every shard with it).
@@ -152,7 +152,7 @@ def train_sisa(run: job.Run, plan: sisa.SisaPlan, table: pa.Table, steps: int) -
     hx, hy = features(holdout, mean, std)
     accuracy = float(((ensemble_probs(finals, hx) > 0.5).float() == hy).float().mean())
     print(f"ensemble holdout_accuracy={accuracy:.4f} rows={table.num_rows}", flush=True)
-    erased = sisa.erased_rows(run, "clientes")
+    erased = sisa.erased_rows(run, dataset)
     if erased is not None:
 
         def loss_of(states: list[dict[str, Any]]) -> Callable[[pa.Table], float]:

@@ -323,3 +323,27 @@ def test_a_version_added_after_the_scan_is_erased_too_and_the_unused_file_droppe
     assert (env.store / scanned.stored.path).exists()  # type: ignore[union-attr]
     assert D.drop_unused_files(env.session, env.store, scan) == [scanned.stored.path]  # type: ignore[union-attr]
     assert not (env.store / scanned.stored.path).exists()  # type: ignore[union-attr]
+
+
+def test_a_scanned_file_deleted_before_the_transaction_is_written_again(env: Env) -> None:
+    """Two erasures of one subject scan the same content (one file, by its hash); when the first fails, its clean-up
+    deletes that file: the second's transaction must write it again, not commit a version without bytes."""
+    env.register()
+    env.session.commit()
+    scan = D.scan_erasure(env.session, env.store, subject_id=env.subject, dataset="clientes")
+    (scanned,) = [s for s in scan.values() if s.stored is not None]
+    assert D.drop_unused_files(env.session, env.store, scan) == [scanned.stored.path]  # type: ignore[union-attr]
+    erasure = D.open_erasure(env.session, subject_pseudonym="u" * 64, dataset="clientes", requested_by="dpo")
+    D.erase_subject(
+        env.session,
+        env.store,
+        subject_id=env.subject,
+        dataset="clientes",
+        actor="dpo",
+        erasure_id=erasure.id,
+        scan=scan,
+    )
+    env.session.commit()
+    v2 = D.resolve(env.session, "clientes")
+    assert v2.number == 2 and D.version_path(env.store, v2).exists()
+    assert pq.read_table(D.version_path(env.store, v2)).num_rows == ROWS - 1

@@ -54,8 +54,13 @@ def test_train_refuse_abroad_erase_retrain_and_verify(start_server: Callable[...
         sp1, tokens["eng1"], ok(api(sp1, tokens["eng1"], "POST", "/api/v1/jobs", json=churn_job()), 201)["id"]
     )
     assert job["state"] == "succeeded", api(sp1, tokens["eng1"], "GET", f"/api/v1/jobs/{job['id']}/logs").text
+    # A job whose code does not ask for the memorisation check: its retraining is never handed the erased rows.
+    plain_spec = {**churn_job("churn-plain", steps=2), "memorisation_check": False}
+    plain = wait_final(
+        sp1, tokens["eng1"], ok(api(sp1, tokens["eng1"], "POST", "/api/v1/jobs", json=plain_spec), 201)["id"]
+    )
     models = ok(api(sp1, tokens["dpo1"], "GET", "/api/v1/models"))["models"]
-    final = next(m for m in models if m["kind"] == "final")
+    final = next(m for m in models if m["kind"] == "final" and m["job"] == job["id"])
     assert final["personal_data"] and final["residency"] == "BR"  # inherited from clientes: models memorise
     assert final["trained_on"] == [
         {
@@ -88,7 +93,10 @@ def test_train_refuse_abroad_erase_retrain_and_verify(start_server: Callable[...
     marked = ok(api(sp1, tokens["dpo1"], "GET", f"/api/v1/lineage/models/{final['id']}"))
     assert marked["affected_by_erasure"] == report["erasure"] and marked["trained_on"][0]["erased"]
 
-    (retrain_id,) = report["retrain_jobs"]
+    retrain_id, plain_retrain_id = report["retrain_jobs"]  # in the order of the jobs retrained
+    assert wait_final(sp1, tokens["eng1"], plain_retrain_id)["state"] == "succeeded"
+    plain_logs = api(sp1, tokens["eng1"], "GET", f"/api/v1/jobs/{plain_retrain_id}/logs").json()["text"]
+    assert "memorisation {" not in plain_logs and plain["state"] == "succeeded"
     retrained = wait_final(sp1, tokens["eng1"], retrain_id)
     assert retrained["state"] == "succeeded"
     logs = api(sp1, tokens["eng1"], "GET", f"/api/v1/jobs/{retrain_id}/logs").json()["text"]

@@ -51,5 +51,6 @@ def churn_job(name: str = "churn", steps: int = 30) -> dict[str, Any]:
         "workdir": str(ROOT),
         "datasets": ["clientes"],
         "purpose": "churn-model",
+        "memorisation_check": True,  # an erasure's retraining checks what the new model remembers (churn_train.py)
         "env": {"OMP_NUM_THREADS": "1"},
     }

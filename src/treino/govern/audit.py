@@ -238,7 +238,7 @@ class AuditLog:
     ) -> Appended:
         """One record, inserted in `session`'s transaction (the caller commits). What it returns is a plain copy of
         the record's fields for reading (building an ORM object cost a quarter of an append's time)."""
-        self._hold_chain(session)
+        self.hold_chain(session)
         with self._lock:
             seq, prev_hash = self._read_head(session)
             fields = _fields(seq + 1, time.time(), actor, action, dataset, subject, job_id, detail, prev_hash)
@@ -249,7 +249,7 @@ class AuditLog:
     def append_many(self, session: Session, records: Sequence[Mapping[str, Any]]) -> int:
         """Many records in one statement (imports, benchmarks); each a dict of append's keywords, plus an optional
         `time` (unix seconds). Returns how many were appended."""
-        self._hold_chain(session)
+        self.hold_chain(session)
         with self._lock:
             seq, prev_hash = self._read_head(session)
             rows = []
@@ -275,7 +275,7 @@ class AuditLog:
     def checkpoint(self, session: Session) -> AuditCheckpoint | None:
         """Sign the current head now (on shutdown, or hourly, so a cut-off tail is caught); None if the log is
         empty. The checkpoint is added to `session`; the caller commits."""
-        self._hold_chain(session)
+        self.hold_chain(session)
         with self._lock:
             seq, hash_ = self._read_head(session)
             if seq == 0:
@@ -294,7 +294,7 @@ class AuditLog:
             return head[1], head[2]
         return None
 
-    def _hold_chain(self, session: Session) -> None:
+    def hold_chain(self, session: Session) -> None:
         """The chain held by `session`'s transaction until it ends: one appending transaction at a time (see the
         module's docstring). Taken before, never while, this log's thread lock is held: a transaction that holds the
         database's write lock (SQLite has one) may be waiting for the thread lock to append, and a thread that held
@@ -311,7 +311,7 @@ class AuditLog:
 
     def _read_head(self, session: Session) -> tuple[int, str]:
         """(seq, hash) of the last record, or (0, GENESIS_HASH): from this log's own last append in the same
-        transaction, else one primary-key lookup. The caller holds the chain (_hold_chain)."""
+        transaction, else one primary-key lookup. The caller holds the chain (hold_chain)."""
         if (cached := self._cached_head(session)) is not None:
             return cached
         row = session.execute(

@@ -718,7 +718,10 @@ def _scan_version(
 
 
 def drop_unused_files(session: Session, store: Path, scan: ErasureScan) -> list[str]:
-    """The files `scan` wrote that no version points to (its erasure failed, or a version came in between), deleted."""
+    """The files `scan` wrote that no version points to (its erasure failed, or a version came in between), deleted.
+    Run it in a transaction that holds the audit chain (AuditLog.hold_chain), as every erasure's does: another
+    erasure that scanned the same content (the same subject again) then has either committed its version, which
+    keeps the file, or not yet begun, and its transaction scans again what it finds gone."""
     paths = {s.stored.path for s in scan.values() if s.stored is not None}
     if not paths:
         return []
@@ -751,7 +754,9 @@ def _erase_in_dataset(
     removed = 0
     for v in live:
         found = scan.get(v.id)
-        if found is None or (v.id == latest.id and found.rows and found.stored is None):
+        stale = found is not None and found.stored is not None and not (store / found.stored.path).exists()
+        if found is None or stale or (v.id == latest.id and found.rows and found.stored is None):
+            # not scanned; or its new file deleted since (another erasure of the subject that failed dropped it)
             found = _scan_version(session, store, ds, v, subject_id, latest=v.id == latest.id)
         if not found.rows:
             continue

@@ -4,12 +4,14 @@ same transaction, so the chain never says less than what happened. They answer w
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no py.typed marker
 from sqlalchemy import func, select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from treino.errors import Conflict, Gone, NotFound, PolicyViolation, TreinoError, Unauthenticated
@@ -46,6 +48,8 @@ from treino.server.schemas import (
 from treino.server.settings import ERASURE_DEADLINE_DAYS
 from treino.server.spec import JobSpec
 from treino.server.submission import JobHook, job_site
+
+log = logging.getLogger("treino.server")
 
 
 def dataset_named(s: Session, name: str) -> Dataset:
@@ -294,12 +298,13 @@ def erase(ctx: ServerContext, subject: str, dataset: str | None, retrain: bool, 
     try:
         erasure, result, report = _erase_recorded(ctx, subject, subject_pseudonym, dataset, retrain, actor, scan)
     finally:  # a new version no committed version points to (the transaction failed, or one came in between)
-        with ctx.sessions() as s:
-            store_ops.drop_unused_files(s, ctx.settings.store, scan)
+        _drop_unused_files(ctx, scan)
     rows: dict[str, pa.Table] = {}
     if retrain and result.job_ids:  # for the retraining's memorisation check, read before the bytes go
         with ctx.sessions() as s:
-            rows = unlearning.erased_rows(s, ctx.settings.store, result, subject)
+            specs = s.scalars(select(Job.spec).where(Job.id.in_(result.job_ids)))
+            if any(spec.get("sisa") or spec.get("memorisation_check") for spec in specs):
+                rows = unlearning.erased_rows(s, ctx.settings.store, result, subject)
     for rel in result.deleted_files:
         (ctx.settings.store / rel).unlink(missing_ok=True)
     drop_dataset_copies(ctx.settings.jobs_dir, {Path(rel).name for rel in result.deleted_files})
@@ -332,6 +337,19 @@ def erase(ctx: ServerContext, subject: str, dataset: str | None, retrain: bool, 
         retrain_jobs=retrained,
         retrain_refused=refused,
     )
+
+
+def _drop_unused_files(ctx: ServerContext, scan: store_ops.ErasureScan) -> None:
+    """store_ops.drop_unused_files, holding the audit chain as erasures do (see there). A failure is logged, not
+    raised: it must not hide the erasure's own error, and the files hold no data of the subject."""
+    if not any(s.stored for s in scan.values()):
+        return
+    try:
+        with ctx.sessions.begin() as s:
+            ctx.audit.hold_chain(s)
+            store_ops.drop_unused_files(s, ctx.settings.store, scan)
+    except (OSError, DBAPIError):
+        log.exception("could not delete an erasure's unused new files; the store keeps them")
 
 
 def _erase_recorded(
@@ -403,7 +421,8 @@ def _retrain(
             )
         # only the erased rows of the datasets this job was admitted to read: never another dataset's
         mine = {name: rows for name, rows in (erased or {}).items() if name in spec.datasets}
-        hook = _retraining(ctx, job_id, erasure_id, mine, sisa=spec.sisa is not None)
+        checks = spec.sisa is not None or spec.memorisation_check  # the rows go only to code written to check them
+        hook = _retraining(ctx, job_id, erasure_id, mine if checks else {}, sisa=spec.sisa is not None)
         try:
             new = ctx.submissions.submit(spec, who, hook)
         except TreinoError as exc:  # PolicyViolation is audited by submit (job.deny)
@@ -416,9 +435,10 @@ def _retrain(
 
 
 def _retraining(ctx: ServerContext, job_id: int, erasure_id: int, erased: dict[str, pa.Table], sisa: bool) -> JobHook:
-    """The submit hook of job `job_id`'s retraining, run in its submit transaction: it is listed in the erasure's
-    record with the erased rows placed in its folder, for its memorisation check; a SISA job that left a `sisa/`
-    checkpoint continues from it (else it starts from scratch), and is listed as such."""
+    """The submit hook of job `job_id`'s retraining, run in its submit transaction: given `erased` rows (a SISA job's,
+    or one whose spec asks for the memorisation check), it is listed in the erasure's record with the rows placed in
+    its folder; a SISA job that left a `sisa/` checkpoint continues from it (else it starts from scratch), and is
+    listed as such."""
     step = unlearning.sisa_step(ctx.engine.checkpoint_dir(job_id)) if sisa else None
 
     def retrain(s: Session, job: Job) -> None:
@@ -427,6 +447,8 @@ def _retraining(ctx: ServerContext, job_id: int, erasure_id: int, erased: dict[s
         s.flush()
         erasure = s.get(Erasure, erasure_id)
         assert erasure is not None
+        if step is None and not erased:
+            return  # a plain retraining: nothing to record or give
         key = unlearning.SISA_JOBS_KEY if step is not None else unlearning.CHECKED_JOBS_KEY
         report = dict(erasure.report or {})
         report[key] = [*report.get(key, []), job.id]

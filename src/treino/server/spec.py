@@ -21,6 +21,8 @@ plan: {model: llama-3.1-8b, micro_batch: 1, seq_len: 4096, precision: bf16-mixed
 datasets: [clientes-2026]      # enforced by the governance issue
 sisa: {shards: 3, slices: 4}   # SISA training (treino.sisa): the job gets TREINO_SISA=3:4; an erasure's retraining
                                #   continues from its shards' slice checkpoints, retraining only the affected shards
+memorisation_check: true       # an erasure's retraining of this job is given the erased subject's rows, which its
+                               #   code compares with held-out rows (treino.sisa.memorisation_check); SISA jobs always
 trackers: [tensorboard, mlflow, wandb]   # what run.log/run.config also write to, in the job's folder (treino.trackers);
                                #   absent: TensorBoard when the job's Python has it; []: none. Each one's package must
                                #   be importable by the job's Python, checked at submit (treino.server.trackers)
@@ -190,6 +192,9 @@ class JobSpec(BaseModel):
     purpose: Text | None = Field(None, max_length=100)  # why the job reads its datasets (LGPD Art. 6 I)
     trackers: list[ShortText] | None = Field(None, max_length=len(tracker_bridges.TRACKERS))
     sisa: SisaSpec | None = None
+    # An erasure's retraining of this job gets the erased rows for its memorisation check (SISA jobs always do): only
+    # code written to check, and to leave the rows alone, should be handed a subject's rows after they asked to go.
+    memorisation_check: bool = False
 
     @field_validator("trackers")
     @classmethod
