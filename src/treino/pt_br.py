@@ -217,6 +217,13 @@ PT: dict[str, str] = {
     "total, {months} months": "total, {months} meses",
     "{headroom} headroom on each {gpu}.": "{headroom} de folga em cada {gpu}.",
     "attention: {kernel} kernel on {device}": "atenção: kernel {kernel} em {device}",
+    (
+        "--gpu cpu plans one CPU host: no --gpus beyond 1, no --fabric, no fp8 (CPUs have no FP8 matmuls). "
+        "To fix: drop those options, or name a GPU."
+    ): (
+        "--gpu cpu planeja uma máquina (a CPU): nada de --gpus acima de 1, de --fabric nem de fp8 (CPUs não têm "
+        "multiplicações em FP8). Como corrigir: tire essas opções, ou indique uma GPU."
+    ),
     "--gpu cpu plans the CPU host itself, which no offer rents. To fix: drop --offer, or name a GPU.": (
         "--gpu cpu planeja a própria máquina (a CPU), que nenhuma oferta aluga. Como corrigir: tire --offer, ou "
         "indique uma GPU."

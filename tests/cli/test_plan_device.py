@@ -41,6 +41,18 @@ def test_cpu_host_plan_is_memory_only_against_its_ram() -> None:
     assert cpu["memory"]["activations_bytes"] > 2 * gpu["memory"]["activations_bytes"]
     refused = treino("plan", "train", *GPT2, "--gpu", "cpu", "--offer", "anything")
     assert refused.returncode == 2 and "--gpu cpu plans the CPU host itself" in refused.stderr
+    for extra in (["--gpus", "2"], ["--fabric", "2x100g-eth"], ["--precision", "fp8"]):
+        refused = treino("plan", "train", *GPT2, "--gpu", "cpu", *extra)
+        assert refused.returncode == 2 and "--gpu cpu plans one CPU host" in refused.stderr, extra
+
+
+def test_a_cpu_host_is_never_advised_to_offload_or_add_devices() -> None:
+    # 24 GB of RAM cannot hold Llama-3-8B's training: the fixes may change numerics or activations, never offload
+    # into the same RAM or shard over a second device the host does not have
+    plan = _plan("--model", "llama-3-8b", "--gpu", "cpu", "--ram-gb", "24", "--precision", "bf16-true")
+    assert plan["advice"], plan
+    for option in plan["advice"]:
+        assert "--offload" not in option["flags"] and "--gpus" not in option["flags"], option
 
 
 def test_rich_output_names_the_kernel_in_both_languages() -> None:

@@ -196,6 +196,11 @@ def plan_train(
         raise UsageError(
             "--gpu cpu plans the CPU host itself, which no offer rents. To fix: drop --offer, or name a GPU."
         )
+    if on_cpu and (gpus > 1 or fabric or precision == "fp8"):
+        raise UsageError(
+            "--gpu cpu plans one CPU host: no --gpus beyond 1, no --fabric, no fp8 (CPUs have no FP8 matmuls). "
+            "To fix: drop those options, or name a GPU."
+        )
     if on_cpu and profile is None:  # memory only: RAM to fill, no throughput to time a step by
         from treino.plan.hardware import cpu_host
 

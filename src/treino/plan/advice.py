@@ -191,6 +191,8 @@ def advise(
                 picked.append(change)
         if combined is None or (max_gpus is not None and combined.gpus > max_gpus):
             continue
+        if setup.device == "cpu" and (combined.gpus > setup.gpus or combined.offload != setup.offload):
+            continue  # a CPU host: no second device to shard over, and offloading into the same RAM frees nothing
         estimate = _try(model, combined)
         if estimate is None or estimate.peak_bytes > capacity:
             continue
