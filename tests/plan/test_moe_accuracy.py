@@ -62,8 +62,14 @@ def test_untuned_moe_and_encoder_shapes_within_10_percent(case: tuple) -> None:
     measured = engine.measure_training_step(
         model, engine.lm_batch(cfg, micro_batch, seq_len), precision=precision, checkpointing=checkpointing
     )
-    setup = TrainSetup(
-        micro_batch=micro_batch, seq_len=seq_len, precision=precision, attention=attention, checkpointing=checkpointing
+    setup = TrainSetup(  # the device measured: CPU (its dropout keeps a noise tensor, CUDA's a bool mask)
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        precision=precision,
+        attention=attention,
+        checkpointing=checkpointing,
+        device="cpu",
+        sm=0,
     )
     predicted = estimate_training_memory(model_from_config(cfg), setup)
     error = predicted.peak_tensor_bytes / measured.peak_bytes - 1

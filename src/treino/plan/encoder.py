@@ -30,8 +30,7 @@ def mlm_outer_bytes(model: ModelSpec, compute: str, tokens: int) -> float:
     # Embeddings.
     per_token += resid * h  # the three embeddings' sum, LayerNorm's input
     per_token += LAYERNORM_STATS * (4 if compute != "16bit" else 2)  # its mean and rstd
-    if model.dropout > 0:  # PyTorch's CPU dropout keeps its noise tensor in the input's dtype (CUDA: a bool mask)
-        per_token += resid * h
+    # (the embeddings' dropout mask is memory.py's, with the device's mask size: _embedding_output_bytes)
     # MLM head.
     if compute == "mixed":
         per_token += 2 * h  # the dense layer's 16-bit copy of its fp32 input (autocast)

@@ -582,7 +582,6 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     # `outputs` does (measured: tests/trace/test_parity.py). At the loss they are the logits counted above; the
     # optimizer step's phase leaves them out (tests/plan/test_optimizers.py measures the step alone).
     held_logits = tokens * V * (4 if p.compute == "fp32" else 2)
-    backward_time += held_logits
     if model.logit_softcap:  # gemma2 (transformers Gemma2ForCausalLM) soft-caps the logits
         softcap = tokens * V * (4 if p.compute == "fp32" else 2)  # tanh keeps its output for backward
         loss_time += softcap
@@ -591,6 +590,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     accum_grads = grads if setup.grad_accum > 1 else 0.0
     head_grad = 0 if setup.lora else grad_elem * model.vocab_size * model.hidden_size / t
     outer, backward_time, head_grad = _encoder_head_terms(model, setup, tokens, (outer, backward_time, head_grad))
+    backward_time += held_logits  # (BERT's head terms replace the decoders' above; its outputs hold logits too)
     largest_tensor = max((math.prod(shape) for shape, _ in _trainable_tensors(model, setup)), default=0)
     opt_temp = 0.0 if setup.offload != "none" else _optimizer_temporary_bytes(setup, trainable, largest_tensor, p)
     opt_temp *= stage  # each pipeline stage steps its own parameters
@@ -604,7 +604,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         "optimizer step": (grads + ddp_buckets, 0.0, 0.0, opt_temp / t),
     }
     if setup.checkpointing == "full":  # the last block recomputed, with nearly all gradients present
-        phases["backward, recompute"] = (grads + ddp_buckets, activations, 0.0, live_block)
+        phases["backward, recompute"] = (grads + ddp_buckets, activations, held_logits, live_block)
     totals = {k: weights + gathered.get(k, 0.0) + optimizer + sum(v) for k, v in phases.items()}
     phase = max(totals, key=lambda k: totals[k])
     live_grads, live_act, live_logits, live_temp = phases[phase]

@@ -139,8 +139,9 @@ def _measure_rank(rank: int, world: int, config: dict[str, Any], setup: dict[str
         nonlocal grads_after_backward
         ctx = torch.autocast("cpu", dtype=cast) if cast else contextlib.nullcontext()
         with ctx:
-            loss = engine._loss_of(wrapped(**batch))
-        loss.backward()  # type: ignore[no-untyped-call]  # Tensor.backward is unannotated (torch 2.13)
+            # bound to a name, as in a training loop: the outputs (the logits) stay live until the step ends
+            outputs = wrapped(**batch)
+        engine._loss_of(outputs).backward()  # type: ignore[no-untyped-call]  # unannotated (torch 2.13)
         grads_after_backward = _storage_bytes([p.grad for p in params if p.grad is not None])
         opt.step()
         opt.zero_grad(set_to_none=True)
