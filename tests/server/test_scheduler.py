@@ -50,6 +50,13 @@ def test_gpus_of_a_job_stay_in_one_nvlink_domain_best_fit() -> None:
     assert choose_devices(free, 7) is None
 
 
+def test_a_machine_without_one_domain_big_enough_gives_the_fullest_domains_first() -> None:
+    # Domains of 3, 2 and 1 free: 5 GPUs come from the domain of 3, then the domain of 2, leaving the single one.
+    assert choose_devices(gpus([0, 0, 0, 1, 1, 2]), 5) == (0, 1, 2, 3, 4)
+    # Two domains of 2 free: the one with the lower first index first.
+    assert choose_devices(gpus([1, 0, 0, 1, 2]), 3) == (0, 3, 1)
+
+
 def test_backfill_only_when_it_cannot_delay_the_head() -> None:
     devices = gpus([0, 0, 0, 0])
     # Job 10 holds 3 GPUs until NOW + 600 s. Head (job 1) needs 4: its reservation is NOW + 600.
