@@ -60,9 +60,9 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "treino.govern.cpf.x__sample__mutmut_13": "pa.array(ints) infers int64 anyway",
     },
     "scheduler": {
-        "treino.server.scheduler.x_schedule__mutmut_14": "reservation = None: read only once a head has set it",
-        "treino.server.scheduler.x_schedule__mutmut_15": "spare_at_reservation = None: read only once a head has set it",
-        "treino.server.scheduler.x_schedule__mutmut_16": "spare_at_reservation = 1: read only once a head has set it",
+        "treino.server.scheduler.x_schedule__mutmut_14": "reservation = None: read once a head set it",
+        "treino.server.scheduler.x_schedule__mutmut_15": "spare_at_reservation = None: read once a head set it",
+        "treino.server.scheduler.x_schedule__mutmut_16": "spare_at_reservation = 1: read once a head set it",
         "treino.server.scheduler.x__victims__mutmut_4": "free - stopping: where it is short of free + stopping, the "
         "loop starts at free + stopping, already enough, and returns []",
         "treino.server.scheduler.x__victims__mutmut_5": "free + stopping > need: at equality the loop returns [] too",
