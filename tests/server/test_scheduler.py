@@ -171,7 +171,7 @@ def reference_schedule(devices: list[Device], queue: list[Queued], running: list
     starts: list[tuple[int, tuple[int, ...]]] = []
     preempt: list[int] = []
     head: Queued | None = None
-    reservation, spare = math.inf, 0
+    reservation, spare, eligible = math.inf, 0, set()
     for job in order(queue):
         if not could_ever_fit(devices, job):
             continue
@@ -194,11 +194,14 @@ def reference_schedule(devices: list[Device], queue: list[Queued], running: list
         if chosen is None:
             continue
         ends_in_time = job.timeout_s is not None and not math.isinf(reservation) and now + job.timeout_s <= reservation
-        if ends_in_time or job.devices_needed <= spare:
+        if not ends_in_time and len(set(chosen) & eligible) > spare:  # it would keep the head's devices: elsewhere?
+            off_head = [d for d in free if d.index not in eligible]
+            chosen = choose_devices(off_head, job.gpus, job.nodes, job.node_groups)
+        if chosen is not None:
             starts.append((job.id, chosen))
             free = [d for d in free if d.index not in chosen]
             if not ends_in_time:
-                spare -= job.devices_needed
+                spare -= len(set(chosen) & eligible)
     at = None if head is None or math.isinf(reservation) else reservation
     return Decision(tuple(starts), tuple(preempt), head.id if head else None, at)
 
@@ -428,3 +431,22 @@ def test_a_pass_tests_each_shape_against_the_inventory_once_not_each_job() -> No
         return devices.passes
 
     assert passes_over_inventory(1000) == passes_over_inventory(1)
+
+
+def test_a_job_on_machines_the_head_may_not_use_backfills_behind_it() -> None:
+    """Rule 3: a job that uses only devices the head will not need may backfill; the devices of a partition the
+    head's data may not go to are such devices, whether or not the head's reservation is known."""
+    devices = cluster({"sp1": 2, "mia": 2})
+    sp1 = (frozenset({"sp1"}),)
+    for timeout in (100.0, None):  # sp1's holder ends at NOW + 100, or at an unknown time
+        running = [Running(9, 0, (0, 1), NOW, timeout)]
+        queue = [Queued(1, 0, 2, 1.0, None, node_groups=sp1), Queued(2, 0, 1, 2.0, None), Queued(3, 0, 1, 3.0, None)]
+        d = schedule(devices, queue, running, NOW)
+        assert (dict(d.start), d.head, d.backfill_refused) == ({2: (2,), 3: (3,)}, 1, ())
+    # Its best fit would be the head's free device (sp1's fullest machine): it is placed on mia instead; a job kept to
+    # sp1 without a known end waits for the head.
+    running = [Running(9, 0, (0,), NOW, 100.0)]
+    kept_to_sp1 = Queued(3, 0, 1, 3.0, None, node_groups=sp1)
+    queue = [Queued(1, 0, 2, 1.0, None, node_groups=sp1), Queued(2, 0, 1, 2.0, None), kept_to_sp1]
+    d = schedule(devices, queue, running, NOW)
+    assert (dict(d.start), d.head, d.backfill_refused) == ({2: (2,)}, 1, (3,))
