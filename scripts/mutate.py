@@ -63,6 +63,7 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "treino.server.scheduler.x_schedule__mutmut_14": "reservation = None: read once a head set it",
         "treino.server.scheduler.x_schedule__mutmut_15": "spare_at_reservation = None: read once a head set it",
         "treino.server.scheduler.x_schedule__mutmut_16": "spare_at_reservation = 1: read once a head set it",
+        "treino.server.scheduler.x_schedule__mutmut_19": "head_may_use = None: read once a head set it",
         "treino.server.scheduler.x__victims__mutmut_4": "free - stopping: where it is short of free + stopping, the "
         "loop starts at free + stopping, already enough, and returns []",
         "treino.server.scheduler.x__victims__mutmut_5": "free + stopping > need: at equality the loop returns [] too",
@@ -102,6 +103,9 @@ def prepare(name: str, target: Target) -> Path:
     rest = tail.split("\n[", 1)  # the tables after [tool.mutmut], if any
     kept = head + ("\n[" + rest[1] if len(rest) == 2 else "")
     (folder / "pyproject.toml").write_text(kept + settings(target))
+    # Which tests reach which function is collected afresh (one run of the tests): mutmut adds only new tests' to
+    # what it recorded, so the mutants of a function added since would not be run against the tests that reach it.
+    (folder / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     return folder
 
 
@@ -109,6 +113,11 @@ def run(folder: Path, mutants: str | None) -> None:
     mutmut = Path(sys.executable).with_name("mutmut")
     env = {**os.environ, "PYTHONPATH": ""}  # the folder's own copy of src is what mutmut mutates
     subprocess.run([str(mutmut), "run", *([mutants] if mutants else [])], cwd=folder, env=env, check=False)
+    # mutmut keeps a mutant's verdict until its function changes: the survivors are tried again, against the tests
+    # as they are now (a test added since may kill them).
+    left = [] if mutants else survivors(folder)
+    if left:
+        subprocess.run([str(mutmut), "run", *left], cwd=folder, env=env, check=False)
 
 
 def score(folder: Path) -> dict[str, int] | None:
