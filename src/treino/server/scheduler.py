@@ -24,9 +24,10 @@ the jobs held back for the head's reservation, those a quota holds): treino.serv
 queued job's reason, from this pass, not from a second guess.
 
 Cost: one pass reads each queued job at most once, with one fit test per job *shape* (GPUs, nodes, node groups),
-not per job, and stops behind the head as soon as no shape in the queue fits in the free devices (nothing behind
-it could start). The engine keeps its queue in `order` (a `Queue`, which also counts its shapes), so a pass over
-10,000 queued jobs sorts nothing, and when nothing can start it looks at the jobs up to the head only.
+not per job (behind the head, one more where the head's machines are to be kept), and stops behind the head as soon
+as no shape in the queue fits in the free devices (nothing behind it could start). The engine keeps its queue in
+`order` (a `Queue`, which also counts its shapes), so a pass over 10,000 queued jobs sorts nothing, and when nothing
+can start it looks at the jobs up to the head only.
 """
 
 from __future__ import annotations
@@ -307,8 +308,8 @@ def _reserve(
     reservation, spare = _reservation(free_for_head, mine, head.devices_needed)
     victims = _victims(head, free_for_head, mine)
     if victims:
-        # The head takes the next devices to come free: nothing backfills in this decision (a victim's expected
-        # end is its timeout, not the grace period it is about to get).
+        # The head takes the next devices to come free: nothing backfills on its machines in this decision (a
+        # victim's expected end is its timeout, not the grace period it is about to get).
         reservation, spare = now, 0
     return free_for_head, holders, reservation, spare, victims, eligible
 
