@@ -7,8 +7,9 @@ Each target is a module and the tests that should catch its mutants (the fast on
 reads its settings from the pyproject.toml of the folder it runs in, so each target gets a folder of its own under
 .mutate/ (a copy of src/, tests/, scripts/ and examples/, and a pyproject.toml with the target's [tool.mutmut]).
 The folders are kept: mutmut records each mutant's result there and, run again, tests only the mutants of functions
-that changed since. The table at the end gives each target's score against TARGET_SCORE; the survivors are listed
-by `.venv/bin/mutmut results` in the target's folder (`mutmut show NAME` shows one).
+that changed since, and the survivors (against the tests as they are now). The table at the end gives each target's
+score against TARGET_SCORE; the survivors are listed by `.venv/bin/mutmut results` in the target's folder
+(`mutmut show NAME` shows one).
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ def run(folder: Path, mutants: str | None) -> None:
     subprocess.run([str(mutmut), "run", *([mutants] if mutants else [])], cwd=folder, env=env, check=False)
     # mutmut keeps a mutant's verdict until its function changes: the survivors are tried again, against the tests
     # as they are now (a test added since may kill them).
-    left = [] if mutants else survivors(folder)
+    equivalent = {name for names in EQUIVALENT.values() for name in names}
+    left = [] if mutants else [m for m in survivors(folder) if m not in equivalent]
     if left:
         subprocess.run([str(mutmut), "run", *left], cwd=folder, env=env, check=False)
 
