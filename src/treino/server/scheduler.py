@@ -10,8 +10,10 @@ Rules (the issue's, and Slurm's EASY backfill, which small GPU clusters use):
 3. The first job that cannot start is the head. It gets a reservation: the earliest time enough devices free up,
    from the running jobs' known ends (start + timeout_minutes; stopping jobs: now + their grace). A later job may
    backfill when it fits in the free devices and either ends before the reservation (it has a timeout that says
-   so) or uses only devices the head will not need at the reservation. A job without a timeout has no known end,
-   so behind a head whose reservation is unknown nothing backfills: backfill never delays the head.
+   so) or uses only devices the head will not need at the reservation: spare ones then, or ones on machines the
+   head may not use (placed there when its best fit would take the head's). A job without a timeout has no known
+   end, so behind a head whose reservation is unknown nothing backfills on the head's machines: backfill never
+   delays the head.
 4. Preemption: a head that outranks running jobs takes their devices: the lowest priority first, then the most
    recently started (the least progress to lose), only as many as it needs, and only when that is enough.
 5. Quotas: `quota_block(job, starting)`, when given, is asked before a job would start or become the head; a job it
@@ -22,9 +24,10 @@ the jobs held back for the head's reservation, those a quota holds): treino.serv
 queued job's reason, from this pass, not from a second guess.
 
 Cost: one pass reads each queued job at most once, with one fit test per job *shape* (GPUs, nodes, node groups),
-not per job, and stops behind the head as soon as no shape in the queue fits in the free devices (nothing behind
-it could start). The engine keeps its queue in `order` (a `Queue`, which also counts its shapes), so a pass over
-10,000 queued jobs sorts nothing, and when nothing can start it looks at the jobs up to the head only.
+not per job (behind the head, one more where the head's machines are to be kept), and stops behind the head as soon
+as no shape in the queue fits in the free devices (nothing behind it could start). The engine keeps its queue in
+`order` (a `Queue`, which also counts its shapes), so a pass over 10,000 queued jobs sorts nothing, and when nothing
+can start it looks at the jobs up to the head only.
 """
 
 from __future__ import annotations
@@ -223,6 +226,8 @@ def schedule(
     # (cleared whenever a start takes devices). Thousands of queued jobs come in a handful of shapes.
     ever_fits: dict[Shape, bool] = {}
     fits_now: dict[Shape, tuple[int, ...] | None] = {}
+    head_may_use: set[int] = set()  # the devices on the head's machines (rule 3: backfill keeps its spare ones)
+    fits_off_head: dict[Shape, tuple[int, ...] | None] = {}  # where it fits in `free` off the head's machines
 
     def fit(shape: Shape) -> tuple[int, ...] | None:
         if shape not in fits_now:
@@ -254,7 +259,7 @@ def schedule(
                 fits_now.clear()
                 continue
             head = job
-            free_for_head, holders, reservation, spare_at_reservation, victims = _reserve(
+            free_for_head, holders, reservation, spare_at_reservation, victims, head_may_use = _reserve(
                 job, devices, free, running, now
             )
             preempt.extend(victims)
@@ -263,15 +268,18 @@ def schedule(
             continue
         assert chosen is not None
         ends_in_time = job.timeout_s is not None and not math.isinf(reservation) and now + job.timeout_s <= reservation
-        if not (ends_in_time or job.devices_needed <= spare_at_reservation):
+        spare = None if ends_in_time else spare_at_reservation  # those it may hold at the reservation (None: any)
+        chosen = _behind_head(chosen, spare, head_may_use, free, fits_off_head, shape)
+        if chosen is None:
             refused.append(job.id)  # it could delay the head's start
             continue
         starts.append((job.id, chosen))
         starting.append(job)
         free = [d for d in free if d.index not in chosen]
         fits_now.clear()
+        fits_off_head.clear()
         if not ends_in_time:
-            spare_at_reservation -= job.devices_needed
+            spare_at_reservation -= _taken(chosen, head_may_use)
         if none_fits():
             break
     return Decision(
@@ -289,9 +297,9 @@ def schedule(
 
 def _reserve(
     head: Queued, devices: Sequence[Device], free: Sequence[Device], running: Sequence[Running], now: float
-) -> tuple[int, tuple[int, ...], float, int, list[int]]:
+) -> tuple[int, tuple[int, ...], float, int, list[int], set[int]]:
     """Rules 3 and 4 for the head: the free devices it may use, the jobs holding the others (soonest expected end
-    first), its reservation and the devices to spare then, and the jobs to preempt for it."""
+    first), its reservation and the devices to spare then, the jobs to preempt for it, and the devices it may use."""
     # Counted on the machines it may use only (its data's residency): free GPUs elsewhere do not seat it.
     eligible = {d.index for d in head.eligible(devices)}
     free_for_head = sum(1 for d in free if d.index in eligible)
@@ -300,10 +308,33 @@ def _reserve(
     reservation, spare = _reservation(free_for_head, mine, head.devices_needed)
     victims = _victims(head, free_for_head, mine)
     if victims:
-        # The head takes the next devices to come free: nothing backfills in this decision (a victim's expected
-        # end is its timeout, not the grace period it is about to get).
+        # The head takes the next devices to come free: nothing backfills on its machines in this decision (a
+        # victim's expected end is its timeout, not the grace period it is about to get).
         reservation, spare = now, 0
-    return free_for_head, holders, reservation, spare, victims
+    return free_for_head, holders, reservation, spare, victims, eligible
+
+
+def _behind_head(
+    chosen: tuple[int, ...],
+    spare: int | None,
+    head_may_use: set[int],
+    free: Sequence[Device],
+    memo: dict[Shape, tuple[int, ...] | None],
+    shape: Shape,
+) -> tuple[int, ...] | None:
+    """Rule 3: where a job behind the head may start. Its best fit `chosen` when it ends before the reservation
+    (`spare` None) or holds no more than `spare` of the head's devices, else a fit in `free` off the head's machines
+    (`memo`: those found since `free` last changed), else None (it waits: it could delay the head's start)."""
+    if spare is None or _taken(chosen, head_may_use) <= spare:
+        return chosen
+    if shape not in memo:
+        memo[shape] = choose_devices([d for d in free if d.index not in head_may_use], *shape)
+    return memo[shape]
+
+
+def _taken(chosen: Sequence[int], head_may_use: set[int]) -> int:
+    """How many of `chosen` the head may use (those a backfilled job would keep from it)."""
+    return sum(1 for i in chosen if i in head_may_use)
 
 
 def _held(quota_block: QuotaBlock | None, job: Queued, starting: Sequence[Queued]) -> str | None:
