@@ -85,7 +85,7 @@ def test_rich_output_shows_verdict_and_bar() -> None:
             ("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--gpus", "3", "--tp", "3"),
             "does not divide the model's 32 attention heads",
         ),
-        (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--precision", "fp8"), "Unknown precision 'fp8'"),
+        (("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--precision", "fp4"), "Unknown precision 'fp4'"),
         (
             ("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--kernels", "deepspeed"),
             "Unknown kernels 'deepspeed'",

@@ -78,7 +78,7 @@ def test_a_refused_job_follows_the_advice_and_is_admitted_and_a_bad_plan_value_n
         for key, value, allowed in (
             ("offload", "gpu", "none, optimizer, optimizer+params"),
             ("quant", "int4", "none, nf4"),
-            ("precision", "fp8", "bf16-master"),
+            ("precision", "fp4", "bf16-master"),
         ):
             r = c.post("/api/v1/jobs", json=job({"plan": {**spec["plan"], key: value}}))
             assert r.status_code == 422, r.text
