@@ -347,3 +347,15 @@ def test_a_scanned_file_deleted_before_the_transaction_is_written_again(env: Env
     v2 = D.resolve(env.session, "clientes")
     assert v2.number == 2 and D.version_path(env.store, v2).exists()
     assert pq.read_table(D.version_path(env.store, v2)).num_rows == ROWS - 1
+
+
+def test_the_start_up_sweep_deletes_files_no_version_took_and_keeps_the_live_ones(env: Env) -> None:
+    """A server stopped between an erasure's scan (or an import's file) and its transaction leaves a file no version
+    points to: the next start deletes it, and never a file a live version holds."""
+    live = env.register().version
+    env.session.commit()
+    scan = D.scan_erasure(env.session, env.store, subject_id=env.subject, dataset="clientes")
+    (scanned,) = [s for s in scan.values() if s.stored is not None]  # then the server stops: no transaction
+    assert D.sweep_purged(env.session, env.store) == [scanned.stored.path]  # type: ignore[union-attr]
+    assert not (env.store / scanned.stored.path).exists()  # type: ignore[union-attr]
+    assert D.version_path(env.store, live).exists()

@@ -260,7 +260,7 @@ def server(
         swept = sweep_purged(s, settings.store)
     drop_dataset_copies(settings.jobs_dir, {Path(rel).name for rel in swept})
     if swept:
-        out.print(f"Deleted {len(swept)} erased dataset file(s) an interrupted erasure had left in the store.")
+        out.print(f"Deleted {len(swept)} dataset file(s) an interrupted erasure or import had left in the store.")
     token = ctx.create_admin_token()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     counts = ctx.engine.reconcile()

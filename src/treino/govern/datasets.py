@@ -856,11 +856,15 @@ def erase_subject(
 
 def sweep_purged(session: Session, store: Path) -> list[str]:
     """Delete store files that only purged versions point to: bytes an erasure committed but could not delete
-    (the server stopped between its commit and the deletion). Returns the store paths removed."""
+    (the server stopped between its commit and the deletion); and files no version points to at all: a new version
+    an erasure's scan wrote (scan_erasure) or an import stored, whose transaction never committed (the server or
+    the CLI stopped in between). Run it when nothing else writes to the store (at the server's start). Returns the
+    store paths removed."""
     live = set(session.scalars(select(DatasetVersion.path).where(DatasetVersion.purged_at.is_(None))))
     purged = set(session.scalars(select(DatasetVersion.path).where(DatasetVersion.purged_at.is_not(None))))
+    on_disk = {p.relative_to(store).as_posix() for p in (store / "sha256").glob("*/*.parquet")}
     removed = []
-    for rel in sorted(purged - live):
+    for rel in sorted((purged - live) | (on_disk - live - purged)):
         if (store / rel).exists():
             (store / rel).unlink()
             removed.append(rel)
