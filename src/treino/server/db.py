@@ -252,16 +252,22 @@ def _log_slow_writes(engine: Engine) -> None:
     event.listen(engine, "commit", _ended)
     event.listen(engine, "rollback", _ended)
 
+    @event.listens_for(engine, "checkin")
+    def _returned(_dbapi_connection: Any, record: Any) -> None:
+        record.info.pop("treino.write_began", None)  # a pooled connection starts its next use afresh
+
 
 def _caller() -> str:
     """The innermost three frames of treino's or the application's code on the stack (not the standard library's,
     another installed library's or this module's): where a write came from."""
-    frames = [
-        f"{Path(f.filename).name}:{f.lineno} {f.name}"
-        for f in traceback.extract_stack()
-        if f.filename != __file__ and (f.filename.startswith(_TREINO_DIR) or not f.filename.startswith(_LIBRARY_DIRS))
-    ]
-    return " < ".join(reversed(frames[-3:])) or "?"
+    frames = []
+    for frame, lineno in traceback.walk_stack(None):  # innermost first; no source lines read (one call per write)
+        name = frame.f_code.co_filename
+        if name != __file__ and (name.startswith(_TREINO_DIR) or not name.startswith(_LIBRARY_DIRS)):
+            frames.append(f"{Path(name).name}:{lineno} {frame.f_code.co_name}")
+            if len(frames) == 3:
+                break
+    return " < ".join(frames) or "?"
 
 
 _TREINO_DIR = str(Path(__file__).resolve().parents[1])  # treino's own code, even where it is an installed library
