@@ -76,6 +76,51 @@ def test_the_job_list_is_summaries_a_keyset_page_at_a_time(shared: ServerProcess
     assert out.stdout.splitlines()[-1] == f"Older jobs: treino jobs --before-id {ids[3]}"
 
 
+def fresh_list(c: httpx.Client) -> None:
+    """Empties the list's page cache: a submit (and a cancel) clears it, so the next listing is the route's read."""
+    job = c.post("/api/v1/jobs", json={"name": "clears", "command": ["sleep", "60"], "gpus": 2}).json()["id"]
+    assert c.post(f"/api/v1/jobs/{job}/cancel").status_code == 200
+
+
+def headers(r: httpx.Response) -> list[tuple[str, str]]:
+    """An answer's headers but its Date (the second may differ between two answers)."""
+    return sorted((k, v) for k, v in r.headers.items() if k != "date")
+
+
+def test_a_cached_list_page_is_the_routes_answer_byte_for_byte(shared: ServerProcess) -> None:
+    # The second asking within JOBS_CACHE_S is answered from the cache before the routes (CachedJobList): the same
+    # bytes and headers as the route's own answer, the security headers included.
+    with shared.client() as c:
+        for query in ("", "?state=cancelled&limit=2", "?limit=2&state=cancelled", "?limit=1000&before_id=1"):
+            fresh_list(c)
+            first, again = c.get("/api/v1/jobs" + query), c.get("/api/v1/jobs" + query)
+            assert first.status_code == again.status_code == 200, (query, first.text)
+            assert again.content == first.content, query
+            assert headers(again) == headers(first), query
+            assert again.headers["content-type"] == "application/json"
+            assert again.headers["x-frame-options"] == "DENY"
+        # Spelled otherwise, the route parses it: the same page, or the route's 422.
+        c.get("/api/v1/jobs?limit=2")
+        assert c.get("/api/v1/jobs?limit=02").content == c.get("/api/v1/jobs?limit=2").content
+        for bad in ("limit=0", "limit=1001", "limit=-1", "state=QUEUED", "before_id=9223372036854775808", "limit=1e3"):
+            assert c.get(f"/api/v1/jobs?{bad}").status_code == 422, bad
+
+
+def test_a_cached_list_page_is_refused_to_a_revoked_token_and_a_wrong_scheme(shared: ServerProcess) -> None:
+    with shared.client() as c:
+        made = c.post("/api/v1/users", json={"name": "lister", "role": "viewer"})
+        assert made.status_code == 201, made.text
+        new = c.post("/api/v1/tokens", json={"user": "lister"}).json()
+        viewer = {"Authorization": f"Bearer {new['token']}"}
+        assert c.get("/api/v1/jobs", headers=viewer).status_code == 200
+        assert c.get("/api/v1/jobs", headers=viewer).status_code == 200  # the page is cached now
+        assert c.get("/api/v1/jobs", headers={"Authorization": f"Basic {new['token']}"}).status_code == 401
+        assert c.get("/api/v1/jobs", headers={"Authorization": f"Bearer {new['token']}x"}).status_code == 401
+        assert c.post(f"/api/v1/tokens/{new['id']}/revoke").status_code == 200
+        assert c.get("/api/v1/jobs", headers=viewer).status_code == 401  # at once, though its page is cached
+        assert c.get("/api/v1/jobs").status_code == 200
+
+
 def test_the_overview_reads_jobs_without_their_specs_but_with_their_steps(shared: ServerProcess) -> None:
     spec = {"name": "stepper", "script": "train.py", "args": ["--steps", "200"], "workdir": "/", "gpus": 2}
     with shared.client() as c:
@@ -237,3 +282,22 @@ def test_submit_retries_a_dropped_connection_with_its_key_and_makes_one_job(
     assert found, out.stdout
     assert proxy.connections == 2  # the first answer was lost; the retry got the same job
     assert names(shared, "dropped") == [int(found[1])]
+
+
+def test_the_list_cache_takes_only_plainly_spelled_queries() -> None:
+    from treino.server.api.routes.jobs import page_key
+    from treino.server.settings import INT_MAX, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX
+
+    assert page_key(b"") == (None, JOBS_PAGE_DEFAULT, None)
+    assert page_key(b"state=queued") == ("queued", JOBS_PAGE_DEFAULT, None)
+    assert page_key(b"limit=7&state=running&before_id=12") == ("running", 7, 12)
+    assert page_key(f"limit={JOBS_PAGE_MAX}&before_id={INT_MAX}".encode()) == (None, JOBS_PAGE_MAX, INT_MAX)
+    assert page_key(b"limit=1&before_id=1") == (None, 1, 1)
+    # Anything else goes to the route, which parses it its own way (or answers 422).
+    for query in (
+        b"limit=0", b"limit=07", f"limit={JOBS_PAGE_MAX + 1}".encode(), b"limit=-1", b"limit=+1", b"limit=1.0",
+        f"before_id={INT_MAX + 1}".encode(), b"before_id=" + b"9" * 5000, b"before_id=0", b"state=QUEUED",
+        b"state=", b"state", b"limit=1&limit=2", b"limit=1&", b"&limit=1", b"page=2", b"state=queued%00",
+        b"limit=%31", "limit=\u0661".encode(), b"limit=1 ",
+    ):  # fmt: skip
+        assert page_key(query) is None, query

@@ -67,6 +67,9 @@ def test_bad_tokens_spend_the_budget_of_their_address_then_429_until_the_window_
         problem_429(here.get("/api/v1/jobs", headers={"Authorization": "Bearer trn_guess-11"}))
         problem_429(here.post("/api/v1/jobs", headers={"Authorization": f"Bearer {server.token}"}, json={}))
         problem_429(here.get("/metrics", headers={"Authorization": f"Bearer {server.token}"}))
+        # Nor is a list page just cached (asked from another address) a way round the budget.
+        assert elsewhere.get("/api/v1/jobs").status_code == 200
+        problem_429(here.get("/api/v1/jobs", headers={"Authorization": f"Bearer {server.token}"}))
         assert here.get("/healthz").status_code == 200  # no token, no budget
         assert here.get("/api/v1/jobs", headers={"Authorization": "Bearer trj_x"}).status_code == 401  # a job's
         # Another address is not affected.

@@ -66,6 +66,17 @@ class JobListCache:
             return hit[1]  # a read is under way: the page it replaces, rather than a wait
         return await asyncio.shield(pending)  # a client that leaves does not cancel the others' read
 
+    def ready(self, key: PageKey, max_age_s: float) -> bytes | None:
+        """What `page` would answer at once without starting a read: the page `key` if fresh, or the page it
+        replaces while its read is under way; else None. Only on the event loop's thread."""
+        with self.lock:
+            hit, generation = self.pages.get(key), self.generation
+        if hit is None:
+            return None
+        if time.monotonic() - hit[0] < max_age_s or (key, generation) in self.reading:
+            return hit[1]
+        return None
+
     def _keep(self, key: PageKey, generation: int, done: asyncio.Future[bytes]) -> None:
         self.reading.pop((key, generation), None)
         if done.cancelled() or done.exception() is not None:

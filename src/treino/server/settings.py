@@ -98,6 +98,7 @@ TRUSTED_PROXIES = ""
 JOBS_CACHE_S = 0.5  # how stale GET /api/v1/jobs may be (dashboards and `treino jobs -w` poll it)
 JOB_LIST_PAGES_MAX = 1000  # cached pages of GET /api/v1/jobs (each (state, limit, before_id)); past it all are dropped
 JOBS_PAGE_MAX = 1000  # jobs per page
+JOBS_PAGE_DEFAULT = 100  # jobs per page when the query names no limit
 PAGE_MAX = 1000  # rows per page of the other lists that grow (datasets, models)
 PAGE_DEFAULT = 100
 METRIC_POINTS_MAX = 100_000  # metric points per GET

@@ -45,6 +45,7 @@ def build_app(ctx: ServerContext) -> FastAPI:
     pages.mount(app)
     errors.install(app, pages.error_page)
     errors.document_insufficient_storage(app, routers)
+    app.add_middleware(jobs.CachedJobList, ctx=ctx)  # the list's cached pages, inside the throttle and the headers
     app.add_middleware(AuthThrottle, failures=ctx.auth.failures)  # outside the body limit: before a byte is read
     app.add_middleware(SecurityHeaders)  # outermost: on every answer, a 413 or 429 included
     return app
