@@ -116,6 +116,8 @@ def test_a_cached_list_page_is_refused_to_a_revoked_token_and_a_wrong_scheme(sha
         assert c.get("/api/v1/jobs", headers=viewer).status_code == 200  # the page is cached now
         assert c.get("/api/v1/jobs", headers={"Authorization": f"Basic {new['token']}"}).status_code == 401
         assert c.get("/api/v1/jobs", headers={"Authorization": f"Bearer {new['token']}x"}).status_code == 401
+        two = [("Authorization", "Bearer trn_wrong"), ("Authorization", f"Bearer {new['token']}")]
+        assert httpx.get(shared.url + "/api/v1/jobs", headers=two).status_code == 401  # the first one counts
         assert c.post(f"/api/v1/tokens/{new['id']}/revoke").status_code == 200
         assert c.get("/api/v1/jobs", headers=viewer).status_code == 401  # at once, though its page is cached
         assert c.get("/api/v1/jobs").status_code == 200

@@ -154,8 +154,8 @@ def page_key(query: bytes) -> PageKey | None:
     state, limit, before_id = None, JOBS_PAGE_DEFAULT, None
     seen = set()
     for pair in query.split(b"&") if query else ():
-        name, eq, value = pair.partition(b"=")
-        if not eq or name in seen or not value.isalnum() or not value.isascii():
+        name, _, value = pair.partition(b"=")
+        if name in seen or not value.isalnum():  # bytes: ASCII letters and digits only, never empty
             return None
         seen.add(name)
         if name == b"state" and value.decode() in STATES:
@@ -200,9 +200,11 @@ class CachedJobList:
         if scope["method"] != "GET":
             return None
         key = page_key(scope["query_string"])
-        if key is None:
+        page = None if key is None else self.ctx.job_lists.ready(key, JOBS_CACHE_S)
+        if page is None:
             return None
-        authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        # The first Authorization header, as the route's HTTPBearer reads it (a second one is not a second chance).
+        authorization = next((v for k, v in scope["headers"] if k == b"authorization"), b"").decode("latin-1")
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return None
@@ -210,7 +212,7 @@ class CachedJobList:
             require(self.ctx.auth.principal(token.strip()), "jobs.read")  # the route's own check: ReadJobs
         except TreinoError:
             return None  # the route answers it (401, 403), and AuthThrottle counts a 401
-        return self.ctx.job_lists.ready(key, JOBS_CACHE_S)
+        return page
 
 
 @router.get("/{job_id}", response_model=JobDetail, responses=responses(403, 404))
