@@ -93,13 +93,24 @@ def test_submit_list_follow_show(shared: ServerProcess, tmp_path: Path) -> None:
 
 
 def test_logs_follow_moves_on_to_the_next_attempt(shared: ServerProcess, tmp_path: Path) -> None:
-    # Attempt 1 prints, waits (so `logs -f` is already following it) and crashes; attempt 2 prints and succeeds.
+    # Attempt 1 prints, waits until `logs -f` has shown its line (so it is following attempt 1, however slow the
+    # machine) and crashes; attempt 2 prints and succeeds.
+    go = tmp_path / "go"
     code = "import os, sys, time; a = os.environ['TREINO_ATTEMPT']; print('attempt', a, flush=True); "
-    code += "time.sleep(2.5 if a == '1' else 0); sys.exit(a == '1')"
+    code += f"t = time.time() + 60\nwhile a == '1' and not os.path.exists({str(go)!r}) and time.time() < t: "
+    code += "time.sleep(0.05)\nsys.exit(a == '1')"
     spec = write_spec(tmp_path / "retry.yaml", name="retry", command=["python", "-c", code], max_restarts=1)
     job_id = str(submit(spec, shared))
-    out = treino("logs", job_id, "--follow", cwd=tmp_path, server=shared)
-    assert (out.returncode, out.stdout) == (0, "attempt 1\n--- attempt 2 ---\nattempt 2\n"), out.stderr
+    base = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "COLUMNS": "200"}
+    env = clean_env(**base, TREINO_URL=shared.url, TREINO_TOKEN=shared.token)
+    argv = [sys.executable, "-m", "treino", "logs", job_id, "--follow"]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen(argv, cwd=tmp_path, env=env, text=True, **pipes) as cli:
+        assert cli.stdout is not None
+        first = cli.stdout.readline()
+        go.touch()
+        rest, err = cli.communicate(timeout=CLI_TIMEOUT_S)
+    assert (cli.returncode, first + rest) == (0, "attempt 1\n--- attempt 2 ---\nattempt 2\n"), err
     out = treino("logs", job_id, "--attempt", "1", cwd=tmp_path, server=shared)
     assert out.stdout == "attempt 1\n"
     out = treino("logs", job_id, "--attempt", "3", cwd=tmp_path, server=shared)

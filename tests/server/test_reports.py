@@ -56,7 +56,7 @@ def steps_on_disk(folder: Path) -> list[int]:
 
 
 def models_of(server: Server, job_id: int) -> list[tuple[str, int]]:
-    models = server.api("GET", "/api/v1/models").json()["models"]
+    models = server.api("GET", "/api/v1/models", params={"limit": 1000}).json()["models"]  # a slow run saves 100+
     return sorted((m["kind"], m["step"]) for m in models if m["job"] == job_id)
 
 
