@@ -99,16 +99,44 @@ def _barrier() -> None:
 
 
 def _layout(tree: Any) -> Any:
-    """What a state dict's CPU copy depends on: its keys, and each tensor's shape and dtype."""
+    """What a state dict's CPU copy depends on: its keys, and each tensor's shape (a DTensor's: also its shard's)
+    and dtype."""
     import torch
+    from torch.distributed.tensor import DTensor
 
     if isinstance(tree, dict):
         return tuple((key, _layout(value)) for key, value in tree.items())
     if isinstance(tree, (list, tuple)):
         return tuple(_layout(value) for value in tree)
+    if isinstance(tree, DTensor):
+        return (tuple(tree.shape), tuple(tree.to_local().shape), tree.dtype)
     if isinstance(tree, torch.Tensor):
         return (tuple(tree.shape), tree.dtype)
     return None
+
+
+def _empty_cpu_copy(tree: Any, pin_memory: bool) -> Any:
+    """A state dict's CPU copy, uninitialised, for DCP's `_copy_state_dict`: DCP's `_create_cpu_state_dict`, except
+    for a DTensor already on CPU, which it deep-copies (its shard allocated and copied once more, then dropped for an
+    empty one: two thirds of a first async save's stall, measured on CPU by benchmarks/sharded_bench.py)."""
+    from torch.distributed._state_dict_utils import _create_cpu_state_dict
+    from torch.distributed.tensor import DTensor
+
+    if isinstance(tree, dict):
+        return {key: _empty_cpu_copy(value, pin_memory) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [_empty_cpu_copy(value, pin_memory) for value in tree]
+    if isinstance(tree, tuple):
+        return tuple(_empty_cpu_copy(value, pin_memory) for value in tree)
+    if isinstance(tree, DTensor) and tree.device.type == "cpu" and tree.dim() > 0:
+        import torch
+
+        local = tree.to_local()
+        empty = torch.empty(tuple(local.shape), dtype=local.dtype, pin_memory=pin_memory)
+        return DTensor.from_local(
+            empty, tree.device_mesh, tree.placements, run_check=False, shape=tree.shape, stride=tree.stride()
+        )
+    return _create_cpu_state_dict({"": tree}, pin_memory=pin_memory)[""]
 
 
 def _reused_cpu_copy() -> Any:
@@ -117,7 +145,7 @@ def _reused_cpu_copy() -> Any:
     (benchmarks/sharded_bench.py). A state with other keys, shapes or dtypes gets a new copy. Reusing it is safe:
     a save waits for the previous one's write before it stages."""
     import torch
-    from torch.distributed._state_dict_utils import _copy_state_dict, _create_cpu_state_dict
+    from torch.distributed._state_dict_utils import _copy_state_dict
     from torch.distributed.checkpoint.staging import BlockingAsyncStager
 
     class ReusedCpuCopy(BlockingAsyncStager):
@@ -128,7 +156,7 @@ def _reused_cpu_copy() -> Any:
             began = time.perf_counter()
             layout = _layout(state_dict)
             if self.state_dict_cache is None or layout != self.layout:
-                self.state_dict_cache = _create_cpu_state_dict(state_dict, pin_memory=torch.cuda.is_available())
+                self.state_dict_cache = _empty_cpu_copy(state_dict, pin_memory=torch.cuda.is_available())
                 self.layout = layout
             staged = _copy_state_dict(state_dict, self.state_dict_cache)
             self.stage_s = time.perf_counter() - began
