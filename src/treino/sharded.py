@@ -14,7 +14,9 @@ shard of, and that load back with any number of ranks (saved by 2, restored by 1
 A sharded checkpoint is the folder `{checkpoint_dir}/step-{step:09d}/`: DCP's files (`__{rank}_0.distcp`, one per
 rank, and `.metadata`). It is written whole or not at all:
 
-1. rank 0 makes a fresh hidden folder `.step-{step:09d}.tmp-{attempt}` (removing one a killed writer left); barrier;
+1. rank 0 removes the hidden folder `.step-{step:09d}.tmp-{attempt}` a killed writer may have left; every rank
+   creates it (DCP's FileSystemWriter, while planning) and writes into it only once DCP's coordinator, rank 0, has
+   sent out the plan, so after that removal: no barrier is needed;
 2. every rank writes its shard into it (DCP's FileSystemWriter fsyncs each file); DCP's coordinator (rank 0) writes
    `.metadata` last, after every rank's shard is written;
 3. rank 0 fsyncs the folder, renames it to `step-{step:09d}` and fsyncs the checkpoint folder, keeps the newest
@@ -27,10 +29,14 @@ as `.step-N.old-A` by an earlier version's writer killed between those renames i
 restore), never pruned.
 
 So a folder named `step-NNNNNNNNN` exists only once complete, and only complete ones (with `.metadata`) are ever
-restored or found by the server. With `async_save=True` step 2 and 3 run in a background thread after the state is
-copied to CPU memory (DCP's staging), on a gloo process group of their own (created once, by the first async save on
-every rank) so that they never interleave with the training loop's collectives; the next `save_sharded`,
-`restore_sharded` or `finish()` waits for it. A failed async save raises JobError at that wait (in `finish()`: logged).
+restored or found by the server. With `async_save=True` the call returns once the state is copied to CPU memory
+(DCP's staging, into a copy made by the first async save and reused by the next ones); DCP's planning and step 2 and 3
+(the writes, fsyncs, rename, pruning and the report to the server) run in DCP's background thread, on a gloo process
+group of their own (created once, by the first async save on every rank) so that they never interleave with the
+training loop's collectives. A save killed before step 3 is neither in place nor reported. The next `save_sharded`,
+`restore_sharded` or `finish()` waits for it. A failed async save raises JobError at that wait (in `finish()`:
+logged). `ShardedCheckpoints.blocked_s` holds where the last save's time in the calling thread went
+(benchmarks/sharded_bench.py prints it).
 
 A framework's own checkpoint folder (the Trainer's `checkpoint-500/`) is not written here: `Run.register_checkpoint`
 marks and reports it.
@@ -38,11 +44,13 @@ marks and reports it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import shutil
-import threading
+import time
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +84,11 @@ def _no_dist() -> bool:
     return not (dist.is_available() and dist.is_initialized())
 
 
+def _parts(marks: list[float], names: tuple[str, ...]) -> dict[str, float]:
+    """The time between consecutive marks, by name."""
+    return {name: b - a for name, (a, b) in zip(names, itertools.pairwise(marks), strict=True)}
+
+
 def _barrier() -> None:
     from treino.job import _dist_world
 
@@ -86,16 +99,45 @@ def _barrier() -> None:
 
 
 def _layout(tree: Any) -> Any:
-    """What a state dict's CPU copy depends on: its keys, and each tensor's shape and dtype."""
+    """What a state dict's CPU copy depends on: its keys, and each tensor's shape (a DTensor's: also its shard's)
+    and dtype."""
     import torch
+    from torch.distributed.tensor import DTensor
 
     if isinstance(tree, dict):
         return tuple((key, _layout(value)) for key, value in tree.items())
     if isinstance(tree, (list, tuple)):
         return tuple(_layout(value) for value in tree)
+    if isinstance(tree, DTensor):
+        return (tuple(tree.shape), tuple(tree.to_local().shape), tree.dtype)
     if isinstance(tree, torch.Tensor):
         return (tuple(tree.shape), tree.dtype)
     return None
+
+
+def _empty_cpu_copy(tree: Any, pin_memory: bool) -> Any:
+    """A state dict's CPU copy, uninitialised, for DCP's `_copy_state_dict`: DCP's `_create_cpu_state_dict`, except
+    for a DTensor already on CPU, which it deep-copies (its shard allocated and copied once more, then dropped for an
+    empty one). Measured on CPU by benchmarks/sharded_bench.py (1 GiB, 2 ranks), the first async save blocked for
+    2.3-5.6 s with DCP's and 1.1-1.6 s with this one; most of what is left is the copy faulting in the new pages."""
+    from torch.distributed._state_dict_utils import _create_cpu_state_dict
+    from torch.distributed.tensor import DTensor
+
+    if isinstance(tree, dict):
+        return {key: _empty_cpu_copy(value, pin_memory) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [_empty_cpu_copy(value, pin_memory) for value in tree]
+    if isinstance(tree, tuple):
+        return tuple(_empty_cpu_copy(value, pin_memory) for value in tree)
+    if isinstance(tree, DTensor) and tree.device.type == "cpu" and tree.dim() > 0:
+        import torch
+
+        local = tree.to_local()
+        empty = torch.empty(tuple(local.shape), dtype=local.dtype, pin_memory=pin_memory)
+        return DTensor.from_local(
+            empty, tree.device_mesh, tree.placements, run_check=False, shape=tree.shape, stride=tree.stride()
+        )
+    return _create_cpu_state_dict({"": tree}, pin_memory=pin_memory)[""]
 
 
 def _reused_cpu_copy() -> Any:
@@ -104,18 +146,22 @@ def _reused_cpu_copy() -> Any:
     (benchmarks/sharded_bench.py). A state with other keys, shapes or dtypes gets a new copy. Reusing it is safe:
     a save waits for the previous one's write before it stages."""
     import torch
-    from torch.distributed._state_dict_utils import _copy_state_dict, _create_cpu_state_dict
+    from torch.distributed._state_dict_utils import _copy_state_dict
     from torch.distributed.checkpoint.staging import BlockingAsyncStager
 
     class ReusedCpuCopy(BlockingAsyncStager):
         layout: Any = None
+        stage_s = 0.0  # the last stage's duration (the copy, and making the CPU copy when it is new)
 
         def stage(self, state_dict: dict[str, Any]) -> dict[str, Any]:
+            began = time.perf_counter()
             layout = _layout(state_dict)
             if self.state_dict_cache is None or layout != self.layout:
-                self.state_dict_cache = _create_cpu_state_dict(state_dict, pin_memory=torch.cuda.is_available())
+                self.state_dict_cache = _empty_cpu_copy(state_dict, pin_memory=torch.cuda.is_available())
                 self.layout = layout
-            return _copy_state_dict(state_dict, self.state_dict_cache)
+            staged = _copy_state_dict(state_dict, self.state_dict_cache)
+            self.stage_s = time.perf_counter() - began
+            return staged
 
     return ReusedCpuCopy()
 
@@ -126,10 +172,14 @@ class ShardedCheckpoints:
 
     def __init__(self, run: Run) -> None:
         self.run = run
-        self._thread: threading.Thread | None = None  # the async save in flight
-        self._error: BaseException | None = None  # what it raised
+        self._pending: tuple[int, Future[None]] | None = None  # the async save in flight: its step, its completion
         self._async_group: Any = None  # the gloo process group of async saves
         self._stager: Any = None  # the CPU copy of the state async saves write from (kept between saves)
+        # Where the last save_sharded's time in the calling thread went, in seconds, by part: "wait" (for the previous
+        # async save), "folder" (rank 0 removing a leftover), then for a sync save "write" (DCP's save) and "complete"
+        # (rename, prune, report, barrier); for an async one "group" (its process group, made once), "stage" (the
+        # copy to CPU memory) and "dcp" (the rest of DCP's async_save: starting its thread).
+        self.blocked_s: dict[str, float] = {}
 
     @property
     def folder(self) -> Path:
@@ -154,37 +204,41 @@ class ShardedCheckpoints:
 
         if step < 0:
             raise JobError(f"step={step}: checkpoint steps are >= 0. To fix: pass the step just completed.")
+        marks = [time.perf_counter()]
         self.wait()
         rank = self.run.rank
         final = self.folder / f"step-{step:09d}"
         temp = self.folder / f".step-{step:09d}.tmp-{self.run.attempt}"
-        if rank == 0:
-            self.folder.mkdir(parents=True, exist_ok=True)
+        marks.append(time.perf_counter())
+        if rank == 0:  # before DCP's plan, so before any rank writes (module docstring, step 1)
             shutil.rmtree(temp, ignore_errors=True)  # a killed writer's, of the same step and attempt
-            temp.mkdir()
-        _barrier()  # the folder exists before any rank writes into it
-        writer = FileSystemWriter(temp, sync_files=True)
+        marks.append(time.perf_counter())
+        writer = FileSystemWriter(temp, sync_files=True)  # every rank creates `temp` while planning
         if not async_save:
             dcp_save(state_dict, storage_writer=writer, no_dist=_no_dist())
+            marks.append(time.perf_counter())
             if rank == 0:
                 self._complete(step, temp, final)
             _barrier()  # every rank returns once the checkpoint is in place
+            marks.append(time.perf_counter())
+            self.blocked_s = _parts(marks, ("wait", "folder", "write", "complete"))
             return final
         if self._stager is None:
             self._stager = _reused_cpu_copy()
+        group = self._group()
+        marks.append(time.perf_counter())
         future = dcp_async_save(
-            state_dict,
-            storage_writer=writer,
-            process_group=self._group(),
-            async_stager=self._stager,
-            no_dist=_no_dist(),
+            state_dict, storage_writer=writer, process_group=group, async_stager=self._stager, no_dist=_no_dist()
         )
         assert isinstance(future, Future)  # a blocking stager: the upload's future itself
-        self._error = None
-        self._thread = threading.Thread(
-            target=self._finish_async, args=(future, step, temp, final, rank), name=f"treino-save-{step}"
-        )
-        self._thread.start()
+        done: Future[None] = Future()
+        self._pending = (step, done)
+        # Run by DCP's thread once every shard and .metadata are written (at once, here, if that is already so).
+        future.add_done_callback(partial(self._finish_async, done=done, step=step, temp=temp, final=final, rank=rank))
+        marks.append(time.perf_counter())
+        self.blocked_s = _parts(marks, ("wait", "folder", "group", "dcp"))
+        self.blocked_s["stage"] = self._stager.stage_s
+        self.blocked_s["dcp"] -= self._stager.stage_s
         return final
 
     def _group(self) -> Any:
@@ -199,13 +253,18 @@ class ShardedCheckpoints:
             self._async_group = dist.new_group(backend=ASYNC_BACKEND)
         return self._async_group
 
-    def _finish_async(self, future: Future[Any], step: int, temp: Path, final: Path, rank: int) -> None:
+    def _finish_async(
+        self, future: Future[Any], done: Future[None], step: int, temp: Path, final: Path, rank: int
+    ) -> None:
+        """DCP's thread, once the save's future is done: put the folder in place (rank 0), then mark `done`."""
         try:
             future.result()  # on rank 0: every rank's shard and .metadata are written
             if rank == 0:
                 self._complete(step, temp, final)
         except BaseException as e:  # handed to the thread that waits: wait() raises it
-            self._error = e
+            done.set_exception(e)
+        else:
+            done.set_result(None)
 
     def _complete(self, step: int, temp: Path, final: Path) -> None:
         """Rank 0, once every shard and `.metadata` are in `temp`: rename it into place, prune, report."""
@@ -266,14 +325,14 @@ class ShardedCheckpoints:
 
     def wait(self) -> None:
         """Wait for the async save in flight, if any; JobError if it failed."""
-        thread, self._thread = self._thread, None
-        if thread is None:
+        pending, self._pending = self._pending, None
+        if pending is None:
             return
-        thread.join()
-        error, self._error = self._error, None
+        step, done = pending
+        error = done.exception()  # waits
         if error is not None:
             raise JobError(
-                f"The asynchronous sharded save ({thread.name}) failed: {_last_line(error)}. To fix: see the cause "
+                f"The asynchronous sharded save (step {step}) failed: {_last_line(error)}. To fix: see the cause "
                 "above; the checkpoints saved before it are intact."
             ) from error
 

@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,84 @@ def test_a_registered_folder_carries_the_marker_the_server_reads(local_run: job.
     outside.mkdir()
     with pytest.raises(JobError, match="inside the checkpoint dir"):
         local_run.register_checkpoint(outside, step=1)
+
+
+class _Gate(str):
+    """A string (staged as is) that DCP pickles when it writes, in the background thread: this one holds the write
+    until `opened` is set, so that the test acts while a save is in flight."""
+
+    opened = threading.Event()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        assert self.opened.wait(timeout=WORKER_TIMEOUT_S)
+        return (str, (str(self),))
+
+
+def test_a_second_async_save_reuses_the_cpu_copy_and_each_holds_the_state_of_its_call(local_run: job.Run) -> None:
+    state = _state(1.0)
+    _Gate.opened.clear()
+    local_run.save_sharded({**state, "gate": _Gate("1")}, step=1, async_save=True)  # its write held by the gate
+    sharded = local_run._sharded()
+    assert set(sharded.blocked_s) == {"wait", "folder", "group", "stage", "dcp"}
+    assert all(part_s >= 0.0 for part_s in sharded.blocked_s.values())
+    copy = sharded._stager.state_dict_cache
+    addresses = {key: copy[key].data_ptr() for key in ("w", "b")}
+    state["w"].fill_(2.0)  # the loop goes on while step 1 is written: not in step 1
+    state["b"].fill_(-2.0)
+    _Gate.opened.set()
+    local_run.save_sharded({**state, "gate": _Gate("2")}, step=2, async_save=True)  # waits for step 1, then stages
+    assert sharded._stager.state_dict_cache is copy  # the same CPU copy, its tensors the same memory
+    assert {key: copy[key].data_ptr() for key in ("w", "b")} == addresses
+    state["w"].fill_(3.0)
+    local_run.finish()
+    for step, value in ((2, 2.0), (1, 1.0)):  # the newest first; then step 2 set aside: step 1
+        into = {**_state(0.0), "gate": ""}
+        assert local_run.restore_sharded(into) == step
+        assert torch.equal(into["w"], torch.full((64,), value)) and torch.equal(into["b"], torch.full((3, 3), -value))
+        assert into["gate"] == str(step)
+        (local_run.checkpoint_dir / f"step-{step:09d}").rename(local_run.checkpoint_dir / f"set-aside-{step}")
+    local_run.save_sharded(_state(4.0), step=4)
+    assert set(local_run._sharded().blocked_s) == {"wait", "folder", "write", "complete"}
+
+
+KILLED_MID_WRITE = """
+import threading, torch
+from treino import job
+class Stuck(str):  # DCP pickles it in its background thread, while writing: the write never ends
+    def __reduce_ex__(self, protocol):
+        print("writing", flush=True)
+        threading.Event().wait()
+run = job.init(trackers=[])
+run.save_sharded({"w": torch.full((64,), 1.0)}, step=1)
+run.save_sharded({"w": torch.full((64,), 2.0), "note": Stuck("x")}, step=2, async_save=True)
+print("returned", flush=True)
+threading.Event().wait()
+"""
+
+
+def test_an_async_save_killed_before_it_completes_is_neither_in_place_nor_reported(tmp_path: Path) -> None:
+    folder = tmp_path / "ckpt"
+    folder.mkdir()  # made by the server before the job starts; the journal is in it
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TREINO_")}
+    env.update(CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    # A managed run whose server is not there: its reports stay in the journal, which is what the server is sent.
+    env.update({job.ENV_URL: "http://127.0.0.1:9", job.ENV_JOB_ID: "7", job.ENV_JOB_TOKEN: "t"})
+    env.update({job.ENV_CHECKPOINT_DIR: str(folder), job.ENV_ATTEMPT: "1"})
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_MID_WRITE], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert child.stdout is not None
+        said = {child.stdout.readline().strip() for _ in range(2)}  # the call returned; the write is under way
+        assert said == {"returned", "writing"}
+    finally:
+        child.kill()
+        child.wait(timeout=WORKER_TIMEOUT_S)
+    reported = [e.body["step"] for e in job.parse_journal((folder / job.JOURNAL_NAME).read_text())]
+    assert reported == [1]
+    assert [s for s, _, _ in checkpoints_on_disk(folder)] == [1]
+    assert (folder / ".step-000000002.tmp-1").is_dir() and not (folder / "step-000000002").exists()
 
 
 def test_a_failed_async_save_is_raised_at_the_next_wait(local_run: job.Run, caplog: pytest.LogCaptureFixture) -> None:
