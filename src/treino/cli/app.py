@@ -167,6 +167,12 @@ def plan_train(
             "8x400g-ib for NVLink, 2x100g-eth for PCIe).",
         ),
     ] = "",
+    gpus_per_server: Annotated[
+        int, typer.Option("--gpus-per-server", help="GPUs in each server, sharing its fabric ports.", min=1)
+    ] = 8,
+    nvlink_domain: Annotated[
+        int | None, typer.Option("--nvlink-domain", help="GPUs one NVLink domain joins (72 for an NVL72 rack).", min=1)
+    ] = None,
     mfu: Annotated[float | None, typer.Option("--mfu", help="Model FLOPs utilisation; default: a cited prior.")] = None,
     data: Annotated[
         str, typer.Option(help="tokens (pre-tokenised), text, or images (--seq-len = patches).")
@@ -260,7 +266,9 @@ def plan_train(
         tokens=tokens * epochs,
         interconnect=link,
         mfu=mfu,
+        gpus_per_server=gpus_per_server,
         fabric=network,
+        nvlink_domain=nvlink_domain,
         calibration=device.calibration,
     )
     from treino.plan.pipeline import estimate_pipeline
