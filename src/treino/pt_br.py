@@ -869,6 +869,32 @@ PT: dict[str, str] = {
         "gasta na rede."
     ),
     "No network between servers: one server at most.": "Sem rede entre servidores: no máximo um servidor.",
+    "domains": "domínios",
+    "{link} inside each NVLink domain ({domain} GPUs; {n} GPUs a server)": (
+        "{link} dentro de cada domínio NVLink ({domain} GPUs; {n} GPUs por servidor)"
+    ),
+    (
+        "Between NVLink domains: {fabric} ({rate:,.0f} GB/s a server). Beyond one domain the all-reduce is a "
+        "reduce-scatter inside each domain over {link}, an all-reduce between domains over the fabric and an "
+        "all-gather inside each domain (or one ring through every GPU, when faster); 'fabric' is the fabric's share "
+        "of its time."
+    ): (
+        "Entre domínios NVLink: {fabric} ({rate:,.0f} GB/s por servidor). Além de um domínio, o all-reduce é um "
+        "reduce-scatter dentro de cada domínio por {link}, um all-reduce entre domínios pela rede e um all-gather "
+        "dentro de cada domínio (ou um anel por todas as GPUs, quando mais rápido); 'rede' é a parte do seu tempo "
+        "gasta na rede."
+    ),
+    "No network between NVLink domains: one domain at most.": ("Sem rede entre domínios NVLink: no máximo um domínio."),
+    (
+        "The link between NVLink domains dominates from {gpus} GPUs ({domains} domains): its part of the all-reduce "
+        "takes {inter}, the part inside domains {intra}."
+    ): (
+        "A ligação entre domínios NVLink domina a partir de {gpus} GPUs ({domains} domínios): sua parte do "
+        "all-reduce leva {inter}, a parte dentro dos domínios {intra}."
+    ),
+    "{domains} NVLink domains on {servers} servers, joined by {fabric}: {inter} of it between domains": (
+        "{domains} domínios NVLink em {servers} servidores, ligados por {fabric}: {inter} disso entre domínios"
+    ),
     (
         "The link between servers dominates from {gpus} GPUs ({servers} servers): its part of the all-reduce takes "
         "{inter}, the part inside servers {intra}."

@@ -425,7 +425,7 @@ def plan_scale(
         return
     from treino.cli.render import console, scale_table
 
-    console().print(scale_table(spec, gpu_spec, points, gpus_per_server, counts[-1]))
+    console().print(scale_table(spec, gpu_spec, points, gpus_per_server, counts[-1], nvlink_domain))
     console().print(tr("MFU {mfu} % ({source}).", mfu=tr("{n:.0f}", n=100 * one.mfu), source=one.mfu_source))
 
 

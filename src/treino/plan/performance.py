@@ -83,11 +83,13 @@ class TimeEstimate:
     bound: str  # "compute" or "memory"
     total_seconds: float  # for the requested tokens; 0 when none given
     steps: int
-    servers: int = 1  # NVLink domains (servers) the data-parallel all-reduce spans
-    fabric: str = "none"  # the network between them (treino.plan.fabric spec); "none" on one server
+    servers: int = 1  # servers the job's GPUs fill, `gpus_per_server` to a server
+    fabric: str = "none"  # the network between domains (treino.plan.fabric spec); "none" within one domain
     intra_comm_seconds: float = 0.0  # the all-reduce's reduce-scatter + all-gather inside servers
     inter_comm_seconds: float = 0.0  # its all-reduce between servers, over the fabric
     mfu_origin: str = "prior"  # "prior", "measured" (a calibrated MFU from the profile, plan.calibration), "given"
+    domains: int = 1  # NVLink domains (servers, unless an NVLink domain is set apart) the all-reduce spans
+    domain_kind: str = "server"  # what a domain is: "server", or "nvlink-domain" when --nvlink-domain differs
 
 
 def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
@@ -340,16 +342,24 @@ def estimate_time(
         bound=bound,
         total_seconds=steps * step,
         steps=steps,
-        servers=math.ceil(setup.gpus / _domain(interconnect, gpus_per_server, nvlink_domain)) if reduce else 1,
+        servers=math.ceil(setup.gpus / gpus_per_server),
         fabric=_fabric_spec(fabric, interconnect) if reduce and reduce.domains > 1 else "none",
         intra_comm_seconds=reduce.intra_seconds if reduce else 0.0,
         inter_comm_seconds=reduce.inter_seconds if reduce else 0.0,
         mfu_origin="given" if mfu is not None else origin,
+        domains=math.ceil(setup.gpus / _domain(interconnect, gpus_per_server, nvlink_domain)) if reduce else 1,
+        domain_kind=_domain_kind(interconnect, gpus_per_server, nvlink_domain),
     )
 
 
 def _domain(interconnect: str, gpus_per_server: int, nvlink_domain: int | None) -> int:
     return nvlink_domain if interconnect == "nvlink" and nvlink_domain else gpus_per_server
+
+
+def _domain_kind(interconnect: str, gpus_per_server: int, nvlink_domain: int | None) -> str:
+    """ "server" when the all-reduce's lower level is one server; "nvlink-domain" when an NVLink domain of another
+    size is (smaller: several to a server; larger: an NVL72 rack across trays)."""
+    return "server" if _domain(interconnect, gpus_per_server, nvlink_domain) == gpus_per_server else "nvlink-domain"
 
 
 def _fabric_spec(fabric: Fabric | None, interconnect: str) -> str:
@@ -364,11 +374,13 @@ class ScalePoint:
     tokens_per_second: float
     efficiency: float  # tokens/s over gpus x one GPU's tokens/s
     exposed_comm_fraction: float
-    servers: int = 1
-    fabric: str = "none"  # the network between servers (treino.plan.fabric spec)
-    intra_comm_seconds: float = 0.0  # reduce-scatter + all-gather inside each server
-    inter_comm_seconds: float = 0.0  # all-reduce between servers, over the fabric
-    fabric_bound: bool = False  # the fabric's part of the all-reduce outlasts the part inside servers
+    servers: int = 1  # servers the GPUs fill
+    fabric: str = "none"  # the network between domains (treino.plan.fabric spec)
+    intra_comm_seconds: float = 0.0  # reduce-scatter + all-gather inside each domain
+    inter_comm_seconds: float = 0.0  # all-reduce between domains, over the fabric
+    fabric_bound: bool = False  # the fabric's part of the all-reduce outlasts the part inside domains
+    domains: int = 1  # NVLink domains (servers, unless an NVLink domain is set apart) the all-reduce spans
+    domain_kind: str = "server"  # "server" or "nvlink-domain" (TimeEstimate.domain_kind)
 
 
 def scale(
@@ -419,7 +431,9 @@ def scale(
                     est.fabric,
                     est.intra_comm_seconds,
                     est.inter_comm_seconds,
-                    est.servers > 1 and est.inter_comm_seconds > est.intra_comm_seconds,
+                    est.domains > 1 and est.inter_comm_seconds > est.intra_comm_seconds,
+                    est.domains,
+                    est.domain_kind,
                 )
             )
     return points
