@@ -309,9 +309,17 @@ PT: dict[str, str] = {
         "{device} (a implementação do otimizador, as listas do autocast e o kernel de atenção de lá)."
     ),
     "The step keeps the model's outputs ({mib:,.1f} MiB of logits) until it ends, as a training loop that holds "
-    "`outputs` does; Hugging Face's Trainer frees them before backward, with a peak up to that much lower.": (
+    "`outputs` does; Hugging Face's Trainer frees them before backward, with a peak up to that much lower "
+    "(--loop trainer).": (
         "O passo mantém as saídas do modelo ({mib:,.1f} MiB de logits) até o fim, como faz um laço de treino que "
-        "guarda `outputs`; o Trainer do Hugging Face as libera antes do backward, com um pico até essa quantia menor."
+        "guarda `outputs`; o Trainer do Hugging Face as libera antes do backward, com um pico até essa quantia menor "
+        "(--loop trainer)."
+    ),
+    "Counted: the {gib:,.2f} GiB of logits a training loop's `outputs` holds through backward. Hugging Face's "
+    "Trainer frees them before backward (its compute_loss returns the loss only): plan it with --loop trainer.": (
+        "Contados: os {gib:,.2f} GiB de logits que o `outputs` de um laço de treino guarda durante o backward. O "
+        "Trainer do Hugging Face os libera antes do backward (o cálculo da loss devolve só a loss): planeje com "
+        "--loop trainer."
     ),
     "unverified prior for {gpu}": "estimativa a priori não verificada para {gpu}",
     "{change} ({peak:.1f} GiB with {keys})": "{change} ({peak:.1f} GiB com {keys})",

@@ -156,6 +156,14 @@ def plan_train(
     method: Annotated[
         str, typer.Option(help="analytic (formulas) or trace (real model on fake tensors).")
     ] = "analytic",
+    loop: Annotated[
+        str,
+        typer.Option(
+            "--loop",
+            help="The training loop: plain (its `outputs` hold the logits through backward) or trainer (Hugging "
+            "Face's Trainer, which keeps only the loss).",
+        ),
+    ] = "plain",
     tokens: Annotated[float, typer.Option("--tokens", help="Tokens in the dataset (e.g. 2e9), for the run time.")] = 0,
     epochs: Annotated[int, typer.Option("--epochs", help="Passes over --tokens.")] = 1,
     interconnect: Annotated[str, typer.Option(help="nvlink or pcie (default: nvlink where the GPU has it).")] = "",
@@ -237,6 +245,7 @@ def plan_train(
         device=target.kind,
         sm=target.sm,
         cuda_context_bytes=0 if on_cpu else DEFAULT_CUDA_CONTEXT_BYTES,  # no CUDA context on a CPU host
+        loop=loop,
     )
     if method == "trace":
         from treino.cli.progress import steps

@@ -18,10 +18,12 @@ Tensor parallelism divides weights and most activations by its size (Korthikanti
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
 from treino.plan.encoder import mlm_backward_logits_bytes, mlm_outer_bytes
 from treino.plan.kernels import DEVICE_KINDS, Device, attention_kernel, device_of, dropout_mask_bytes
@@ -35,6 +37,11 @@ CHECKPOINTING = ("none", "selective", "full")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 QUANTS = ("none", "nf4")
 KERNELS = ("hf", "megatron")
+# The training loop around the model: "plain" keeps the model's outputs (its logits) through backward, as
+# `outputs = model(**batch); outputs.loss.backward()` does; "trainer" keeps only the loss, as Hugging Face's
+# Trainer does: `training_step` calls `compute_loss`, whose `outputs` is a local that dies when it returns the loss,
+# before `accelerator.backward(loss)` (transformers 5.24 trainer.py, Trainer.training_step / compute_loss).
+LOOPS = ("plain", "trainer")
 
 # CUDA context and kernels: 1,343 MB on a V100 (transformers docs, model_memory_anatomy.md), "300 MiB to
 # 2 GiB" (asmirnov.xyz/vram), 1,000 MiB in vram-calculator: planner-formulas-and-data.md §B9.
@@ -90,6 +97,7 @@ class TrainSetup:
     allocator_reserve_fraction: float = DEFAULT_ALLOCATOR_RESERVE_FRACTION
     device: str = "cuda"  # cuda, rocm or cpu: picks the attention kernel and the dropout masks' size
     sm: int = 90  # CUDA compute capability x10 (kernels.GPU_SM); 0 on ROCm and CPU
+    loop: str = "plain"  # LOOPS: whether the loop's `outputs` hold the logits through backward
 
     @property
     def target(self) -> Device:
@@ -164,6 +172,7 @@ def validate_setup(setup: TrainSetup) -> None:
         ("quant", setup.quant, QUANTS),
         ("kernels", setup.kernels, KERNELS),
         ("device", setup.device, DEVICE_KINDS),
+        ("loop", setup.loop, LOOPS),
     ):
         if value not in allowed:
             raise PlanError(f"Unknown {label} {value!r}. To fix: use one of {', '.join(allowed)}.")
@@ -472,6 +481,15 @@ def _embedding_output_bytes(model: ModelSpec, setup: TrainSetup, tokens: int) ->
     return tokens * model.hidden_size * (embed_bytes + mask)
 
 
+@functools.lru_cache(maxsize=1024)  # built once per size: a sweep plans thousands of setups
+def _held_logits_note(gib: float) -> str:
+    return Msg(
+        "Counted: the {gib:,.2f} GiB of logits a training loop's `outputs` holds through backward. Hugging Face's "
+        "Trainer frees them before backward (its compute_loss returns the loss only): plan it with --loop trainer.",
+        gib=gib,
+    )
+
+
 def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
     """Per-GPU training memory for `model` under `setup`."""
     validate(model, setup)
@@ -580,8 +598,13 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     backward_time = tokens * V * 8 + logits16 if setup.lora else tokens * V * 12
     # The model's outputs hold its logits (in the compute dtype) until the step ends, as a training loop's
     # `outputs` does (measured: tests/trace/test_parity.py). At the loss they are the logits counted above; the
-    # optimizer step's phase leaves them out (tests/plan/test_optimizers.py measures the step alone).
+    # optimizer step's phase leaves them out (tests/plan/test_optimizers.py measures the step alone). A loop that
+    # keeps only the loss (Hugging Face's Trainer) frees them before backward (measured: tests/plan/test_loop.py).
     held_logits = tokens * V * (4 if p.compute == "fp32" else 2)
+    if setup.loop == "plain":
+        notes.append(_held_logits_note(round(held_logits / 2**30, 2)))
+    else:
+        held_logits = 0
     if model.logit_softcap:  # gemma2 (transformers Gemma2ForCausalLM) soft-caps the logits
         softcap = tokens * V * (4 if p.compute == "fp32" else 2)  # tanh keeps its output for backward
         loss_time += softcap
