@@ -134,7 +134,11 @@ def plan_train(
     seq_len: Annotated[int, typer.Option("--seq-len", "-s", help="Tokens per sequence.")] = 2048,
     grad_accum: Annotated[int, typer.Option("--grad-accum", help="Micro-batches per optimizer step.")] = 1,
     precision: Annotated[
-        str, typer.Option(help="fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true, fp8 (torchao float8).")
+        str,
+        typer.Option(
+            help="fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true, fp8 (torchao float8), bf16-fsdp (FSDP2's "
+            "MixedPrecisionPolicy: bf16 gathers and compute, fp32 gradient reduce; with --zero 2 or 3)."
+        ),
     ] = "bf16-mixed",
     optimizer: Annotated[str, typer.Option(help="adamw, adamw-8bit, sgd, sgd-momentum, adafactor, lion.")] = "adamw",
     attention: Annotated[str, typer.Option(help="sdpa (flash-style) or eager.")] = "sdpa",

@@ -30,7 +30,7 @@ from treino.plan.kernels import DEVICE_KINDS, Device, attention_kernel, device_o
 from treino.plan.model import ModelSpec, Tensor
 from treino.plan.moe import moe_block_bytes_per_token
 
-PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true", "fp8")
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true", "fp8", "bf16-fsdp")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion")
 ATTENTIONS = ("sdpa", "eager")
 CHECKPOINTING = ("none", "selective", "full")
@@ -158,7 +158,16 @@ _PRECISION = {
     "bf16-master": _Precision(2, 2, 4, 4, "16bit", 2),
     "bf16-true": _Precision(2, 2, 2, 0, "16bit", 2),
     "fp8": _Precision(4, 4, 4, 0, "mixed", 2),  # torchao float8: fp32 master, bf16 autocast, fp8 matmuls (fp8.py)
+    # FSDP2's MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), torchtitan's default: fp32 sharded
+    # parameters (the master), gradients and optimizer state; the blocks gathered and computed in bf16, no autocast
+    # (FSDP_GATHER_BYTES, FSDP_UNSHARDED_GRAD_BYTES).
+    "bf16-fsdp": _Precision(4, 4, 4, 0, "16bit", 2),
 }
+# Under bf16-fsdp FSDP2 all-gathers the shards cast to bf16, the unsharded gradients are bf16 (the parameters'
+# dtype), and each unit's are cast to fp32 into the reduce-scatter's input (torch.distributed.fsdp
+# _fully_shard/_fsdp_collectives.py: foreach_all_gather, foreach_reduce with reduce_dtype).
+FSDP_GATHER_BYTES = 2
+FSDP_UNSHARDED_GRAD_BYTES = 2
 
 
 def validate_setup(setup: TrainSetup) -> None:
@@ -196,6 +205,11 @@ def validate_setup(setup: TrainSetup) -> None:
         raise PlanError("Offloading parameters needs ZeRO-3 (FSDP full shard). To fix: add --zero 3.")
     if setup.lora_rank < 0:
         raise PlanError(f"--lora-rank must be positive, got {setup.lora_rank}.")
+    if setup.precision == "bf16-fsdp" and (setup.zero < 2 or setup.lora):
+        raise PlanError(
+            "--precision bf16-fsdp is FSDP2's MixedPrecisionPolicy, for a full fine-tune sharded by FSDP. To fix: "
+            "add --zero 3 (or 2), or, with LoRA, use --precision bf16-mixed."
+        )
     if setup.quant == "nf4" and not setup.lora:
         raise PlanError("NF4 weights are frozen, so --quant nf4 needs LoRA. To fix: add --lora-rank 16 (QLoRA).")
 
@@ -542,7 +556,9 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         grads *= shard
         weights *= shard  # each rank keeps its shard of the parameters (FSDP2's sharded nn.Parameters)
     # Unsharded parameters FSDP2 holds besides the shards, by moment of the step (0 outside FSDP).
-    gathered = _fsdp_gathered_bytes(model, setup, p.weight_bytes) if setup.offload != "optimizer+params" else {}
+    fsdp_mixed = setup.precision == "bf16-fsdp"
+    gather_bytes = FSDP_GATHER_BYTES if fsdp_mixed else p.weight_bytes
+    gathered = _fsdp_gathered_bytes(model, setup, gather_bytes) if setup.offload != "optimizer+params" else {}
     # DDP (stages 0-1 on more than one GPU) copies gradients into flat buckets for its all-reduce and keeps them
     # for the module's life: one more gradient-sized buffer (torch DistributedDataParallel's
     # `gradient_as_bucket_view=False`, its default and Lightning's and accelerate's; measured: test_sharded.py).
@@ -611,7 +627,8 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         backward_time += softcap
 
     accum_grads = grads if setup.grad_accum > 1 else 0.0
-    head_grad = 0 if setup.lora else grad_elem * model.vocab_size * model.hidden_size / t
+    head_grad_bytes = FSDP_UNSHARDED_GRAD_BYTES if fsdp_mixed else grad_elem
+    head_grad = 0 if setup.lora else head_grad_bytes * model.vocab_size * model.hidden_size / t
     outer, backward_time, head_grad = _encoder_head_terms(model, setup, tokens, (outer, backward_time, head_grad))
     backward_time += held_logits  # (BERT's head terms replace the decoders' above; its outputs hold logits too)
     largest_tensor = max((math.prod(shape) for shape, _ in _trainable_tensors(model, setup)), default=0)

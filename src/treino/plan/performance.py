@@ -228,10 +228,16 @@ def tensor_parallel_seconds(
 def _comm_bytes(model: ModelSpec, setup: TrainSetup) -> float:
     """Bytes each GPU all-reduces per optimizer step: the gradients, in 16 bits unless training in fp32 (FSDP
     MixedPrecision / DDP's bf16 compression hook); ZeRO-3 adds the weights' all-gathers: 1.5x the volume of an
-    all-reduce (Rajbhandari et al. 2020, §7)."""
-    grad_bytes = 4 if setup.precision == "fp32" else 2
+    all-reduce (Rajbhandari et al. 2020, §7). An all-reduce is a reduce-scatter and an all-gather of the same
+    bytes; bf16-fsdp gathers bf16 parameters (once under ZeRO-2, twice under ZeRO-3) and reduce-scatters fp32
+    gradients (FSDP2's MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32))."""
     trainable = lora_params(model, setup) if setup.lora else model.params
-    volume = grad_bytes * trainable / (setup.tp * setup.pp)
+    per_gpu = trainable / (setup.tp * setup.pp)
+    if setup.precision == "bf16-fsdp":
+        gathers = 2 if setup.zero >= 3 else 1
+        return per_gpu * (gathers * 2 + 4) / 2  # each half of an all-reduce moves its bytes once
+    grad_bytes = 4 if setup.precision == "fp32" else 2
+    volume = grad_bytes * per_gpu
     return volume * (1.5 if setup.zero >= 3 else 1.0)
 
 
