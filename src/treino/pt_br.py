@@ -892,6 +892,13 @@ PT: dict[str, str] = {
         "dentro de cada domínio (ou um anel por todas as GPUs, quando mais rápido); 'rede' é a parte do seu tempo "
         "gasta na rede."
     ),
+    (
+        "Between the NVLink domains of one server the plan counts the fabric's share, not the PCIe that joins them "
+        "there: with no fabric it stops at one domain."
+    ): (
+        "Entre os domínios NVLink de um mesmo servidor o plano conta a parte da rede, não o PCIe que os liga ali: "
+        "sem rede, ele para em um domínio."
+    ),
     "No network between NVLink domains: one domain at most.": ("Sem rede entre domínios NVLink: no máximo um domínio."),
     (
         "The link between NVLink domains dominates from {gpus} GPUs ({domains} domains): its part of the all-reduce "

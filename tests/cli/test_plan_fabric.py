@@ -54,6 +54,7 @@ def test_plan_scale_calls_nvlink_domains_smaller_than_a_server_domains() -> None
     assert "8 │ 1 │ 2 │" in text and "32 │ 4 │ 8 │" in text
     assert "Between NVLink domains: 2×100 GbE (TCP) (10 GB/s a server). Beyond one domain" in text
     assert "The link between NVLink domains dominates from 8 GPUs (2 domains)" in text
+    assert "Between the NVLink domains of one server the plan counts the fabric's share, not the PCIe" in text
     assert "inside each server over NVLink" not in text and "(2 servers)" not in text.split("PCIe inside")[0]
     assert "PCIe inside each server (8 GPUs)" in text  # PCIe has no NVLink domain: its levels stay servers
     alone = " ".join(treino(*args[:-3], "none", "--nvlink-domain", "4").stdout.split())

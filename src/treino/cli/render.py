@@ -373,6 +373,16 @@ def scale_table(
                     style="dim",
                 )
             )
+            if by_domain and nvlink_domain is not None and nvlink_domain < gpus_per_server:
+                parts.append(
+                    Text(
+                        tr(
+                            "Between the NVLink domains of one server the plan counts the fabric's share, not the "
+                            "PCIe that joins them there: with no fabric it stops at one domain."
+                        ),
+                        style="dim",
+                    )
+                )
         elif series and series[-1].gpus < max_gpus:
             parts.append(
                 Text(
