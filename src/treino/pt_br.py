@@ -309,9 +309,17 @@ PT: dict[str, str] = {
         "{device} (a implementação do otimizador, as listas do autocast e o kernel de atenção de lá)."
     ),
     "The step keeps the model's outputs ({mib:,.1f} MiB of logits) until it ends, as a training loop that holds "
-    "`outputs` does; Hugging Face's Trainer frees them before backward, with a peak up to that much lower.": (
+    "`outputs` does; Hugging Face's Trainer frees them before backward, with a peak up to that much lower "
+    "(--loop trainer).": (
         "O passo mantém as saídas do modelo ({mib:,.1f} MiB de logits) até o fim, como faz um laço de treino que "
-        "guarda `outputs`; o Trainer do Hugging Face as libera antes do backward, com um pico até essa quantia menor."
+        "guarda `outputs`; o Trainer do Hugging Face as libera antes do backward, com um pico até essa quantia menor "
+        "(--loop trainer)."
+    ),
+    "Counted: the {gib:,.2f} GiB of logits a training loop's `outputs` holds through backward. Hugging Face's "
+    "Trainer frees them before backward (its compute_loss returns the loss only): plan it with --loop trainer.": (
+        "Contados: os {gib:,.2f} GiB de logits que o `outputs` de um laço de treino guarda durante o backward. O "
+        "Trainer do Hugging Face os libera antes do backward (o cálculo da loss devolve só a loss): planeje com "
+        "--loop trainer."
     ),
     "unverified prior for {gpu}": "estimativa a priori não verificada para {gpu}",
     "{change} ({peak:.1f} GiB with {keys})": "{change} ({peak:.1f} GiB com {keys})",
@@ -869,6 +877,39 @@ PT: dict[str, str] = {
         "gasta na rede."
     ),
     "No network between servers: one server at most.": "Sem rede entre servidores: no máximo um servidor.",
+    "domains": "domínios",
+    "{link} inside each NVLink domain ({domain} GPUs; {n} GPUs a server)": (
+        "{link} dentro de cada domínio NVLink ({domain} GPUs; {n} GPUs por servidor)"
+    ),
+    (
+        "Between NVLink domains: {fabric} ({rate:,.0f} GB/s a server). Beyond one domain the all-reduce is a "
+        "reduce-scatter inside each domain over {link}, an all-reduce between domains over the fabric and an "
+        "all-gather inside each domain (or one ring through every GPU, when faster); 'fabric' is the fabric's share "
+        "of its time."
+    ): (
+        "Entre domínios NVLink: {fabric} ({rate:,.0f} GB/s por servidor). Além de um domínio, o all-reduce é um "
+        "reduce-scatter dentro de cada domínio por {link}, um all-reduce entre domínios pela rede e um all-gather "
+        "dentro de cada domínio (ou um anel por todas as GPUs, quando mais rápido); 'rede' é a parte do seu tempo "
+        "gasta na rede."
+    ),
+    (
+        "Between the NVLink domains of one server the plan counts the fabric's share, not the PCIe that joins them "
+        "there: with no fabric it stops at one domain."
+    ): (
+        "Entre os domínios NVLink de um mesmo servidor o plano conta a parte da rede, não o PCIe que os liga ali: "
+        "sem rede, ele para em um domínio."
+    ),
+    "No network between NVLink domains: one domain at most.": ("Sem rede entre domínios NVLink: no máximo um domínio."),
+    (
+        "The link between NVLink domains dominates from {gpus} GPUs ({domains} domains): its part of the all-reduce "
+        "takes {inter}, the part inside domains {intra}."
+    ): (
+        "A ligação entre domínios NVLink domina a partir de {gpus} GPUs ({domains} domínios): sua parte do "
+        "all-reduce leva {inter}, a parte dentro dos domínios {intra}."
+    ),
+    "{domains} NVLink domains on {servers} servers, joined by {fabric}: {inter} of it between domains": (
+        "{domains} domínios NVLink em {servers} servidores, ligados por {fabric}: {inter} disso entre domínios"
+    ),
     (
         "The link between servers dominates from {gpus} GPUs ({servers} servers): its part of the all-reduce takes "
         "{inter}, the part inside servers {intra}."

@@ -127,8 +127,8 @@ def test_an_nvl72_rack_is_one_nvlink_domain() -> None:
     setup = TrainSetup(micro_batch=2, seq_len=8192, gpus=64, zero=3)
     rack = estimate_time(model, spec, setup, gpus_per_server=4, nvlink_domain=72, fabric=parse_fabric("4x400g-ib"))
     hgx = estimate_time(model, spec, setup, fabric=parse_fabric("8x400g-ib"))
-    assert rack.inter_comm_seconds == 0 and rack.servers == 1
-    assert hgx.inter_comm_seconds > 0 and hgx.servers == 8
+    assert rack.inter_comm_seconds == 0 and (rack.domains, rack.servers, rack.domain_kind) == (1, 16, "nvlink-domain")
+    assert hgx.inter_comm_seconds > 0 and (hgx.domains, hgx.servers, hgx.domain_kind) == (8, 8, "server")
 
 
 @pytest.mark.parametrize(

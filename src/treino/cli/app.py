@@ -134,7 +134,11 @@ def plan_train(
     seq_len: Annotated[int, typer.Option("--seq-len", "-s", help="Tokens per sequence.")] = 2048,
     grad_accum: Annotated[int, typer.Option("--grad-accum", help="Micro-batches per optimizer step.")] = 1,
     precision: Annotated[
-        str, typer.Option(help="fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true, fp8 (torchao float8).")
+        str,
+        typer.Option(
+            help="fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true, fp8 (torchao float8), bf16-fsdp (FSDP2's "
+            "MixedPrecisionPolicy: bf16 gathers and compute, fp32 gradient reduce; with --zero 2 or 3)."
+        ),
     ] = "bf16-mixed",
     optimizer: Annotated[str, typer.Option(help="adamw, adamw-8bit, sgd, sgd-momentum, adafactor, lion.")] = "adamw",
     attention: Annotated[str, typer.Option(help="sdpa (flash-style) or eager.")] = "sdpa",
@@ -156,6 +160,14 @@ def plan_train(
     method: Annotated[
         str, typer.Option(help="analytic (formulas) or trace (real model on fake tensors).")
     ] = "analytic",
+    loop: Annotated[
+        str,
+        typer.Option(
+            "--loop",
+            help="The training loop: plain (its `outputs` hold the logits through backward) or trainer (Hugging "
+            "Face's Trainer, which keeps only the loss).",
+        ),
+    ] = "plain",
     tokens: Annotated[float, typer.Option("--tokens", help="Tokens in the dataset (e.g. 2e9), for the run time.")] = 0,
     epochs: Annotated[int, typer.Option("--epochs", help="Passes over --tokens.")] = 1,
     interconnect: Annotated[str, typer.Option(help="nvlink or pcie (default: nvlink where the GPU has it).")] = "",
@@ -167,6 +179,12 @@ def plan_train(
             "8x400g-ib for NVLink, 2x100g-eth for PCIe).",
         ),
     ] = "",
+    gpus_per_server: Annotated[
+        int, typer.Option("--gpus-per-server", help="GPUs in each server, sharing its fabric ports.", min=1)
+    ] = 8,
+    nvlink_domain: Annotated[
+        int | None, typer.Option("--nvlink-domain", help="GPUs one NVLink domain joins (72 for an NVL72 rack).", min=1)
+    ] = None,
     mfu: Annotated[float | None, typer.Option("--mfu", help="Model FLOPs utilisation; default: a cited prior.")] = None,
     data: Annotated[
         str, typer.Option(help="tokens (pre-tokenised), text, or images (--seq-len = patches).")
@@ -231,6 +249,7 @@ def plan_train(
         device=target.kind,
         sm=target.sm,
         cuda_context_bytes=0 if on_cpu else DEFAULT_CUDA_CONTEXT_BYTES,  # no CUDA context on a CPU host
+        loop=loop,
     )
     if method == "trace":
         from treino.cli.progress import steps
@@ -260,7 +279,9 @@ def plan_train(
         tokens=tokens * epochs,
         interconnect=link,
         mfu=mfu,
+        gpus_per_server=gpus_per_server,
         fabric=network,
+        nvlink_domain=nvlink_domain,
         calibration=device.calibration,
     )
     from treino.plan.pipeline import estimate_pipeline
@@ -417,7 +438,7 @@ def plan_scale(
         return
     from treino.cli.render import console, scale_table
 
-    console().print(scale_table(spec, gpu_spec, points, gpus_per_server, counts[-1]))
+    console().print(scale_table(spec, gpu_spec, points, gpus_per_server, counts[-1], nvlink_domain))
     console().print(tr("MFU {mfu} % ({source}).", mfu=tr("{n:.0f}", n=100 * one.mfu), source=one.mfu_source))
 
 

@@ -189,16 +189,21 @@ def time_line(t: TimeEstimate, interconnect: str) -> Text:
                 exposed=duration(t.exposed_comm_seconds),
             )
         )
-    if t.servers > 1:
+    if t.domains > 1:
         from treino.plan.fabric import parse_fabric
 
+        fields = {"fabric": parse_fabric(t.fabric).label, "inter": duration(t.inter_comm_seconds)}
         text.append(
             " ("
-            + tr(
-                "{servers} servers joined by {fabric}: {inter} of it between servers",
-                servers=t.servers,
-                fabric=parse_fabric(t.fabric).label,
-                inter=duration(t.inter_comm_seconds),
+            + (
+                tr("{servers} servers joined by {fabric}: {inter} of it between servers", servers=t.servers, **fields)
+                if t.domain_kind == "server"
+                else tr(
+                    "{domains} NVLink domains on {servers} servers, joined by {fabric}: {inter} of it between domains",
+                    domains=t.domains,
+                    servers=t.servers,
+                    **fields,
+                )
             )
             + ")"
         )
@@ -295,10 +300,16 @@ def _link(link: str) -> str:
 
 
 def scale_table(
-    model: ModelSpec, gpu: GpuSpec, points: list[ScalePoint], gpus_per_server: int = 8, max_gpus: int = 0
+    model: ModelSpec,
+    gpu: GpuSpec,
+    points: list[ScalePoint],
+    gpus_per_server: int = 8,
+    max_gpus: int = 0,
+    nvlink_domain: int | None = None,
 ) -> Group:
-    """One table per link inside the servers (NVLink, PCIe), each with the fabric between servers and what
-    carries each level of the all-reduce; 80 columns wide."""
+    """One table per link inside the servers (NVLink, PCIe), each with the fabric between servers (or between
+    NVLink domains, when --nvlink-domain sets them apart from the servers) and what carries each level of the
+    all-reduce; 80 columns wide."""
     from treino.plan.fabric import parse_fabric
 
     parts: list[Table | Text] = [
@@ -309,21 +320,30 @@ def scale_table(
     ]
     for link in sorted({p.interconnect for p in points}, key=lambda link: link != "nvlink"):
         series = [p for p in points if p.interconnect == link]
-        beyond = next((p for p in series if p.servers > 1), None)
-        table = Table(
-            title=tr("{link} inside each server ({n} GPUs)", link=_link(link), n=gpus_per_server),
-            title_justify="left",
-            show_edge=False,
+        beyond = next((p for p in series if p.domains > 1), None)
+        by_domain = link == "nvlink" and nvlink_domain is not None and nvlink_domain != gpus_per_server
+        title = (
+            tr(
+                "{link} inside each NVLink domain ({domain} GPUs; {n} GPUs a server)",
+                link=_link(link),
+                domain=nvlink_domain,
+                n=gpus_per_server,
+            )
+            if by_domain
+            else tr("{link} inside each server ({n} GPUs)", link=_link(link), n=gpus_per_server)
         )
-        for col in (N_("GPUs"), N_("servers"), N_("step"), N_("tokens/s"), N_("efficiency"), N_("fabric")):
+        table = Table(title=title, title_justify="left", show_edge=False)
+        columns = (N_("GPUs"), N_("servers"), N_("domains")) if by_domain else (N_("GPUs"), N_("servers"))
+        for col in (*columns, N_("step"), N_("tokens/s"), N_("efficiency"), N_("fabric")):
             table.add_column(tr(col), justify="right")
         for p in series:
             style = "red" if p.efficiency < 0.9 else "green"
             comm = p.intra_comm_seconds + p.inter_comm_seconds
-            share = f"{p.inter_comm_seconds / comm:.0%}" if p.servers > 1 and comm else "-"
+            share = f"{p.inter_comm_seconds / comm:.0%}" if p.domains > 1 and comm else "-"
             table.add_row(
                 str(p.gpus),
                 str(p.servers),
+                *([str(p.domains)] if by_domain else []),
                 duration(p.step_seconds),
                 f"{p.tokens_per_second:,.0f}",
                 f"[{style}]{p.efficiency:.0%}[/]",
@@ -332,33 +352,65 @@ def scale_table(
         parts.append(table)
         if beyond is not None:
             fabric = parse_fabric(beyond.fabric)
+            between = {"fabric": fabric.label, "rate": fabric.server_gb_s, "link": _link(link)}
             parts.append(
                 Text(
                     tr(
+                        "Between NVLink domains: {fabric} ({rate:,.0f} GB/s a server). Beyond one domain the "
+                        "all-reduce is a reduce-scatter inside each domain over {link}, an all-reduce between domains "
+                        "over the fabric and an all-gather inside each domain (or one ring through every GPU, when "
+                        "faster); 'fabric' is the fabric's share of its time.",
+                        **between,
+                    )
+                    if by_domain
+                    else tr(
                         "Between servers: {fabric} ({rate:,.0f} GB/s a server). Beyond one server the all-reduce is "
                         "a reduce-scatter inside each server over {link}, an all-reduce between servers over the "
                         "fabric and an all-gather inside each server (or one ring through every GPU, when faster); "
                         "'fabric' is the fabric's share of its time.",
-                        fabric=fabric.label,
-                        rate=fabric.server_gb_s,
-                        link=_link(link),
+                        **between,
                     ),
                     style="dim",
                 )
             )
+            if by_domain and nvlink_domain is not None and nvlink_domain < gpus_per_server:
+                parts.append(
+                    Text(
+                        tr(
+                            "Between the NVLink domains of one server the plan counts the fabric's share, not the "
+                            "PCIe that joins them there: with no fabric it stops at one domain."
+                        ),
+                        style="dim",
+                    )
+                )
         elif series and series[-1].gpus < max_gpus:
-            parts.append(Text(tr("No network between servers: one server at most."), style="dim"))
+            parts.append(
+                Text(
+                    tr("No network between NVLink domains: one domain at most.")
+                    if by_domain
+                    else tr("No network between servers: one server at most."),
+                    style="dim",
+                )
+            )
         dominant = next((p for p in series if p.fabric_bound), None)
         if dominant is not None:
+            times = {"inter": duration(dominant.inter_comm_seconds), "intra": duration(dominant.intra_comm_seconds)}
             parts.append(
                 Text(
                     tr(
+                        "The link between NVLink domains dominates from {gpus} GPUs ({domains} domains): its part "
+                        "of the all-reduce takes {inter}, the part inside domains {intra}.",
+                        gpus=dominant.gpus,
+                        domains=dominant.domains,
+                        **times,
+                    )
+                    if by_domain
+                    else tr(
                         "The link between servers dominates from {gpus} GPUs ({servers} servers): its part of the "
                         "all-reduce takes {inter}, the part inside servers {intra}.",
                         gpus=dominant.gpus,
                         servers=dominant.servers,
-                        inter=duration(dominant.inter_comm_seconds),
-                        intra=duration(dominant.intra_comm_seconds),
+                        **times,
                     ),
                     style="yellow",
                 )

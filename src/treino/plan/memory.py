@@ -18,23 +18,30 @@ Tensor parallelism divides weights and most activations by its size (Korthikanti
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
 from treino.plan.encoder import mlm_backward_logits_bytes, mlm_outer_bytes
 from treino.plan.kernels import DEVICE_KINDS, Device, attention_kernel, device_of, dropout_mask_bytes
 from treino.plan.model import ModelSpec, Tensor
 from treino.plan.moe import moe_block_bytes_per_token
 
-PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true", "fp8")
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true", "fp8", "bf16-fsdp")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion")
 ATTENTIONS = ("sdpa", "eager")
 CHECKPOINTING = ("none", "selective", "full")
 OFFLOADS = ("none", "optimizer", "optimizer+params")
 QUANTS = ("none", "nf4")
 KERNELS = ("hf", "megatron")
+# The training loop around the model: "plain" keeps the model's outputs (its logits) through backward, as
+# `outputs = model(**batch); outputs.loss.backward()` does; "trainer" keeps only the loss, as Hugging Face's
+# Trainer does: `training_step` calls `compute_loss`, whose `outputs` is a local that dies when it returns the loss,
+# before `accelerator.backward(loss)` (transformers 5.24 trainer.py, Trainer.training_step / compute_loss).
+LOOPS = ("plain", "trainer")
 
 # CUDA context and kernels: 1,343 MB on a V100 (transformers docs, model_memory_anatomy.md), "300 MiB to
 # 2 GiB" (asmirnov.xyz/vram), 1,000 MiB in vram-calculator: planner-formulas-and-data.md §B9.
@@ -90,6 +97,7 @@ class TrainSetup:
     allocator_reserve_fraction: float = DEFAULT_ALLOCATOR_RESERVE_FRACTION
     device: str = "cuda"  # cuda, rocm or cpu: picks the attention kernel and the dropout masks' size
     sm: int = 90  # CUDA compute capability x10 (kernels.GPU_SM); 0 on ROCm and CPU
+    loop: str = "plain"  # LOOPS: whether the loop's `outputs` hold the logits through backward
 
     @property
     def target(self) -> Device:
@@ -150,7 +158,16 @@ _PRECISION = {
     "bf16-master": _Precision(2, 2, 4, 4, "16bit", 2),
     "bf16-true": _Precision(2, 2, 2, 0, "16bit", 2),
     "fp8": _Precision(4, 4, 4, 0, "mixed", 2),  # torchao float8: fp32 master, bf16 autocast, fp8 matmuls (fp8.py)
+    # FSDP2's MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), torchtitan's default: fp32 sharded
+    # parameters (the master), gradients and optimizer state; the blocks gathered and computed in bf16, no autocast
+    # (FSDP_GATHER_BYTES, FSDP_UNSHARDED_GRAD_BYTES).
+    "bf16-fsdp": _Precision(4, 4, 4, 0, "16bit", 2),
 }
+# Under bf16-fsdp FSDP2 all-gathers the shards cast to bf16, the unsharded gradients are bf16 (the parameters'
+# dtype), and each unit's are cast to fp32 into the reduce-scatter's input (torch.distributed.fsdp
+# _fully_shard/_fsdp_collectives.py: foreach_all_gather, foreach_reduce with reduce_dtype).
+FSDP_GATHER_BYTES = 2
+FSDP_UNSHARDED_GRAD_BYTES = 2
 
 
 def validate_setup(setup: TrainSetup) -> None:
@@ -164,6 +181,7 @@ def validate_setup(setup: TrainSetup) -> None:
         ("quant", setup.quant, QUANTS),
         ("kernels", setup.kernels, KERNELS),
         ("device", setup.device, DEVICE_KINDS),
+        ("loop", setup.loop, LOOPS),
     ):
         if value not in allowed:
             raise PlanError(f"Unknown {label} {value!r}. To fix: use one of {', '.join(allowed)}.")
@@ -187,6 +205,11 @@ def validate_setup(setup: TrainSetup) -> None:
         raise PlanError("Offloading parameters needs ZeRO-3 (FSDP full shard). To fix: add --zero 3.")
     if setup.lora_rank < 0:
         raise PlanError(f"--lora-rank must be positive, got {setup.lora_rank}.")
+    if setup.precision == "bf16-fsdp" and (setup.zero < 2 or setup.lora):
+        raise PlanError(
+            "--precision bf16-fsdp is FSDP2's MixedPrecisionPolicy, for a full fine-tune sharded by FSDP. To fix: "
+            "add --zero 3 (or 2), or, with LoRA, use --precision bf16-mixed."
+        )
     if setup.quant == "nf4" and not setup.lora:
         raise PlanError("NF4 weights are frozen, so --quant nf4 needs LoRA. To fix: add --lora-rank 16 (QLoRA).")
 
@@ -472,6 +495,15 @@ def _embedding_output_bytes(model: ModelSpec, setup: TrainSetup, tokens: int) ->
     return tokens * model.hidden_size * (embed_bytes + mask)
 
 
+@functools.lru_cache(maxsize=1024)  # built once per size: a sweep plans thousands of setups
+def _held_logits_note(gib: float) -> str:
+    return Msg(
+        "Counted: the {gib:,.2f} GiB of logits a training loop's `outputs` holds through backward. Hugging Face's "
+        "Trainer frees them before backward (its compute_loss returns the loss only): plan it with --loop trainer.",
+        gib=gib,
+    )
+
+
 def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
     """Per-GPU training memory for `model` under `setup`."""
     validate(model, setup)
@@ -524,7 +556,9 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         grads *= shard
         weights *= shard  # each rank keeps its shard of the parameters (FSDP2's sharded nn.Parameters)
     # Unsharded parameters FSDP2 holds besides the shards, by moment of the step (0 outside FSDP).
-    gathered = _fsdp_gathered_bytes(model, setup, p.weight_bytes) if setup.offload != "optimizer+params" else {}
+    fsdp_mixed = setup.precision == "bf16-fsdp"
+    gather_bytes = FSDP_GATHER_BYTES if fsdp_mixed else p.weight_bytes
+    gathered = _fsdp_gathered_bytes(model, setup, gather_bytes) if setup.offload != "optimizer+params" else {}
     # DDP (stages 0-1 on more than one GPU) copies gradients into flat buckets for its all-reduce and keeps them
     # for the module's life: one more gradient-sized buffer (torch DistributedDataParallel's
     # `gradient_as_bucket_view=False`, its default and Lightning's and accelerate's; measured: test_sharded.py).
@@ -580,15 +614,21 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     backward_time = tokens * V * 8 + logits16 if setup.lora else tokens * V * 12
     # The model's outputs hold its logits (in the compute dtype) until the step ends, as a training loop's
     # `outputs` does (measured: tests/trace/test_parity.py). At the loss they are the logits counted above; the
-    # optimizer step's phase leaves them out (tests/plan/test_optimizers.py measures the step alone).
+    # optimizer step's phase leaves them out (tests/plan/test_optimizers.py measures the step alone). A loop that
+    # keeps only the loss (Hugging Face's Trainer) frees them before backward (measured: tests/plan/test_loop.py).
     held_logits = tokens * V * (4 if p.compute == "fp32" else 2)
+    if setup.loop == "plain":
+        notes.append(_held_logits_note(round(held_logits / 2**30, 2)))
+    else:
+        held_logits = 0
     if model.logit_softcap:  # gemma2 (transformers Gemma2ForCausalLM) soft-caps the logits
         softcap = tokens * V * (4 if p.compute == "fp32" else 2)  # tanh keeps its output for backward
         loss_time += softcap
         backward_time += softcap
 
     accum_grads = grads if setup.grad_accum > 1 else 0.0
-    head_grad = 0 if setup.lora else grad_elem * model.vocab_size * model.hidden_size / t
+    head_grad_bytes = FSDP_UNSHARDED_GRAD_BYTES if fsdp_mixed else grad_elem
+    head_grad = 0 if setup.lora else head_grad_bytes * model.vocab_size * model.hidden_size / t
     outer, backward_time, head_grad = _encoder_head_terms(model, setup, tokens, (outer, backward_time, head_grad))
     backward_time += held_logits  # (BERT's head terms replace the decoders' above; its outputs hold logits too)
     largest_tensor = max((math.prod(shape) for shape, _ in _trainable_tensors(model, setup)), default=0)

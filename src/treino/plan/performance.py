@@ -83,11 +83,13 @@ class TimeEstimate:
     bound: str  # "compute" or "memory"
     total_seconds: float  # for the requested tokens; 0 when none given
     steps: int
-    servers: int = 1  # NVLink domains (servers) the data-parallel all-reduce spans
-    fabric: str = "none"  # the network between them (treino.plan.fabric spec); "none" on one server
+    servers: int = 1  # servers the job's GPUs fill, `gpus_per_server` to a server
+    fabric: str = "none"  # the network between domains (treino.plan.fabric spec); "none" within one domain
     intra_comm_seconds: float = 0.0  # the all-reduce's reduce-scatter + all-gather inside servers
     inter_comm_seconds: float = 0.0  # its all-reduce between servers, over the fabric
     mfu_origin: str = "prior"  # "prior", "measured" (a calibrated MFU from the profile, plan.calibration), "given"
+    domains: int = 1  # NVLink domains (servers, unless an NVLink domain is set apart) the all-reduce spans
+    domain_kind: str = "server"  # what a domain is: "server", or "nvlink-domain" when --nvlink-domain differs
 
 
 def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
@@ -226,10 +228,16 @@ def tensor_parallel_seconds(
 def _comm_bytes(model: ModelSpec, setup: TrainSetup) -> float:
     """Bytes each GPU all-reduces per optimizer step: the gradients, in 16 bits unless training in fp32 (FSDP
     MixedPrecision / DDP's bf16 compression hook); ZeRO-3 adds the weights' all-gathers: 1.5x the volume of an
-    all-reduce (Rajbhandari et al. 2020, §7)."""
-    grad_bytes = 4 if setup.precision == "fp32" else 2
+    all-reduce (Rajbhandari et al. 2020, §7). An all-reduce is a reduce-scatter and an all-gather of the same
+    bytes; bf16-fsdp gathers bf16 parameters (once under ZeRO-2, twice under ZeRO-3) and reduce-scatters fp32
+    gradients (FSDP2's MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32))."""
     trainable = lora_params(model, setup) if setup.lora else model.params
-    volume = grad_bytes * trainable / (setup.tp * setup.pp)
+    per_gpu = trainable / (setup.tp * setup.pp)
+    if setup.precision == "bf16-fsdp":
+        gathers = 2 if setup.zero >= 3 else 1
+        return per_gpu * (gathers * 2 + 4) / 2  # each half of an all-reduce moves its bytes once
+    grad_bytes = 4 if setup.precision == "fp32" else 2
+    volume = grad_bytes * per_gpu
     return volume * (1.5 if setup.zero >= 3 else 1.0)
 
 
@@ -340,16 +348,24 @@ def estimate_time(
         bound=bound,
         total_seconds=steps * step,
         steps=steps,
-        servers=math.ceil(setup.gpus / _domain(interconnect, gpus_per_server, nvlink_domain)) if reduce else 1,
+        servers=math.ceil(setup.gpus / gpus_per_server),
         fabric=_fabric_spec(fabric, interconnect) if reduce and reduce.domains > 1 else "none",
         intra_comm_seconds=reduce.intra_seconds if reduce else 0.0,
         inter_comm_seconds=reduce.inter_seconds if reduce else 0.0,
         mfu_origin="given" if mfu is not None else origin,
+        domains=math.ceil(setup.gpus / _domain(interconnect, gpus_per_server, nvlink_domain)) if reduce else 1,
+        domain_kind=_domain_kind(interconnect, gpus_per_server, nvlink_domain),
     )
 
 
 def _domain(interconnect: str, gpus_per_server: int, nvlink_domain: int | None) -> int:
     return nvlink_domain if interconnect == "nvlink" and nvlink_domain else gpus_per_server
+
+
+def _domain_kind(interconnect: str, gpus_per_server: int, nvlink_domain: int | None) -> str:
+    """ "server" when the all-reduce's lower level is one server; "nvlink-domain" when an NVLink domain of another
+    size is (smaller: several to a server; larger: an NVL72 rack across trays)."""
+    return "server" if _domain(interconnect, gpus_per_server, nvlink_domain) == gpus_per_server else "nvlink-domain"
 
 
 def _fabric_spec(fabric: Fabric | None, interconnect: str) -> str:
@@ -364,11 +380,13 @@ class ScalePoint:
     tokens_per_second: float
     efficiency: float  # tokens/s over gpus x one GPU's tokens/s
     exposed_comm_fraction: float
-    servers: int = 1
-    fabric: str = "none"  # the network between servers (treino.plan.fabric spec)
-    intra_comm_seconds: float = 0.0  # reduce-scatter + all-gather inside each server
-    inter_comm_seconds: float = 0.0  # all-reduce between servers, over the fabric
-    fabric_bound: bool = False  # the fabric's part of the all-reduce outlasts the part inside servers
+    servers: int = 1  # servers the GPUs fill
+    fabric: str = "none"  # the network between domains (treino.plan.fabric spec)
+    intra_comm_seconds: float = 0.0  # reduce-scatter + all-gather inside each domain
+    inter_comm_seconds: float = 0.0  # all-reduce between domains, over the fabric
+    fabric_bound: bool = False  # the fabric's part of the all-reduce outlasts the part inside domains
+    domains: int = 1  # NVLink domains (servers, unless an NVLink domain is set apart) the all-reduce spans
+    domain_kind: str = "server"  # "server" or "nvlink-domain" (TimeEstimate.domain_kind)
 
 
 def scale(
@@ -419,7 +437,9 @@ def scale(
                     est.fabric,
                     est.intra_comm_seconds,
                     est.inter_comm_seconds,
-                    est.servers > 1 and est.inter_comm_seconds > est.intra_comm_seconds,
+                    est.domains > 1 and est.inter_comm_seconds > est.intra_comm_seconds,
+                    est.domains,
+                    est.domain_kind,
                 )
             )
     return points

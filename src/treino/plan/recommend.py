@@ -238,7 +238,7 @@ def best_for_offer(
                 precision=precision,
                 checkpointing=ckpt,
                 gpus=gpus,
-                zero=3 if gpus > 1 else 0,
+                zero=3 if gpus > 1 or precision == "bf16-fsdp" else 0,  # bf16-fsdp: FSDP2 even on one GPU
             )
             memory = estimate_training_memory(model, setup)
             leanest_gib = min(leanest_gib, memory.peak_bytes / 2**30)

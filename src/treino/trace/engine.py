@@ -201,6 +201,11 @@ def enable_full_checkpointing(model: nn.Module) -> None:
         raise PlanError("Full checkpointing in trace mode needs a Hugging Face model.")
 
 
+def _trainer_loss(model: Any, batch: Mapping[str, Any]) -> torch.Tensor:
+    """The loss as Hugging Face's Trainer.compute_loss returns it: the model's outputs die with this frame."""
+    return _loss_of(model(**batch))
+
+
 def _outputs_bytes(outputs: Any) -> int:
     """Bytes of the tensors a model's output holds besides its loss (a ModelOutput is a dict: the logits)."""
     if not isinstance(outputs, Mapping):
@@ -219,6 +224,7 @@ def measure_training_step(
     plan_device: str | None = None,
     grad_accum: int = 1,
     on_step: Callable[[str], None] = lambda step: None,
+    loop: str = "plain",
 ) -> StepMeasurement:
     """Two training steps of `model` on `batch`; the second one measured with MemTracker. `on_step(name)` is
     called as each starts.
@@ -226,7 +232,9 @@ def measure_training_step(
     Each step is the ordinary training loop's: `outputs = model(**batch)`, `outputs.loss.backward()`,
     `optimizer.step()`, `optimizer.zero_grad()`. The model computes its own loss from `labels` (transformers'
     `ForCausalLMLoss`: logits upcast to fp32, labels shifted), and `outputs` holds the logits until the step
-    ends, through backward and the optimizer step, as the loop's variable does. `device_type` is where the
+    ends, through backward and the optimizer step, as the loop's variable does. With `loop="trainer"` only the
+    loss outlives the forward, as in Hugging Face's Trainer (`compute_loss` returns the loss, its `outputs` a
+    local that dies before backward). `device_type` is where the
     tensors are (autocast's device); `plan_device` the device whose PyTorch defaults the step runs: the
     optimizer's implementation (`default_foreach`), autocast's lists and SDPA's kernel under dropout (a "cuda"
     plan traced on CPU tensors runs CUDA's: `cuda.as_on_cuda`).
@@ -265,6 +273,12 @@ def measure_training_step(
                 # MemTracker refuses a root module's second forward unless its per-module stats are reset;
                 # the global peak, the only figure read here, is kept.
                 tracker.reset_mod_stats()
+            if loop == "trainer":
+                with ctx:
+                    loss = _trainer_loss(model, batch)
+                loss.backward()  # type: ignore[no-untyped-call]  # unannotated (torch 2.13)
+                del loss
+                continue
             with ctx:
                 # Bound to a name, as in a training loop: the previous micro-batch's outputs (its logits) stay
                 # live through this forward, and this one's through backward and the optimizer step.

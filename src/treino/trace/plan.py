@@ -116,7 +116,7 @@ def plan_by_trace(
             Msg(
                 "The step keeps the model's outputs ({mib:,.1f} MiB of logits) until it ends, as a training loop "
                 "that holds `outputs` does; Hugging Face's Trainer frees them before backward, with a peak up to "
-                "that much lower.",
+                "that much lower (--loop trainer).",
                 mib=measurement.outputs_bytes / 2**20,
             )
         )
@@ -270,6 +270,7 @@ def _measure(
         plan_device=device,
         grad_accum=min(setup.grad_accum, TRACED_MICRO_STEPS_MAX),
         on_step=on_step,
+        loop=setup.loop,
     )
     return measurement
 

@@ -9,6 +9,10 @@ PyTorch's own implementations of the ZeRO stages the planner's `--zero` names:
        sharded; each block's all-gathered parameters stay from its forward until its backward
     3  FSDP2 `fully_shard(reshard_after_forward=True)` (FULL_SHARD): parameters sharded too, gathered per block
 
+`precision="bf16-fsdp"` gives every `fully_shard` FSDP2's `MixedPrecisionPolicy(param_dtype=bf16,
+reduce_dtype=fp32)` (torchtitan's default): fp32 sharded parameters and optimizer state, parameters all-gathered
+and computed in bf16 without autocast, gradients reduce-scattered in fp32. It runs on the CPU over gloo (torch 2.13).
+
 FSDP2 wraps each transformer block and then the root (embeddings, final norm, head), the layout of
 transformers' and accelerate's FSDP2 plugin (`fsdp_auto_wrap_policy=TRANSFORMER_BASED_WRAP`). Ranks run on
 the CPU over gloo; FSDP2 ranks are measured with `FSDPMemTracker`, DDP ranks with `MemTracker`. As in
@@ -105,6 +109,9 @@ def _measure_rank(rank: int, world: int, config: dict[str, Any], setup: dict[str
     from torch.distributed._tools.mem_tracker import MemTracker
 
     zero, precision = int(setup["zero"]), str(setup["precision"])
+    fsdp_mixed = precision == "bf16-fsdp"  # FSDP2's MixedPrecisionPolicy: fp32 shards, bf16 compute
+    if fsdp_mixed:
+        precision = "fp32"  # the model is built in fp32 and FSDP2 casts what it gathers; no autocast
     torch.manual_seed(0)  # the same initial weights on every rank
     model = engine.build_hf_model(config, precision=precision, attention=str(setup["attention"]))
     torch.manual_seed(1 + rank)  # each rank its own batch
@@ -113,13 +120,17 @@ def _measure_rank(rank: int, world: int, config: dict[str, Any], setup: dict[str
         engine.enable_full_checkpointing(model)
     wrapped: nn.Module
     if zero >= 2:
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+        # fully_shard's default policy casts nothing
+        mp = MixedPrecisionPolicy(torch.bfloat16, torch.float32) if fsdp_mixed else MixedPrecisionPolicy()
         for block in _blocks(model):
-            fully_shard(block, reshard_after_forward=zero == 3)
+            fully_shard(block, reshard_after_forward=zero == 3, mp_policy=mp)
         # The root left to FSDP2's default: it is not resharded after forward, as backward needs it first.
-        fully_shard(model, reshard_after_forward=None if zero == 3 else False)
+        fully_shard(model, reshard_after_forward=None if zero == 3 else False, mp_policy=mp)
         wrapped = model
+    elif fsdp_mixed:
+        raise PlanError("bf16-fsdp is FSDP2's mixed precision. To fix: measure it under ZeRO-2 or ZeRO-3.")
     else:
         from torch.nn.parallel import DistributedDataParallel
 
