@@ -204,14 +204,16 @@ def test_every_template_compiles_with_the_dashboards_environment(name: str) -> N
     templates().get_template(name)  # an unknown filter (|msg instead of msg()) fails here, not on a page
 
 
-def test_every_command_description_and_root_option_of_the_cli_has_a_pt_br_entry() -> None:
-    """`treino --help` and each command's --help (treino.cli.i18n rewrites them; option helps of the commands
-    themselves are not yet in the catalog: docs/i18n.md)."""
+def test_every_command_description_and_option_help_of_the_cli_has_a_pt_br_entry() -> None:
+    """`treino --help` and each command's --help (treino.cli.i18n rewrites them): every command's description, every
+    option's and argument's help of every command, and Click's own --help line."""
     import typer
 
     from treino.cli.app import app
     from treino.cli.i18n import help_texts
 
     texts = help_texts(typer.main.get_command(app))
-    assert len(texts) > 40
+    assert len(texts) > 240 and "Show this message and exit." in texts
+    assert "Tokens per sequence." in texts  # an option of a subcommand (plan train --seq-len)
+    assert "Job id, from 'treino jobs'." in texts  # an argument (show JOB_ID)
     assert sorted(f"{where}: {text!r}" for text, where in texts.items() if text not in PT) == []

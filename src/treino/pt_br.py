@@ -926,4 +926,368 @@ PT: dict[str, str] = {
     ),
     "MFU {mfu} % ({source}).": "MFU {mfu} % ({source}).",
     "MFU on {gpu}: {source}.": "MFU em {gpu}: {source}.",
+    # --- the CLI's help: each command's own options and arguments ---
+    "Small sizes and few repeats (about a minute).": "Tamanhos pequenos e poucas repetições (cerca de um minuto).",
+    "Machine-readable output (docs/bench-json.md).": "Saída para programas (docs/bench-json.md).",
+    "Write a hardware profile for 'treino plan train --profile'.": (
+        "Grava um perfil de hardware para 'treino plan train --profile'."
+    ),
+    "Comma-separated stages: gpu, collectives, host, storage, dataloader.": (
+        "Etapas separadas por vírgula: gpu, collectives, host, storage, dataloader."
+    ),
+    "Directory whose filesystem the storage test reads (default: a temp dir).": (
+        "Diretório cujo sistema de arquivos o teste de armazenamento lê (padrão: um diretório temporário)."
+    ),
+    "Samples/s the GPUs consume; judges the data loader.": (
+        "Amostras/s que as GPUs consomem; serve para julgar o data loader."
+    ),
+    "Time real training steps of --model and store their MFU in the --save profile.": (
+        "Cronometra passos reais de treino de --model e guarda seu MFU no perfil de --save."
+    ),
+    "With --train-step: preset name or config.json path.": (
+        "Com --train-step: nome de um modelo predefinido ou caminho de um config.json."
+    ),
+    "With --train-step: sequences per step.": "Com --train-step: sequências por passo.",
+    "With --train-step: tokens per sequence.": "Com --train-step: tokens por sequência.",
+    "With --train-step: fp32, bf16-mixed, fp16-mixed, bf16-true.": (
+        "Com --train-step: fp32, bf16-mixed, fp16-mixed, bf16-true."
+    ),
+    "With --train-step: timed steps (the median).": "Com --train-step: passos cronometrados (vale a mediana).",
+    "With --train-step: untimed steps first.": "Com --train-step: passos não cronometrados antes.",
+    "With --train-step on a CPU: one thread, timed by CPU time (a shared host's load does not count).": (
+        "Com --train-step numa CPU: uma thread, cronometrada pelo tempo de CPU (a carga de uma máquina compartilhada "
+        "não conta)."
+    ),
+    "bash, zsh or fish.": "bash, zsh ou fish.",
+    "Only offers with this GPU (see 'treino gpus').": "Só ofertas com esta GPU (veja 'treino gpus').",
+    "Only dedicated or cloud offers.": "Só ofertas dedicadas (dedicated) ou em nuvem (cloud).",
+    "Only offers at a site in this country (ISO-2).": "Só ofertas num local deste país (ISO-2).",
+    "Your own quotes (CSV or YAML), listed with the catalog.": (
+        "Suas próprias cotações (CSV ou YAML), listadas com o catálogo."
+    ),
+    "Print each price's source under the table.": "Imprime a fonte de cada preço abaixo da tabela.",
+    "BRL per USD for converting USD prices, instead of the catalog's dated rate (e.g. 5.40).": (
+        "BRL por USD para converter preços em USD, em vez do câmbio datado do catálogo (ex.: 5.40)."
+    ),
+    "Machine-readable output, every field.": "Saída para programas, com todos os campos.",
+    "Only sites in this country (ISO-2).": "Só locais deste país (ISO-2).",
+    "Machine-readable output.": "Saída para programas.",
+    "Database, job logs and checkpoints.": "Banco de dados, logs dos jobs e checkpoints.",
+    "Address to listen on.": "Endereço em que escuta.",
+    "Port to listen on.": "Porta em que escuta.",
+    "'auto': NVIDIA GPUs through NVML; 'cpu:N': N CPU slots (jobs use gloo).": (
+        "'auto': GPUs NVIDIA via NVML; 'cpu:N': N slots de CPU (os jobs usam gloo)."
+    ),
+    "Database URL (default: SQLite in the data dir), e.g. postgresql+psycopg://...": (
+        "URL do banco de dados (padrão: SQLite no diretório de dados), ex.: postgresql+psycopg://..."
+    ),
+    "Where this server is, from the sites catalog (e.g. eveo-sp1): residency decisions.": (
+        "Onde fica este servidor, do catálogo de locais (ex.: eveo-sp1): para as decisões de residência."
+    ),
+    "A folder datasets may be registered from (repeatable).": (
+        "Uma pasta de onde datasets podem ser registrados (pode repetir)."
+    ),
+    "The controller (company) named in the Art. 37 records of processing.": (
+        "O controlador (empresa) citado no registro das operações de tratamento do Art. 37."
+    ),
+    "Catalog GPU to plan jobs against (default: the GPUs found; none on CPU slots).": (
+        "GPU do catálogo contra a qual planejar os jobs (padrão: as GPUs encontradas; nenhuma com slots de CPU)."
+    ),
+    "'local': this machine's GPUs; 'slurm': an existing Slurm cluster (SLURM_CONF).": (
+        "'local': as GPUs desta máquina; 'slurm': um cluster Slurm existente (SLURM_CONF)."
+    ),
+    (
+        "Slurm partition jobs may run on, as NAME or NAME=SITE (its site in the sites catalog, for residency); "
+        "repeatable. Default: every partition, at --site."
+    ): (
+        "Partição Slurm em que os jobs podem rodar, como NOME ou NOME=LOCAL (seu local no catálogo de locais, para a "
+        "residência); pode repetir. Padrão: todas as partições, em --site."
+    ),
+    "Slurm account to charge jobs to (sbatch --account).": "Conta Slurm a que os jobs são cobrados (sbatch --account).",
+    "Job folders and the dataset store, on a filesystem every node mounts (default: data dir).": (
+        "Pastas dos jobs e repositório de datasets, num sistema de arquivos que todos os nós montam (padrão: o "
+        "diretório de dados)."
+    ),
+    "How jobs reach this server (TREINO_URL); default http://HOST:PORT.": (
+        "Como os jobs chegam a este servidor (TREINO_URL); padrão http://HOST:PORT."
+    ),
+    "Who may read a job's logs: 'owner' (its owner) and roles, comma-separated; or 'all'.": (
+        "Quem pode ler os logs de um job: 'owner' (seu dono) e papéis, separados por vírgula; ou 'all' (todos)."
+    ),
+    "Bad tokens one client address may present per window before 429.": (
+        "Tokens inválidos que um endereço de cliente pode apresentar por janela antes do 429."
+    ),
+    "The window of --auth-failures-max, in seconds.": "A janela de --auth-failures-max, em segundos.",
+    "How long a dashboard login lasts, in seconds.": "Quanto dura um login no painel, em segundos.",
+    "Reverse proxies (comma-separated addresses) whose X-Forwarded-For/-Proto are believed.": (
+        "Proxies reversos (endereços separados por vírgula) cujos X-Forwarded-For/-Proto são aceitos."
+    ),
+    (
+        "Unix user local jobs run as, so they cannot read the data dir (needs root). Default as root: treino-job, "
+        "created if missing; naming the server's own user runs jobs as it (as before)."
+    ): (
+        "Usuário Unix com que os jobs locais rodam, para que não possam ler o diretório de dados (exige root). Padrão "
+        "como root: treino-job, criado se não existir; indicar o próprio usuário do servidor roda os jobs com ele "
+        "(como antes)."
+    ),
+    "URL to POST signed notifications to (job end, erasure deadline near); repeatable. docs/server.md": (
+        "URL para onde enviar (POST) notificações assinadas (fim de job, prazo de eliminação próximo); pode repetir. "
+        "docs/server.md"
+    ),
+    "File holding the webhooks' HMAC secret (default: DATA_DIR/webhook-secret, made once).": (
+        "Arquivo com o segredo HMAC dos webhooks (padrão: DATA_DIR/webhook-secret, criado uma vez)."
+    ),
+    "Notify an open erasure request this many days before its deadline.": (
+        "Notifica um pedido de eliminação em aberto esta quantidade de dias antes do prazo."
+    ),
+    (
+        "Erase datasets past their retention period (checked at start and hourly; audited). Off: they are only blocked "
+        "for reads and notified."
+    ): (
+        "Elimina datasets além do prazo de retenção (verificado ao iniciar e a cada hora; auditado). Desligado: só "
+        "ficam bloqueados para leitura e notificados."
+    ),
+    (
+        "Catalog offer this server is (treino offers): `treino usage` prices GPU-hours at its monthly price / (GPUs x "
+        "730 h)."
+    ): (
+        "Oferta do catálogo que este servidor é (treino offers): `treino usage` precifica as GPU-horas pelo seu preço "
+        "mensal / (GPUs x 730 h)."
+    ),
+    "Price of one GPU-hour in BRL for `treino usage` (instead of --offer).": (
+        "Preço de uma GPU-hora em BRL para `treino usage` (em vez de --offer)."
+    ),
+    (
+        "File outside the data dir (best write-once or remote) to append signed anchors of the audit head to, for "
+        "'treino audit verify --anchors'. docs/govern.md"
+    ): (
+        "Arquivo fora do diretório de dados (de preferência só de acréscimo ou remoto) onde acrescentar âncoras "
+        "assinadas do topo da auditoria, para 'treino audit verify --anchors'. docs/govern.md"
+    ),
+    "URL to POST each audit anchor to, signed as --webhook; repeatable.": (
+        "URL para onde enviar (POST) cada âncora de auditoria, assinada como em --webhook; pode repetir."
+    ),
+    "Seconds between audit anchors (written when the head moved).": (
+        "Segundos entre âncoras de auditoria (gravadas quando o topo mudou)."
+    ),
+    "Job spec, YAML or JSON (see treino.server.spec).": (
+        "Especificação do job, em YAML ou JSON (veja treino.server.spec)."
+    ),
+    "Wait until the job ends; exit 0 if it succeeded, 1 if not.": (
+        "Espera o job terminar; sai com 0 se ele foi concluído, 1 se não."
+    ),
+    "Print its output until it ends (implies --wait).": "Imprime a saída dele até o fim (implica --wait).",
+    "Server URL (else TREINO_URL, the config file).": "URL do servidor (senão TREINO_URL, o arquivo de configuração).",
+    "API token (else TREINO_TOKEN, the config file).": "Token da API (senão TREINO_TOKEN, o arquivo de configuração).",
+    "queued, running, stopping, succeeded, ...": (
+        "queued (na fila), running (em execução), stopping (parando), succeeded (concluído), ..."
+    ),
+    "Newest first, at most this many.": "Os mais novos primeiro, no máximo esta quantidade.",
+    "Only jobs older than this id.": "Só jobs mais antigos que este id.",
+    "Job id, from 'treino jobs'.": "Id do job, de 'treino jobs'.",
+    "Only this metric: its curve, last, min, max ('treino metrics ID').": (
+        "Só esta métrica: sua curva, último valor, mín., máx. ('treino metrics ID')."
+    ),
+    "Keep printing until the job ends.": "Continua imprimindo até o job terminar.",
+    "Attempt number (default: the latest).": "Número da tentativa (padrão: a mais recente).",
+    "Every point as CSV: step,time,<key>,...": "Todos os pontos em CSV: step,time,<chave>,...",
+    "Start again from step 0 instead of the last checkpoint.": "Recomeça do passo 0 em vez do último checkpoint.",
+    "Who may read the dataset.": "Quem pode ler o dataset.",
+    "Dataset name, from 'treino data list'.": "Nome do dataset, de 'treino data list'.",
+    "One of the dataset's purposes (repeatable).": "Uma das finalidades do dataset (pode repetir).",
+    "The subject's id in the datasets' subject column.": "O id do titular na coluna de titulares dos datasets.",
+    "Only this dataset (default: all).": "Só este dataset (padrão: todos).",
+    "Queue the affected jobs again on the new versions.": "Põe de novo na fila os jobs afetados, com as novas versões.",
+    "From a date (2026-11-01) or a duration back (30d, 12h). Default: this month.": (
+        "A partir de uma data (2026-11-01) ou de um intervalo para trás (30d, 12h). Padrão: este mês."
+    ),
+    "Group by user, purpose or job.": "Agrupa por usuário (user), finalidade (purpose) ou job.",
+    "One user's usage (admins; others see their own).": "O uso de um usuário (admins; os demais veem o próprio).",
+    "CSV on stdout (cost_brl with a decimal point).": "CSV na saída padrão (cost_brl com ponto decimal).",
+    "Preset name or config.json path.": "Nome de um modelo predefinido ou caminho de um config.json.",
+    "Tokens to train on (e.g. 2e9).": "Tokens de treino (ex.: 2e9).",
+    "e.g. 3d or 72h.": "ex.: 3d ou 72h.",
+    'e.g. "R$ 50.000".': 'ex.: "R$ 50.000".',
+    "Country the data must stay in: ISO-2 (e.g. BR) or a site (its country).": (
+        "País onde os dados devem ficar: ISO-2 (ex.: BR) ou um local (o país dele)."
+    ),
+    "Your own quotes (CSV or YAML), added to the catalog.": (
+        "Suas próprias cotações (CSV ou YAML), somadas ao catálogo."
+    ),
+    "Also write a self-contained HTML report with plots.": "Grava também um relatório HTML autocontido, com gráficos.",
+    "Profile from 'treino bench --train-step --save': measured MFU for its GPU.": (
+        "Perfil de 'treino bench --train-step --save': o MFU medido para a sua GPU."
+    ),
+    "Preset name, config.json path, or module:function (trace).": (
+        "Nome de um modelo predefinido, caminho de um config.json, ou modulo:funcao (trace)."
+    ),
+    "GPU name from 'treino gpus', or cpu to plan for the CPU host.": (
+        "Nome de uma GPU de 'treino gpus', ou cpu para planejar para a própria máquina (a CPU)."
+    ),
+    "GPUs in the job.": "GPUs do job.",
+    "Sequences per GPU per step.": "Sequências por GPU por passo.",
+    "Tokens per sequence.": "Tokens por sequência.",
+    "Micro-batches per optimizer step.": "Micro-batches por passo do otimizador.",
+    "fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true, fp8 (torchao float8).": (
+        "fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true, fp8 (float8 do torchao)."
+    ),
+    "adamw, adamw-8bit, sgd, sgd-momentum, adafactor, lion.": "adamw, adamw-8bit, sgd, sgd-momentum, adafactor, lion.",
+    "sdpa (flash-style) or eager.": "sdpa (estilo flash) ou eager.",
+    "Activation checkpointing: none, selective, full.": (
+        "Checkpointing de ativações: none (nenhum), selective (seletivo), full (completo)."
+    ),
+    "ZeRO stage 0-3 (FSDP full shard = 3).": "Estágio do ZeRO, 0-3 (FSDP full shard = 3).",
+    "Tensor-parallel size.": "Grau de paralelismo de tensor.",
+    "Pipeline stages (1F1B).": "Estágios do pipeline (1F1B).",
+    "Virtual stages per GPU.": "Estágios virtuais por GPU.",
+    "none, optimizer, optimizer+params.": "none (nada), optimizer (otimizador), optimizer+params (otimizador e pesos).",
+    "LoRA rank; 0 = full fine-tune.": "Posto (rank) da LoRA; 0 = ajuste fino completo.",
+    "Comma-separated module names.": "Nomes de módulos separados por vírgula.",
+    "Base weights for LoRA: none or nf4 (QLoRA).": "Pesos de base para a LoRA: none (sem quantização) ou nf4 (QLoRA).",
+    "hf (Hugging Face modules) or megatron (fused kernels).": (
+        "hf (módulos do Hugging Face) ou megatron (kernels fundidos)."
+    ),
+    "Megatron sequence parallelism over the TP group.": "Paralelismo de sequência do Megatron sobre o grupo de TP.",
+    "analytic (formulas) or trace (real model on fake tensors).": (
+        "analytic (fórmulas) ou trace (o modelo real em tensores falsos)."
+    ),
+    "Tokens in the dataset (e.g. 2e9), for the run time.": "Tokens do dataset (ex.: 2e9), para o tempo do treino.",
+    "Passes over --tokens.": "Passadas sobre --tokens.",
+    "nvlink or pcie (default: nvlink where the GPU has it).": "nvlink ou pcie (padrão: nvlink onde a GPU tem).",
+    (
+        "Network between servers beyond 8 GPUs: 8x400g-ib, 32x100g-efa, 2x100g-eth, none (default: 8x400g-ib for "
+        "NVLink, 2x100g-eth for PCIe)."
+    ): (
+        "Rede entre servidores acima de 8 GPUs: 8x400g-ib, 32x100g-efa, 2x100g-eth, none (padrão: 8x400g-ib com "
+        "NVLink, 2x100g-eth com PCIe)."
+    ),
+    "Model FLOPs utilisation; default: a cited prior.": (
+        "Utilização de FLOPs do modelo (MFU); padrão: uma estimativa a priori citada."
+    ),
+    "tokens (pre-tokenised), text, or images (--seq-len = patches).": (
+        "tokens (pré-tokenizados), text (texto) ou images (imagens; --seq-len = patches)."
+    ),
+    "nvme-gen5, nvme-gen4, sata-ssd, hdd, nfs-10gbe.": "nvme-gen5, nvme-gen4, sata-ssd, hdd, nfs-10gbe.",
+    "Server CPU cores (default: 8 per GPU).": "Núcleos de CPU do servidor (padrão: 8 por GPU).",
+    "Server RAM, GB (default: 128 per GPU).": "RAM do servidor, GB (padrão: 128 por GPU).",
+    "Dataset size on disk, GB.": "Tamanho do dataset em disco, GB.",
+    "Price the run on this offer (see 'treino offers').": "Precifica o treino nesta oferta (veja 'treino offers').",
+    "Hardware profile from 'treino bench --save': measured figures.": (
+        "Perfil de hardware de 'treino bench --save': valores medidos."
+    ),
+    "GPU name from 'treino gpus'.": "Nome de uma GPU de 'treino gpus'.",
+    "ZeRO stage used from 2 GPUs on.": "Estágio do ZeRO usado a partir de 2 GPUs.",
+    "Largest count, a power of two (on paper up to 1024).": (
+        "Maior quantidade, uma potência de dois (no papel, até 1024)."
+    ),
+    (
+        "Network between servers: NICs x rate-kind (8x400g-ib, 32x100g-efa, 8x400g-roce, 2x100g-eth) or none (default: "
+        "8x400g-ib for NVLink servers, 2x100g-eth for PCIe ones)."
+    ): (
+        "Rede entre servidores: placas x taxa-tipo (8x400g-ib, 32x100g-efa, 8x400g-roce, 2x100g-eth) ou none (padrão: "
+        "8x400g-ib para servidores com NVLink, 2x100g-eth para os com PCIe)."
+    ),
+    "GPUs one NVLink domain joins (72 for an NVL72 rack).": "GPUs que um domínio NVLink une (72 num rack NVL72).",
+    "MIG profile of the shared GPU: 1g, 2g, 3g, 4g, 7g.": "Perfil MIG da GPU compartilhada: 1g, 2g, 3g, 4g, 7g.",
+    "Neighbours taking turns on the GPU.": "Vizinhos que se revezam na GPU.",
+    "Tokens per run (e.g. 2e9).": "Tokens por treino (ex.: 2e9).",
+    "A dedicated offer (monthly, BRL).": "Uma oferta dedicada (mensal, em BRL).",
+    "A cloud offer (hourly, USD).": "Uma oferta em nuvem (por hora, em USD).",
+    "Leaves the provider once.": "Sai do fornecedor uma vez.",
+    "Downloaded after each run.": "Baixado depois de cada treino.",
+    "Exchange-rate move to show, %.": "Variação do câmbio a mostrar, em %.",
+    "Your own quotes (CSV or YAML).": "Suas próprias cotações (CSV ou YAML).",
+    "Concurrent sequences.": "Sequências simultâneas.",
+    "Tokens per sequence (prompt + output).": "Tokens por sequência (prompt + saída).",
+    "bf16, fp16, fp32, int8, int4.": "bf16, fp16, fp32, int8, int4.",
+    "Tensor-parallel GPUs.": "GPUs em paralelismo de tensor.",
+    "User name (letters, digits, '.', '_', '-').": "Nome do usuário (letras, dígitos, '.', '_', '-').",
+    "One of admin, engineer, dpo, viewer.": "Um de admin, engineer, dpo, viewer.",
+    "User name.": "Nome do usuário.",
+    "The user the token acts as (its role is theirs).": (
+        "O usuário em nome de quem o token age (o papel do token é o dele)."
+    ),
+    "A label, e.g. the laptop it lives on.": "Um rótulo, ex.: o notebook onde ele fica.",
+    "Valid for this many days.": "Válido por esta quantidade de dias.",
+    "Token id, from 'treino tokens list'.": "Id do token, de 'treino tokens list'.",
+    "Grant id, from 'treino grants list'.": "Id da permissão, de 'treino grants list'.",
+    "Site from the sites catalog, e.g. a cloud region abroad.": (
+        "Local do catálogo de locais, ex.: uma região de nuvem no exterior."
+    ),
+    "anpd-scc, adequacy, specific-clauses, bcr, consent or other.": (
+        "anpd-scc (cláusulas-padrão da ANPD), adequacy (adequação), specific-clauses (cláusulas específicas), bcr "
+        "(normas corporativas globais), consent (consentimento) ou other (outro)."
+    ),
+    "The contract or decision, e.g. its number.": "O contrato ou a decisão, ex.: o número dele.",
+    "YYYY-MM-DD.": "AAAA-MM-DD.",
+    "Dataset name.": "Nome do dataset.",
+    "CSV or Parquet file under one of the server's --import-root folders.": (
+        "Arquivo CSV ou Parquet dentro de uma das pastas --import-root do servidor."
+    ),
+    "Does it hold personal data (LGPD Art. 5 I)? Say it either way.": (
+        "Contém dados pessoais (LGPD Art. 5 I)? Diga em qualquer caso."
+    ),
+    "art7-i .. art7-x, art11-i, art11-ii-a .. art11-ii-g, or not-personal (LGPD Art. 7 / Art. 11).": (
+        "art7-i .. art7-x, art11-i, art11-ii-a .. art11-ii-g, ou not-personal (não pessoal) (LGPD Art. 7 / Art. 11)."
+    ),
+    "What it may be used for, e.g. churn-model (repeatable).": (
+        "Para que pode ser usado, ex.: churn-model (pode repetir)."
+    ),
+    "Sensitive personal data (Art. 5 II): needs an Art. 11 basis.": (
+        "Dados pessoais sensíveis (Art. 5 II): exigem uma base do Art. 11."
+    ),
+    "Country it must stay in (ISO-2), or 'any'.": "País onde deve ficar (ISO-2), ou 'any' (qualquer um).",
+    "Keep it this many days.": "Guarda por esta quantidade de dias.",
+    "The column that identifies a person (for erasure).": "A coluna que identifica uma pessoa (para a eliminação).",
+    "When the data was collected (ISO date): retention counts from it.": (
+        "Quando os dados foram coletados (data ISO): a retenção conta a partir dela."
+    ),
+    "Refuse the file if it holds rows of erased subjects (default: strip them).": (
+        "Recusa o arquivo se ele tiver linhas de titulares eliminados (padrão: retirá-las)."
+    ),
+    "A new retention period, from today.": "Um novo prazo de retenção, a partir de hoje.",
+    "Why it may be kept longer, e.g. 'Art. 16 I: legal obligation'.": (
+        "Por que pode ser guardado por mais tempo, ex.: 'Art. 16 I: obrigação legal'."
+    ),
+    "The circumstances, for the audit record.": "As circunstâncias, para o registro de auditoria.",
+    "Erase the dataset instead: every version purged, its models marked.": (
+        "Elimina o dataset em vez disso: todas as versões expurgadas, seus modelos marcados."
+    ),
+    (
+        "An anchor file the server wrote (--audit-anchor): also recompute the chain here from the export and prove "
+        "every record up to the last anchor unchanged, even by someone holding the database and key."
+    ): (
+        "Um arquivo de âncoras que o servidor gravou (--audit-anchor): recalcula também aqui a cadeia a partir da "
+        "exportação e prova que nenhum registro até a última âncora mudou, nem por quem tem o banco de dados e a chave."
+    ),
+    "With --anchors: the server key (DATA_DIR/server-key), to check each anchor's HMAC too.": (
+        "Com --anchors: a chave do servidor (DATA_DIR/server-key), para conferir também o HMAC de cada âncora."
+    ),
+    "jsonl or csv.": "jsonl ou csv.",
+    "Only records about this dataset.": "Só registros sobre este dataset.",
+    "Only records by this user.": "Só registros deste usuário.",
+    "Only records about this subject (the pseudonym a report shows).": (
+        "Só registros sobre este titular (o pseudônimo que um relatório mostra)."
+    ),
+    "ISO 8601 time, inclusive (local without offset).": "Hora em ISO 8601, inclusiva (local, sem fuso).",
+    "ISO 8601 time, exclusive.": "Hora em ISO 8601, exclusiva.",
+    "Write here instead of stdout.": "Grava aqui em vez da saída padrão.",
+    "Model id, from 'treino lineage models'.": "Id do modelo, de 'treino lineage models'.",
+    "Id of a model an erasure marked ('treino lineage models').": (
+        "Id de um modelo que uma eliminação marcou ('treino lineage models')."
+    ),
+    "The user the quota is for.": "O usuário a quem a cota se aplica.",
+    "Or the role (a user's own quota wins).": "Ou o papel (a cota do próprio usuário prevalece).",
+    "GPU-hours per calendar month.": "GPU-horas por mês do calendário.",
+    "GPUs held at once; more waits in the queue.": "GPUs ocupadas ao mesmo tempo; além disso, espera na fila.",
+    # Click and Typer: the --help option, the marks of a help page, a usage error
+    "Show this message and exit.": "Mostra esta mensagem e sai.",
+    "[default: {}]": "[padrão: {}]",
+    "[required]": "[obrigatório]",
+    "[env var: {}]": "[variável de ambiente: {}]",
+    "(deprecated) ": "(obsoleto) ",
+    "Aborted.": "Interrompido.",
+    "Try [blue]'{command_path} {help_option}'[/] for help.": (
+        "Tente [blue]'{command_path} {help_option}'[/] para ver a ajuda."
+    ),
 }
