@@ -1290,4 +1290,117 @@ PT: dict[str, str] = {
     "Try [blue]'{command_path} {help_option}'[/] for help.": (
         "Tente [blue]'{command_path} {help_option}'[/] para ver a ajuda."
     ),
+    # the governance commands (treino.cli.govern): users, tokens, grants, transfer, data, audit, lineage, erase, subject
+    "Added user {name} ({role}), id {id}.": "Usuário {name} ({role}) adicionado, id {id}.",
+    "{n} user(s)": "{n} usuário(s)",
+    "disabled": "desativado",
+    "User {name} ({role}) disabled: every token of theirs now fails.": (
+        "Usuário {name} ({role}) desativado: todos os tokens dele falham a partir de agora."
+    ),
+    "User {name} ({role}) enabled: their tokens work again.": (
+        "Usuário {name} ({role}) reativado: os tokens dele voltam a funcionar."
+    ),
+    "Token {id} for {user} ({role}), expires {when}:": "Token {id} para {user} ({role}), vence em {when}:",
+    "Token {id} for {user} ({role}), no expiry:": "Token {id} para {user} ({role}), sem validade:",
+    "This is the only time the token is shown; store it now (the server keeps only its hash).": (
+        "Esta é a única vez que o token aparece; guarde-o agora (o servidor guarda só o seu hash)."
+    ),
+    "{n} token(s)": "{n} token(s)",
+    "created": "criado",
+    "expires": "vence",
+    "revoked": "revogado",
+    "Revoked token {id} at {when}.": "Token {id} revogado em {when}.",
+    "Grant {id}: {user} may read {dataset} for {purposes}.": (
+        "Permissão {id}: {user} pode ler {dataset} para {purposes}."
+    ),
+    "{n} grant(s)": "{n} permissão(ões)",
+    "purposes": "finalidades",
+    "granted by": "concedida por",
+    "Revoked grant {id} at {when}.": "Permissão {id} revogada em {when}.",
+    "Transfer {id}: {site} under {mechanism} ({reference}, signed {signed_on}).": (
+        "Transferência {id}: {site} sob {mechanism} ({reference}, assinado em {signed_on})."
+    ),
+    "{n} transfer(s)": "{n} transferência(s)",
+    "mechanism": "mecanismo",
+    "reference": "referência",
+    "signed on": "assinado em",
+    "Registered {name} v{number}: sha256 {sha256}, {rows:,} rows.": (
+        "{name} v{number} registrado: sha256 {sha256}, {rows:,} linhas."
+    ),
+    "warning: {text}": "aviso: {text}",
+    "{n} dataset(s)": "{n} dataset(s)",
+    "basis": "base",
+    "retention": "retenção",
+    "personal data": "dados pessoais",
+    "yes, sensitive": "sim, sensíveis",
+    "subject column": "coluna de titulares",
+    "registered": "registrado",
+    "{when} by {who}": "{when} por {who}",
+    "Dataset {name} ({format})": "Dataset {name} ({format})",
+    "{days} d, EXPIRED": "{days} d, VENCIDA",
+    "EXPIRED on {date}": "VENCIDA em {date}",
+    "{days} d": "{days} d",
+    "{days} days, until {date}": "{days} dias, até {date}",
+    "Erased {name}: version(s) {purged} purged (erasure #{erasure}).": (
+        "{name} eliminado: versão(ões) {purged} expurgada(s) (eliminação nº {erasure})."
+    ),
+    "Retention of {name} extended until {date}.": "Retenção de {name} prorrogada até {date}.",
+    "reason": "motivo",
+    "purged {when}": "expurgada em {when}",
+    "current": "atual",
+    "kept": "mantida",
+    "chain intact: {n:,} records; {reason}.": "cadeia íntegra: {n:,} registros; {reason}.",
+    "anchors: {reason}.": "âncoras: {reason}.",
+    "anchors: {reason} (anchor HMACs not checked: --key-file).": (
+        "âncoras: {reason} (HMACs das âncoras não conferidos: --key-file)."
+    ),
+    "chain broken at record {seq}:": "cadeia rompida no registro {seq}:",
+    "{n} record(s)": "{n} registro(s)",
+    "Wrote {what} to {path}.": "Gravado(s) {what} em {path}.",
+    "the processing records (Art. 37)": "o registro das operações de tratamento (Art. 37)",
+    "{name}: {versions} version(s), {reads} recorded read(s)": (
+        "{name}: {versions} versão(ões), {reads} leitura(s) registrada(s)"
+    ),
+    "models": "modelos",
+    " (erasure #{id})": " (eliminação nº {id})",
+    "Model {id} ({kind}, step {step}) of job {job} ({job_name})": (
+        "Modelo {id} ({kind}, passo {step}) do job {job} ({job_name})"
+    ),
+    "path: {path}": "caminho: {path}",
+    "personal data: {personal}; residency: {residency}": "dados pessoais: {personal}; residência: {residency}",
+    "affected by erasure #{id}": "afetado pela eliminação nº {id}",
+    "deleted {when} by {who}: its files are gone": "apagado em {when} por {who}: seus arquivos não existem mais",
+    "quarantined {when} by {who}: not served": "em quarentena desde {when} por {who}: não é servido",
+    "trained on": "treinado com",
+    "{n} model(s), {affected} affected by erasure": "{n} modelo(s), {affected} afetado(s) por eliminação",
+    "Model {id} quarantined by {who}: its file is no longer served.": (
+        "Modelo {id} posto em quarentena por {who}: seu arquivo deixa de ser servido."
+    ),
+    "Model {id} deleted by {who}: its files and job {job}'s checkpoints gone.": (
+        "Modelo {id} apagado por {who}: seus arquivos e os checkpoints do job {job} foram removidos."
+    ),
+    "Erasure #{id} of subject {subject} (pseudonym {pseudonym})": (
+        "Eliminação nº {id} do titular {subject} (pseudônimo {pseudonym})"
+    ),
+    "answer due by {date} (LGPD Art. 19: {days} days)": "resposta devida até {date} (LGPD Art. 19: {days} dias)",
+    "no records in the {n} searched dataset(s) ({searched}); nothing erased": (
+        "nenhum registro no(s) {n} dataset(s) pesquisado(s) ({searched}); nada eliminado"
+    ),
+    "{dataset}: {rows} row(s) removed; purged {purged}; new version {new}": (
+        "{dataset}: {rows} linha(s) removida(s); expurgadas {purged}; nova versão {new}"
+    ),
+    "models marked: {ids}": "modelos marcados: {ids}",
+    "retrain jobs queued: {ids}": "jobs de retreino na fila: {ids}",
+    "jobs that read the erased versions: {ids} (--retrain queues them)": (
+        "jobs que leram as versões eliminadas: {ids} (--retrain os põe na fila)"
+    ),
+    "not searchable (no subject column): {names}": "sem busca possível (sem coluna de titulares): {names}",
+    "Subject {subject} (pseudonym {pseudonym}): {when}": "Titular {subject} (pseudônimo {pseudonym}): {when}",
+    "held in": "guardado em",
+    "granted to": "concedido a",
+    "model #{id} ({kind}) of job #{job}": "modelo nº {id} ({kind}) do job nº {job}",
+    "erasure #{id} requested {when}, due {date}": "eliminação nº {id} pedida em {when}, prazo {date}",
+    "  memorisation check, job #{job}: loss gap erased - held-out rows {sides}": (
+        "  teste de memorização, job nº {job}: diferença de loss entre linhas eliminadas e linhas de controle {sides}"
+    ),
 }
