@@ -1403,4 +1403,27 @@ PT: dict[str, str] = {
     "  memorisation check, job #{job}: loss gap erased - held-out rows {sides}": (
         "  teste de memorização, job nº {job}: diferença de loss entre linhas eliminadas e linhas de controle {sides}"
     ),
+    # treino metrics, show --metric, resubmit (treino.cli.metrics, treino.cli.resubmit)
+    "Job {id} has logged no metrics yet.": "O job {id} ainda não registrou métricas.",
+    "job {id}: {n} metric key(s)": "job {id}: {n} chave(s) de métrica",
+    "curve": "curva",
+    "One key: treino show {id} --metric NAME · every point: treino metrics {id} --csv": (
+        "Uma chave: treino show {id} --metric NOME · todos os pontos: treino metrics {id} --csv"
+    ),
+    "Job {id}: {key}, {n} point(s), steps {first}..{last}": "Job {id}: {key}, {n} ponto(s), passos {first}..{last}",
+    " (shown: {n}, each stretch's min and max)": " (mostrados: {n}, o mín. e o máx. de cada trecho)",
+    "last {value} (step {step})": "último {value} (passo {step})",
+    "min {value} (step {step})": "mín. {value} (passo {step})",
+    "max {value} (step {step})": "máx. {value} (passo {step})",
+    (
+        "Submitted job {id} ({name}): it continues job {job} from its checkpoint of step {step}. Watch it with 'treino "
+        "show {id}'."
+    ): (
+        "Job {id} ({name}) enviado: continua o job {job} do seu checkpoint do passo {step}. Acompanhe com 'treino show "
+        "{id}'."
+    ),
+    "Submitted job {id} ({name}): it runs job {job}'s spec again from step 0. Watch it with 'treino show {id}'.": (
+        "Job {id} ({name}) enviado: roda de novo a especificação do job {job} a partir do passo 0. Acompanhe com "
+        "'treino show {id}'."
+    ),
 }
