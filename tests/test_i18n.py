@@ -83,8 +83,9 @@ def template_text() -> dict[str, list[str]]:
 
 
 def python_keys() -> dict[str, set[str]]:
-    """Every Msg("...") template and every literal given to tr(...), N_(...) or .t(...) in treino's sources (a
-    template of numbers alone, "{n:,.1f}", needs no entry)."""
+    """Every Msg("...") template and every literal given to tr(...), N_(...) or .t(...) in treino's sources, and the
+    progress bars' titles and step names (steps(...), on_step(...): treino.cli.progress shows them translated); a
+    template of numbers alone, "{n:,.1f}", needs no entry."""
     used: dict[str, set[str]] = {}
     for path in sorted(SRC.rglob("*.py")):
         if path.name == "pt_br.py":
@@ -94,7 +95,7 @@ def python_keys() -> dict[str, set[str]]:
                 continue
             f = node.func
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-            if name in {"Msg", "tr", "N_"} or (name == "t" and isinstance(f, ast.Attribute)):
+            if name in {"Msg", "tr", "N_", "steps", "on_step"} or (name == "t" and isinstance(f, ast.Attribute)):
                 text = _constant(node.args[0])
                 if text is not None and re.search("[A-Za-z]", re.sub(r"\{[^}]*\}", "", text)):  # not "{n:,}"
                     used.setdefault(text, set()).add(str(path.relative_to(SRC)))
@@ -103,6 +104,7 @@ def python_keys() -> dict[str, set[str]]:
 
 def value_keys() -> set[str]:
     """Texts the views translate by value (t(j.state), t(p.label), each(" + ") of advice...)."""
+    from treino.bench.runner import STAGES
     from treino.plan.advice import CHANGES
     from treino.server.db import FailureReason, JobState, StopRequest
     from treino.server.web.plan_view import MEMORY_PARTS
@@ -114,6 +116,7 @@ def value_keys() -> set[str]:
     keys |= {"compute-bound", "memory-bound", "nvlink", "pcie", "dedicated", "cloud", "GPU", "CPU"}
     keys |= {"The optimizer step runs on the CPU (DeepSpeed ZeRO-Offload)."}  # plan.memory's note
     keys |= {"analytic", "trace", "tokens", "images", "none", "storage", "cpu"}  # plan methods, data units, bottlenecks
+    keys |= set(STAGES)  # treino bench's stages, its progress bar's step names
     return keys
 
 

@@ -1426,4 +1426,26 @@ PT: dict[str, str] = {
         "Job {id} ({name}) enviado: roda de novo a especificação do job {job} a partir do passo 0. Acompanhe com "
         "'treino show {id}'."
     ),
+    # progress bars' titles and step names (treino.cli.progress)
+    "bench": "medição",
+    "recommend": "recomendação",
+    "train step": "passo de treino",
+    "device": "dispositivo",
+    "step {n}/{total}": "passo {n}/{total}",
+    "planning {n} offers": "planejando {n} ofertas",
+    "loading matplotlib": "carregando o matplotlib",
+    "pricing the offers outside the limits": "precificando as ofertas fora dos limites",
+    "plotting memory per GPU": "desenhando a memória por GPU",
+    "plotting scaling": "desenhando a escalabilidade",
+    "plotting cost": "desenhando o custo",
+    "plotting cost against time": "desenhando o custo contra o tempo",
+    "training step 1 (creates the optimizer state)": "passo de treino 1 (cria o estado do otimizador)",
+    "training step 2, measured with MemTracker": "passo de treino 2, medido com o MemTracker",
+    "importing PyTorch and transformers": "importando o PyTorch e o transformers",
+    "building the model on fake tensors": "construindo o modelo em tensores falsos",
+    "building {spec} on fake tensors": "construindo {spec} em tensores falsos",
+    "gpu": "GPU",
+    "collectives": "coletivas",
+    "host": "host",
+    "dataloader": "data loader",
 }

@@ -32,7 +32,7 @@ from treino.cli.metrics import metrics
 from treino.cli.resubmit import resubmit
 from treino.cli.server import server
 from treino.errors import EXIT_NO_FIT, TreinoError, UsageError
-from treino.i18n import N_, current, from_env, language, tr, use
+from treino.i18n import N_, Msg, current, from_env, language, tr, use
 
 if TYPE_CHECKING:
     from treino.plan import TrainPlan
@@ -800,7 +800,7 @@ def recommend_cmd(
 
         total += REPORT_STEPS
     with steps("recommend", total, enabled=not as_json) as on_step:
-        on_step(f"planning {len(candidates)} offers")
+        on_step(Msg("planning {n} offers", n=len(candidates)))
         result = recommend(
             spec,
             candidates,
