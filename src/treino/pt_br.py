@@ -1448,4 +1448,43 @@ PT: dict[str, str] = {
     "collectives": "coletivas",
     "host": "host",
     "dataloader": "data loader",
+    # why a job waits, in one sentence (treino.cli.job_status.wait_detail) and a quota's note (treino.server.quotas)
+    "needs {n} device(s), {free} free": "precisa de {n} dispositivo(s), {free} livre(s)",
+    " and {n} more": " e mais {n}",
+    "held by a quota: {note}": "retido por uma cota: {note}",
+    "{need}; preempting {jobs} to free them": "{need}; preemptando {jobs} para liberá-los",
+    "needs {n} device(s): the machines it may use cannot seat it now (nodes down)": (
+        "precisa de {n} dispositivo(s): as máquinas que ele pode usar não o comportam agora (nós fora do ar)"
+    ),
+    "{need}; held by {jobs}, expected free at {at}": "{need}; ocupados por {jobs}, previstos livres em {at}",
+    "{need}; held by {jobs}, free time unknown (they have no timeout)": (
+        "{need}; ocupados por {jobs}, sem previsão de liberação (não têm timeout)"
+    ),
+    "fits now, but {head} waits first and its start time is unknown (no timeout)": (
+        "cabe agora, mas o {head} espera antes e seu início não tem previsão (sem timeout)"
+    ),
+    "fits now, but would delay {head}, due to start at {at}; a timeout_minutes ending sooner lets it in": (
+        "cabe agora, mas atrasaria o {head}, com início previsto em {at}; um timeout_minutes que termine antes disso o "
+        "deixa entrar"
+    ),
+    "{head}, of higher priority, goes first; {need}": "{head}, de prioridade maior, vai antes; {need}",
+    "{head}, submitted earlier, goes first; {need}": "{head}, enviado antes, vai primeiro; {need}",
+    "pending in Slurm: {note}": "aguardando no Slurm: {note}",
+    "no reason given": "sem motivo informado",
+    "the backend cannot be reached: {note}": "o backend está inacessível: {note}",
+    "the backend cannot be reached": "o backend está inacessível",
+    (
+        "quota: {owner}'s jobs hold {held} of the {limit} GPU(s) their quota allows at once ({whose}); this job needs "
+        "{need}. It starts when enough of them end."
+    ): (
+        "cota: os jobs de {owner} ocupam {held} das {limit} GPU(s) que sua cota permite ao mesmo tempo ({whose}); este "
+        "job precisa de {need}. Ele começa quando jobs suficientes terminarem."
+    ),
+    (
+        "quota: {owner}'s {hours:g} GPU-hours of this month are spent ({whose}). It starts when the quota resets, "
+        "{resets}."
+    ): (
+        "cota: as {hours:g} GPU-horas de {owner} neste mês se esgotaram ({whose}). Ele começa quando a cota renovar, "
+        "em {resets}."
+    ),
 }

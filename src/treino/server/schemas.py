@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from treino.govern.access import Principal
 from treino.govern.models import Role
+from treino.i18n import Msg, to_data
 from treino.server import progress
 from treino.server.db import Job
 from treino.server.inventory import Device, Node
@@ -101,6 +102,9 @@ class WaitOut(BaseModel):
     until: float | None  # resources, backfill: when the job ahead is expected to start (None: unknown)
     preempting: bool  # resources: `blocked_by` are being stopped for it
     note: str | None  # the quota's message, or Slurm's reason (squeue %r)
+    # the note as {"template", "params"} when treino wrote it (a quota's), for a client that words it in its own
+    # language (treino.i18n.from_data); None for Slurm's own text
+    note_msg: dict[str, Any] | None = None
 
     @staticmethod
     def fields(wait: Wait | None) -> dict[str, Any] | None:
@@ -117,6 +121,7 @@ class WaitOut(BaseModel):
             "until": wait.until,
             "preempting": wait.preempting,
             "note": wait.note,
+            "note_msg": to_data(wait.note) if isinstance(wait.note, Msg) else None,
         }
 
 
