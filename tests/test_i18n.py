@@ -117,6 +117,7 @@ def value_keys() -> set[str]:
     keys |= {"The optimizer step runs on the CPU (DeepSpeed ZeRO-Offload)."}  # plan.memory's note
     keys |= {"analytic", "trace", "tokens", "images", "none", "storage", "cpu"}  # plan methods, data units, bottlenecks
     keys |= set(STAGES)  # treino bench's stages, its progress bar's step names
+    keys |= {"larger than RAM", "buffered (cached)"}  # treino.bench.storage's read methods (the bench report's)
     return keys
 
 

@@ -1487,4 +1487,88 @@ PT: dict[str, str] = {
         "cota: as {hours:g} GPU-horas de {owner} neste mês se esgotaram ({whose}). Ele começa quando a cota renovar, "
         "em {resets}."
     ),
+    # treino bench: its table and verdicts (treino.bench.report)
+    "Figure": "Medida",
+    "Measured": "Medido",
+    "Datasheet": "Ficha técnica",
+    "% of datasheet": "% da ficha técnica",
+    "GPU {index} {name}": "GPU {index} {name}",
+    "{label} memory": "{label} memória",
+    "{n:.1f} GB": "{n:.1f} GB",
+    "{label} device copy (read+write)": "{label} cópia no dispositivo (leitura+escrita)",
+    "{n:,.0f} GB/s": "{n:,.0f} GB/s",
+    "{n:.1f} GB/s": "{n:.1f} GB/s",
+    "{n:.2f} GB/s": "{n:.2f} GB/s",
+    "{n:,.0f} TFLOP/s sustained": "{n:,.0f} TFLOP/s sustentados",
+    "{n:,.0f} TFLOP/s sustained at {clock:,} MHz": "{n:,.0f} TFLOP/s sustentados a {clock:,} MHz",
+    "{n:,.0f} burst": "{n:,.0f} em pico",
+    "{label} matmul {dtype}": "{label} matmul {dtype}",
+    "{label} -> GPU {peer} P2P": "{label} -> GPU {peer} P2P",
+    "{op} latency {size} ({backend}, {ranks} ranks)": "{op} latência {size} ({backend}, {ranks} ranks)",
+    "{op} busbw {size} ({backend}, {ranks} ranks)": "{op} busbw {size} ({backend}, {ranks} ranks)",
+    "{n:,.0f} µs": "{n:,.0f} µs",
+    "CPU cores": "Núcleos de CPU",
+    "Host memory copy (read+write)": "Cópia na memória do host (leitura+escrita)",
+    "Storage sequential read ({method})": "Leitura sequencial do armazenamento ({method})",
+    "7 GB/s (NVMe criterion)": "7 GB/s (critério NVMe)",
+    "Data loader": "Data loader",
+    "{n:,.0f} samples/s ({workers} workers)": "{n:,.0f} amostras/s ({workers} workers)",
+    "larger than RAM": "maior que a RAM",
+    "buffered (cached)": "com buffer (em cache)",
+    "PASS": "OK",
+    "FAIL": "FALHA",
+    "NOTE": "OBS.",
+    "meets": "atinge o mínimo de",
+    "below": "abaixo do mínimo de",
+    "feeds": "alimenta",
+    "short of": "não alcança",
+    "{per:g} CPU cores per GPU: {verdict} the {min} per GPU that keep the data loaders and the training process fed.": (
+        "{per:g} núcleos de CPU por GPU: {verdict} {min} por GPU, que mantêm os data loaders e o processo de treino "
+        "alimentados."
+    ),
+    "{per:.0f} GB RAM per GPU: {verdict} the {min} GB per GPU.": (
+        "{per:.0f} GB de RAM por GPU: {verdict} {min} GB por GPU."
+    ),
+    (
+        "No GPUs here: {cores} cores and {ram:.0f} GB RAM would feed {fed} GPU(s) at the seed's {min_cores} cores and "
+        "{min_ram} GB per GPU."
+    ): (
+        "Sem GPUs aqui: {cores} núcleos e {ram:.0f} GB de RAM alimentariam {fed} GPU(s), aos {min_cores} núcleos e "
+        "{min_ram} GB por GPU do critério de referência."
+    ),
+    (
+        "Storage {read:.1f} GB/s was read through the page cache: not judged against {min:g} GB/s. To fix: --path on a "
+        "filesystem that allows O_DIRECT."
+    ): (
+        "O armazenamento ({read:.1f} GB/s) foi lido pelo cache de páginas: não é julgado contra {min:g} GB/s. Como "
+        "corrigir: --path num sistema de arquivos que permita O_DIRECT."
+    ),
+    "Storage {read:.2f} GB/s ({method}): {verdict} the {min:g} GB/s that keeps 8 GPUs fed on image and video data.": (
+        "Armazenamento {read:.2f} GB/s ({method}): {verdict} {min:g} GB/s, que mantém 8 GPUs alimentadas com dados de "
+        "imagem e vídeo."
+    ),
+    "All-reduce of random data over {ranks} {backend} ranks equals the sum computed locally (max error {err:.1e}).": (
+        "O all-reduce de dados aleatórios em {ranks} ranks {backend} é igual à soma calculada localmente (erro máximo "
+        "{err:.1e})."
+    ),
+    (
+        "All-reduce of random data over {ranks} {backend} ranks DIFFERS from the sum computed locally (max error "
+        "{err:.1e})."
+    ): (
+        "O all-reduce de dados aleatórios em {ranks} ranks {backend} DIFERE da soma calculada localmente (erro máximo "
+        "{err:.1e})."
+    ),
+    (
+        "Data loader {rate:,.0f} samples/s with {workers} worker(s): {verdict} {feed:,.0f} samples/s; about {need} "
+        "worker(s) needed at one worker's rate."
+    ): (
+        "Data loader {rate:,.0f} amostras/s com {workers} worker(s): {verdict} {feed:,.0f} amostras/s; cerca de {need} "
+        "worker(s) necessário(s) à taxa de um worker."
+    ),
+    "gpu: skipped, no CUDA GPU visible to PyTorch (torch.cuda.is_available() is False).": (
+        "gpu: pulada, nenhuma GPU CUDA visível para o PyTorch (torch.cuda.is_available() é False)."
+    ),
+    "Profile: {path} (use it with 'treino plan train --profile {path}').": (
+        "Perfil: {path} (use-o com 'treino plan train --profile {path}')."
+    ),
 }
