@@ -94,6 +94,17 @@ def from_data(data: Any) -> Any:
     return data
 
 
+def from_server(text: str, data: Any) -> str:
+    """A text a server sent (English), in the CLI's language when it also sent it as data (`to_data`); as sent when
+    it did not (an older server, or text that is not treino's), or when the data is not a message."""
+    if data:
+        try:
+            return current().msg(from_data(data))
+        except ValueError:
+            pass
+    return text
+
+
 def message_of(exc: BaseException) -> str:
     """The message an exception was raised with: its Msg when it was one (str(exc) would be plain English)."""
     first = exc.args[0] if len(exc.args) == 1 else None

@@ -1571,4 +1571,71 @@ PT: dict[str, str] = {
     "Profile: {path} (use it with 'treino plan train --profile {path}').": (
         "Perfil: {path} (use-o com 'treino plan train --profile {path}')."
     ),
+    # treino server's start-up and stop lines (treino.cli.server), the usage price's basis (treino.server.usage)
+    "warning": "aviso",
+    "node {node} is in partitions mapped to different sites ({sites}); residency is decided per partition.": (
+        "o nó {node} está em partições mapeadas para locais diferentes ({sites}); a residência é decidida por partição."
+    ),
+    "Slurm: checking that {path} is shared with the nodes (a 1-node job) ...": (
+        "Slurm: conferindo se {path} é compartilhado com os nós (um job de 1 nó) ..."
+    ),
+    "Deleted {n} dataset file(s) an interrupted erasure or import had left in the store.": (
+        "Apagado(s) {n} arquivo(s) de dataset que uma eliminação ou importação interrompida deixou no repositório."
+    ),
+    "treino server: {devices}; data in {path}": "treino server: {devices}; dados em {path}",
+    (
+        "Reconciled after restart: {adopted} job(s) adopted, {requeued} requeued, {finished} finished while the server "
+        "was down."
+    ): (
+        "Reconciliado após o reinício: {adopted} job(s) adotado(s), {requeued} de volta à fila, {finished} "
+        "terminado(s) enquanto o servidor estava fora do ar."
+    ),
+    "Partition {name}: site {site} ({city}, {country})": "Partição {name}: local {site} ({city}, {country})",
+    "Partition {name}: no site": "Partição {name}: sem local",
+    "Site: {name} ({city}, {country}, {provider})": "Local: {name} ({city}, {country}, {provider})",
+    "Site: none (--site): jobs on datasets with a residency are refused": (
+        "Local: nenhum (--site): jobs com datasets que têm residência são recusados"
+    ),
+    "Usage priced at: {basis}": "Uso precificado a: {basis}",
+    "Usage: GPU-hours, no price (--offer, --gpu-hour-brl)": "Uso: GPU-horas, sem preço (--offer, --gpu-hour-brl)",
+    "Admission control: plans checked against {gpu}": "Controle de admissão: planos conferidos contra a {gpu}",
+    "Admission control: off (no GPU model)": "Controle de admissão: desligado (sem modelo de GPU)",
+    "Admin token (shown once; also in {path}, mode 0600): {token}": (
+        "Token de admin (mostrado uma vez; também em {path}, modo 0600): {token}"
+    ),
+    "Listening on http://{host}:{port} (API under /api/v1, dashboard at /, log in with a token)": (
+        "Escutando em http://{host}:{port} (API em /api/v1, painel em /, entre com um token)"
+    ),
+    "on its own": "por conta própria",
+    "by {signal}": "por {signal}",
+    (
+        "Stopped {how}: audit checkpoint signed at record {seq}; {n} running job(s) left to their supervisors, adopted "
+        "at the next start."
+    ): (
+        "Parado {how}: checkpoint de auditoria assinado no registro {seq}; {n} job(s) em execução deixado(s) com seus "
+        "supervisores, adotado(s) no próximo início."
+    ),
+    "Webhooks: {n} URL(s), signed with the secret in {path}": "Webhooks: {n} URL(s), assinadas com o segredo em {path}",
+    "Audit anchors: to {where}, every {interval:g} s and at shutdown": (
+        "Âncoras de auditoria: para {where}, a cada {interval:g} s e ao desligar"
+    ),
+    "cgroup v{v} per attempt": "cgroup v{v} por tentativa",
+    "no cgroups (stopped by their attempt key)": "sem cgroups (parados pela chave da tentativa)",
+    "Jobs run as user {name}, in their own folders; {cgroup}": (
+        "Os jobs rodam como o usuário {name}, em pastas próprias; {cgroup}"
+    ),
+    (
+        "jobs run as {user}, the server's own user: a job can read the data dir (database, admin-token, server-key, "
+        "dataset store) and act as admin. To fix: start the server as root (jobs then run as {job_user}) or as root "
+        "with --job-user NAME."
+    ): (
+        "os jobs rodam como {user}, o próprio usuário do servidor: um job pode ler o diretório de dados (banco de "
+        "dados, admin-token, server-key, repositório de datasets) e agir como admin. Como corrigir: inicie o servidor "
+        "como root (os jobs passam a rodar como {job_user}) ou como root com --job-user NOME."
+    ),
+    " at {rate:g} BRL/USD of {date}": " a {rate:g} BRL/USD de {date}",
+    "offer {offer}: {formula}{fx} = {price} per GPU-hour; price of {as_of}, source: {source}": (
+        "oferta {offer}: {formula}{fx} = {price} por GPU-hora; preço de {as_of}, fonte: {source}"
+    ),
+    "set by the server's operator: {price} per GPU-hour": "definido pelo operador do servidor: {price} por GPU-hora",
 }

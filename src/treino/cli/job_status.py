@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from treino.i18n import N_, Msg, current, from_data, tr
+from treino.i18n import N_, Msg, current, from_server, tr
 
 # The scheduler's reasons (treino.server.waits.WaitReason), as `treino jobs` words them in the CLI's language
 REASONS = (N_("resources"), N_("priority"), N_("queue"), N_("backfill"), N_("quota"), N_("slurm"))
@@ -91,12 +91,7 @@ def _named(ids: list[int]) -> str:
 def _note(wait: dict[str, Any]) -> str:
     """The wait's note in the CLI's language when the server sent it as data (a quota's), else as the server wrote
     it (Slurm's own reason)."""
-    if wait.get("note_msg"):
-        try:
-            return current().msg(from_data(wait["note_msg"]))
-        except ValueError:  # not a message this client can word: the server's English text
-            pass
-    return str(wait.get("note") or "")
+    return from_server(str(wait.get("note") or ""), wait.get("note_msg"))
 
 
 def wait_detail(wait: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ import typer
 
 from treino.cli.client import JsonOpt, TokenOpt, UrlOpt, _client, _print_json
 from treino.errors import UsageError
-from treino.i18n import N_, Msg, tr
+from treino.i18n import N_, Msg, from_server, tr
 
 quotas_app = typer.Typer(no_args_is_help=True, help="Limits on users' and roles' GPUs: GPU-hours a month, at once.")
 CSV_COLUMNS = ("key", "user", "purpose", "job_id", "job_name", "jobs", "gpu_hours", "cost_brl")
@@ -124,7 +124,7 @@ def usage(
     out.print(heading, highlight=False)
     out.print(table, highlight=False)
     out.print(
-        tr("Price: {basis}", basis=report["price_basis"])
+        tr("Price: {basis}", basis=from_server(report["price_basis"], report.get("price_basis_msg")))
         if priced
         else tr(
             "No price is set: GPU-hours only. To price them: "
@@ -138,7 +138,12 @@ def usage(
         out.print(quota_line(quota), highlight=False)
     for held in report["held"]:
         out.print(
-            tr("Job {id} ({owner}) waits: {reason}", id=held["job_id"], owner=held["owner"], reason=held["reason"]),
+            tr(
+                "Job {id} ({owner}) waits: {reason}",
+                id=held["job_id"],
+                owner=held["owner"],
+                reason=from_server(held["reason"], held.get("reason_msg")),
+            ),
             highlight=False,
         )
 

@@ -402,6 +402,7 @@ class HeldJob(BaseModel):
     job_id: int
     owner: str
     reason: str  # why a quota keeps it queued
+    reason_msg: dict[str, Any] | None = None  # the reason as data, for a client's language (treino.i18n.from_data)
 
 
 class QuotaStanding(BaseModel):
@@ -424,6 +425,7 @@ class UsageOut(BaseModel):
     source_note: str
     brl_per_gpu_hour: float | None
     price_basis: str | None  # the formula, the offer's price date and source; None: no price is set
+    price_basis_msg: dict[str, Any] | None = None  # the basis as data, for a client's language (treino.i18n)
     rows: list[UsageRowOut]  # most GPU-hours first
     gpu_hours: float
     cost_brl: float | None
