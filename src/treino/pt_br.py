@@ -1638,4 +1638,40 @@ PT: dict[str, str] = {
         "oferta {offer}: {formula}{fx} = {price} por GPU-hora; preço de {as_of}, fonte: {source}"
     ),
     "set by the server's operator: {price} per GPU-hour": "definido pelo operador do servidor: {price} por GPU-hora",
+    # the audit verdict, the anchors and a subject report, as the server or the CLI words them (treino.govern)
+    "{checked} anchor(s) agree with the recomputed chain: records 1-{last} are unchanged since {when}": (
+        "{checked} âncora(s) conferem com a cadeia recalculada: os registros 1-{last} estão inalterados desde {when}"
+    ),
+    "the anchor file holds no anchors: nothing is proven beyond plain verify": (
+        "o arquivo de âncoras não tem nenhuma âncora: nada é provado além da verificação simples"
+    ),
+    "{n:,} records and {cps:,} signed checkpoints verified; the head is record {head}": (
+        "{n:,} registros e {cps:,} checkpoints assinados verificados; o topo é o registro {head}"
+    ),
+    (
+        "{n:,} records and {cps:,} signed checkpoints verified; the head is record {head} (records {first}-{last} come "
+        "after the last checkpoint)"
+    ): (
+        "{n:,} registros e {cps:,} checkpoints assinados verificados; o topo é o registro {head} (os registros "
+        "{first}-{last} vêm depois do último checkpoint)"
+    ),
+    "the audit log is empty": "o log de auditoria está vazio",
+    "no records: the subject is in no stored version of {n} searched dataset(s) ({names}).": (
+        "nenhum registro: o titular não está em nenhuma versão guardada do(s) {n} dataset(s) pesquisado(s) ({names})."
+    ),
+    "no records: the subject is in no stored version of {n} searched dataset(s).": (
+        "nenhum registro: o titular não está em nenhuma versão guardada do(s) {n} dataset(s) pesquisado(s)."
+    ),
+    "{dataset} v{version}: {rows} row(s); basis {basis}; purposes {purposes}; kept in {residency}": (
+        "{dataset} v{version}: {rows} linha(s); base {basis}; finalidades {purposes}; guardado em {residency}"
+    ),
+    "model #{id} ({kind}) of job #{job} used {dataset} v{version}": (
+        "o modelo nº {id} ({kind}) do job nº {job} usou {dataset} v{version}"
+    ),
+    "not searchable (personal data, no subject column): {names}": (
+        "sem busca possível (dados pessoais, sem coluna de titulares): {names}"
+    ),
+    "{reason} (this check is not in the audit chain: {why})": (
+        "{reason} (esta verificação não está na cadeia de auditoria: {why})"
+    ),
 }

@@ -16,7 +16,7 @@ import typer
 
 from treino.cli.client import JsonOpt, TokenOpt, UrlOpt, _client, _print_json, _when
 from treino.errors import UsageError
-from treino.i18n import N_, Msg, tr
+from treino.i18n import N_, Msg, current, from_server, tr
 
 SHORT_HASH_CHARS = 12  # sha256 prefixes shown in tables; --json has the full hash
 ROLES = ("admin", "engineer", "dpo", "viewer")  # treino.govern.models.Role; the server validates
@@ -37,7 +37,8 @@ def _short(sha256: str | None) -> str:
 
 
 def _date(ts: float | None) -> str:
-    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d") if ts else "-"
+    """A day in the CLI's language: 2026-12-17, or 17/12/2026 in pt-BR."""
+    return dt.datetime.fromtimestamp(ts).strftime("%d/%m/%Y" if current().pt else "%Y-%m-%d") if ts else "-"
 
 
 def _epoch(text: str | None, option: str) -> float | None:
@@ -574,9 +575,10 @@ def audit_verify(
     if as_json:
         _print_json(result)
     elif result["ok"]:
-        typer.echo(tr("chain intact: {n:,} records; {reason}.", n=result["records"], reason=result["reason"]))
+        reason = from_server(result["reason"], result.get("reason_msg"))
+        typer.echo(tr("chain intact: {n:,} records; {reason}.", n=result["records"], reason=reason))
         if "anchors" in result:
-            reason = result["anchors"]["reason"]
+            reason = current().msg(result["anchors"]["reason"])  # a Msg: checked here, not by the server
             if key is not None:
                 typer.echo(tr("anchors: {reason}.", reason=reason))
             else:
@@ -910,7 +912,7 @@ def subject_report(
     )
     _print(_styled(head, "bold"))
     if not r["found"]:
-        _print(_styled(r["text"], "yellow"))
+        _print(_styled(from_server(r["text"], r.get("text_msg")), "yellow"))
     if r["holdings"]:
         table = _table(
             tr("held in"),

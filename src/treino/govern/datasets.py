@@ -42,6 +42,7 @@ from treino.errors import PolicyViolation, TreinoError
 from treino.govern.cpf import ColumnFinding, cpf_digits, scan_column, scan_table
 from treino.govern.models import Dataset, DatasetVersion, Erasure, JobDataset, Model
 from treino.govern.tombstones import KeepOut
+from treino.i18n import Joined, Msg
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
@@ -898,23 +899,47 @@ class SubjectReport:
         return bool(self.holdings)
 
     def text(self) -> str:
-        if not self.found:
+        """The report in English lines; a Joined of Msgs, which the API also gives as data (a client's language)."""
+        lines: list[str]
+        if not self.found and self.searched:
             lines = [
-                f"no records: the subject is in no stored version of {len(self.searched)} searched dataset(s)"
-                + (f" ({', '.join(self.searched)})" if self.searched else "")
-                + "."
+                Msg(
+                    "no records: the subject is in no stored version of {n} searched dataset(s) ({names}).",
+                    n=len(self.searched),
+                    names=", ".join(self.searched),
+                )
             ]
+        elif not self.found:
+            lines = [Msg("no records: the subject is in no stored version of {n} searched dataset(s).", n=0)]
         else:
             lines = [
-                f"{h.dataset} v{h.version}: {h.rows} row(s); basis {h.legal_basis}; purposes {', '.join(h.purposes)}; "
-                f"kept in {h.residency}"
+                Msg(
+                    "{dataset} v{version}: {rows} row(s); basis {basis}; purposes {purposes}; kept in {residency}",
+                    dataset=h.dataset,
+                    version=h.version,
+                    rows=h.rows,
+                    basis=h.legal_basis,
+                    purposes=", ".join(h.purposes),
+                    residency=h.residency,
+                )
                 for h in self.holdings
             ]
         for m in self.models:
-            lines.append(f"model #{m.model_id} ({m.kind}) of job #{m.job_id} used {m.dataset} v{m.version}")
+            lines.append(
+                Msg(
+                    "model #{id} ({kind}) of job #{job} used {dataset} v{version}",
+                    id=m.model_id,
+                    kind=m.kind,
+                    job=m.job_id,
+                    dataset=m.dataset,
+                    version=m.version,
+                )
+            )
         if self.unsearched:
-            lines.append(f"not searchable (personal data, no subject column): {', '.join(self.unsearched)}")
-        return "\n".join(lines)
+            lines.append(
+                Msg("not searchable (personal data, no subject column): {names}", names=", ".join(self.unsearched))
+            )
+        return Joined("\n", lines)
 
 
 def subject_report(session: Session, store: Path, subject_id: str, dataset: str | None = None) -> SubjectReport:

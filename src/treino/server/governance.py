@@ -22,6 +22,7 @@ from treino.govern.aliases import subject_pseudonyms
 from treino.govern.audit import Action, pseudonym
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, Grant, JobDataset, Model, Role, User
 from treino.govern.tombstones import ErasedSubjectsRefused, KeepOut, bury
+from treino.i18n import to_data
 from treino.server import unlearning
 from treino.server.auth import is_job_token
 from treino.server.context import ServerContext
@@ -476,7 +477,8 @@ def subject_report(ctx: ServerContext, subject: str, actor: str) -> SubjectRepor
         return SubjectReportOut(
             subject_pseudonym=subject_pseudonym,
             found=report.found,
-            text=report.text(),
+            text=(text := report.text()),
+            text_msg=to_data(text),
             holdings=[
                 Holding(
                     dataset=h.dataset,

@@ -593,6 +593,7 @@ class VerifyOut(BaseModel):
     records: int
     first_bad_seq: int | None
     reason: str
+    reason_msg: dict[str, Any] | None = None  # the reason as data when it is an intact chain's (treino.i18n)
     checkpoints: int
     last_hash: str | None  # the head of an intact chain: publish it to an outside witness
 
@@ -712,6 +713,7 @@ class SubjectReportOut(BaseModel):
     subject_pseudonym: str
     found: bool
     text: str
+    text_msg: dict[str, Any] | None = None  # the text as data, for a client's language (treino.i18n.from_data)
     holdings: list[Holding]
     models: list[SubjectModel]
     jobs: list[int]
