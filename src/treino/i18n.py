@@ -90,7 +90,8 @@ def from_data(data: Any) -> Any:
         except (KeyError, IndexError, AttributeError) as exc:
             raise ValueError(f"the message {data['template']!r} does not match its params: {exc}") from exc
     if isinstance(data, dict) and isinstance(data.get("sep"), str) and isinstance(data.get("parts"), list):
-        return Joined(data["sep"], [str(from_data(p)) for p in data["parts"]])
+        parts = [from_data(p) for p in data["parts"]]
+        return Joined(data["sep"], [p if isinstance(p, str) else str(p) for p in parts])  # a Msg part stays one
     return data
 
 
