@@ -1674,4 +1674,44 @@ PT: dict[str, str] = {
     "{reason} (this check is not in the audit chain: {why})": (
         "{reason} (esta verificação não está na cadeia de auditoria: {why})"
     ),
+    # a dataset import's warnings (treino.govern.datasets, treino.govern.cpf, treino.server.governance)
+    "column '{column}': {valid:,} of {sampled:,} sampled values are valid CPFs": (
+        "coluna '{column}': {valid:,} de {sampled:,} valores amostrados são CPFs válidos"
+    ),
+    "column '{column}': {valid:,} of {sampled:,} sampled values are valid CPFs (and its name says CPF)": (
+        "coluna '{column}': {valid:,} de {sampled:,} valores amostrados são CPFs válidos (e o nome dela diz CPF)"
+    ),
+    (
+        "'{name}' holds CPFs ({columns}) but is registered as not holding personal data; a CPF identifies a person "
+        "(LGPD Art. 5 I). To fix: register it as personal data with its legal basis, or drop the column (a plain hash "
+        "of a CPF is not anonymisation: 10^9 candidates are brute-forced in seconds)."
+    ): (
+        "'{name}' contém CPFs ({columns}), mas está registrado como sem dados pessoais; um CPF identifica uma pessoa "
+        "(LGPD Art. 5 I). Como corrigir: registre-o como dado pessoal com sua base legal, ou retire a coluna (um hash "
+        "simples de CPF não é anonimização: 10^9 candidatos são testados por força bruta em segundos)."
+    ),
+    (
+        "'{name}' holds personal data but has no subject column: erasure and subject reports cannot find its rows "
+        "(Art. 18). To fix: register it with --subject-column."
+    ): (
+        "'{name}' contém dados pessoais, mas não tem coluna de titulares: a eliminação e os relatórios de titular não "
+        "encontram suas linhas (Art. 18). Como corrigir: registre-o com --subject-column."
+    ),
+    "'{name}' holds personal data with no retention period (Art. 15-16). To fix: set one.": (
+        "'{name}' contém dados pessoais sem prazo de retenção (Art. 15-16). Como corrigir: defina um."
+    ),
+    (
+        "Its CPF column '{column}' is recorded as the subject column, so erasure and access requests (Art. 18) reach "
+        "its rows even though it was registered without one."
+    ): (
+        "Sua coluna de CPF '{column}' foi registrada como a coluna de titulares, para que os pedidos de eliminação e "
+        "de acesso (Art. 18) alcancem suas linhas, embora tenha sido registrado sem uma."
+    ),
+    (
+        "{rows} row(s) of {subjects} subject(s) erased earlier were stripped from this import (Art. 18 VI: erased "
+        "stays erased)."
+    ): (
+        "{rows} linha(s) de {subjects} titular(es) já eliminado(s) foram retiradas desta importação (Art. 18 VI: o que "
+        "foi eliminado continua eliminado)."
+    ),
 }

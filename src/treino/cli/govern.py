@@ -386,8 +386,10 @@ def data_add(
             rows=v["rows"],
         )
     )
-    for warning in done.get("warnings", []):
-        _print(_styled(tr("warning: {text}", text=warning), "yellow"))
+    worded = done.get("warnings_msg") or []
+    for i, warning in enumerate(done.get("warnings", [])):
+        text = from_server(warning, worded[i] if i < len(worded) else None)
+        _print(_styled(tr("warning: {text}", text=text), "yellow"))
 
 
 @data_app.command("list")

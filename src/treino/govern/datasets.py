@@ -349,21 +349,30 @@ def resolve(session: Session, name: str, number: int | None = None) -> DatasetVe
 
 
 def _warnings(ds: Dataset, findings: list[ColumnFinding]) -> list[str]:
-    out = []
+    """The import's warnings, in English: Msgs, which the API also gives as data (a client's language)."""
+    out: list[str] = []
     if findings and not ds.personal_data:
-        cols = "; ".join(f.describe() for f in findings)
         out.append(
-            f"'{ds.name}' holds CPFs ({cols}) but is registered as not holding personal data; a CPF identifies a "
-            "person (LGPD Art. 5 I). To fix: register it as personal data with its legal basis, or drop the column "
-            "(a plain hash of a CPF is not anonymisation: 10^9 candidates are brute-forced in seconds)."
+            Msg(
+                "'{name}' holds CPFs ({columns}) but is registered as not holding personal data; a CPF identifies a "
+                "person (LGPD Art. 5 I). To fix: register it as personal data with its legal basis, or drop the "
+                "column (a plain hash of a CPF is not anonymisation: 10^9 candidates are brute-forced in seconds).",
+                name=ds.name,
+                columns=Joined("; ", [f.describe() for f in findings]),
+            )
         )
     if ds.personal_data and ds.subject_column is None:
         out.append(
-            f"'{ds.name}' holds personal data but has no subject column: erasure and subject reports cannot find "
-            "its rows (Art. 18). To fix: register it with --subject-column."
+            Msg(
+                "'{name}' holds personal data but has no subject column: erasure and subject reports cannot find its "
+                "rows (Art. 18). To fix: register it with --subject-column.",
+                name=ds.name,
+            )
         )
     if ds.personal_data and ds.retention_days is None:
-        out.append(f"'{ds.name}' holds personal data with no retention period (Art. 15-16). To fix: set one.")
+        out.append(
+            Msg("'{name}' holds personal data with no retention period (Art. 15-16). To fix: set one.", name=ds.name)
+        )
     return out
 
 
@@ -448,8 +457,11 @@ def register_dataset(
     warnings = _warnings(ds, findings)
     if adopted:
         warnings.append(
-            f"Its CPF column '{adopted}' is recorded as the subject column, so erasure and access requests "
-            "(Art. 18) reach its rows even though it was registered without one."
+            Msg(
+                "Its CPF column '{column}' is recorded as the subject column, so erasure and access requests "
+                "(Art. 18) reach its rows even though it was registered without one.",
+                column=adopted,
+            )
         )
     return Registered(ds, version, findings, warnings)
 

@@ -561,6 +561,7 @@ class DatasetOut(BaseModel):
 
 class DatasetRegistered(DatasetOut):
     warnings: list[str]  # e.g. CPFs found in a column not flagged as the subject column
+    warnings_msg: list[Any] = []  # each warning as data, for a client's language (treino.i18n.from_data)
     erased_rows_stripped: int = 0  # rows of subjects erased earlier, taken out of the import (tombstones)
 
 
