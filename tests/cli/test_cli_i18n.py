@@ -131,7 +131,7 @@ def test_every_option_help_of_the_main_commands_shows_in_pt_br() -> None:
     from treino.pt_br import PT
 
     root = typer.main.get_command(app)
-    for path in (["plan", "train"], ["server"], ["data", "add"], ["jobs"], ["bench"]):
+    for path in (["plan", "train"], ["server"], ["data", "add"]):
         command = root
         for name in path:
             command = command.commands[name]
