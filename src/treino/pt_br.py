@@ -1714,4 +1714,5 @@ PT: dict[str, str] = {
         "{rows} linha(s) de {subjects} titular(es) já eliminado(s) foram retiradas desta importação (Art. 18 VI: o que "
         "foi eliminado continua eliminado)."
     ),
+    "Report: {path}": "Relatório: {path}",
 }

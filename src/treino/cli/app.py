@@ -832,7 +832,7 @@ def recommend_cmd(
                 on_step=on_step,
             )
     if html and as_json:  # stderr, so stdout stays one JSON document
-        print(f"Report: {written}", file=sys.stderr)
+        print(tr("Report: {path}", path=str(written)), file=sys.stderr)
     if as_json:
         _print_json(
             {
@@ -852,7 +852,7 @@ def recommend_cmd(
             console().print(tr("MFU on {gpu}: {source}.", gpu=gpu_name, source=source), style="dim", highlight=False)
         console().print(fx_line(fx), style="dim", highlight=False)
         if html:
-            print(f"Report: {written}")
+            print(tr("Report: {path}", path=str(written)))
     if not result.choices:
         raise typer.Exit(EXIT_NO_FIT)
 

@@ -93,7 +93,7 @@ def _localize_usage(command: Any, loc: Locale) -> None:
 def help_texts(command: Any) -> dict[str, str]:
     """Every help text of the tree: each command's description and epilog, each option's and argument's help, and
     the --help option's: {text: where}, for the catalog's test."""
-    import click
+    import typer
 
     texts: dict[str, str] = {}
 
@@ -102,7 +102,7 @@ def help_texts(command: Any) -> dict[str, str]:
             texts.setdefault(cmd.help, path)
         if getattr(cmd, "epilog", None):
             texts.setdefault(cmd.epilog, f"{path} (epilog)")
-        with click.Context(cmd, info_name=path) as ctx:
+        with typer.Context(cmd, info_name=path) as ctx:
             params = [*cmd.params, cmd.get_help_option(ctx)]
         for param in params:
             if getattr(param, "help", None):
