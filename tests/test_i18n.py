@@ -221,3 +221,28 @@ def test_every_command_description_and_option_help_of_the_cli_has_a_pt_br_entry(
     assert "Tokens per sequence." in texts  # an option of a subcommand (plan train --seq-len)
     assert "Job id, from 'treino jobs'." in texts  # an argument (show JOB_ID)
     assert sorted(f"{where}: {text!r}" for text, where in texts.items() if text not in PT) == []
+
+
+def test_a_msg_travels_as_data_and_renders_in_the_clients_language() -> None:
+    """to_data/from_data, through JSON as the API sends it: nested Msgs and a Joined come back as such and read in
+    Portuguese; data that is not a message (an unknown shape, a template its params do not fill) falls back on the
+    English text."""
+    import json
+
+    from treino.i18n import current, from_data, from_server, to_data, use
+
+    whose = Msg("{kind} {name}", kind=Msg("role"), name="engineer")
+    msg = Joined("\n", [Msg("Usage priced at: {basis}", basis="x"), Msg("{n} quota(s)", n=3), whose])
+    data = json.loads(json.dumps(to_data(msg)))
+    back = from_data(data)
+    assert back == str(msg) and isinstance(back, Joined)
+    assert PT_BR.msg(back) == "Uso precificado a: x\n3 cota(s)\npapel engineer"
+    was = current()
+    use(PT_BR)
+    try:
+        assert from_server("english", data) == "Uso precificado a: x\n3 cota(s)\npapel engineer"
+        assert from_server("english", {"template": "{missing} here", "params": {}}) == "english"
+        assert from_server("english", {"template": "x {n}", "params": [1]}) == "english"
+        assert from_server("english", None) == "english"
+    finally:
+        use(was)

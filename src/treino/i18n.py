@@ -101,7 +101,7 @@ def from_server(text: str, data: Any) -> str:
     if data:
         try:
             return current().msg(from_data(data))
-        except ValueError:
+        except ValueError:  # data this client cannot word (another version's template): the English text
             pass
     return text
 
