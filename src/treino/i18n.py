@@ -87,7 +87,7 @@ def from_data(data: Any) -> Any:
             raise ValueError(f"a message's params must be a mapping, not {type(params).__name__}")
         try:
             return Msg(data["template"], **{str(k): from_data(v) for k, v in params.items()})
-        except (KeyError, IndexError, AttributeError) as exc:
+        except (KeyError, IndexError, AttributeError, TypeError) as exc:
             raise ValueError(f"the message {data['template']!r} does not match its params: {exc}") from exc
     if isinstance(data, dict) and isinstance(data.get("sep"), str) and isinstance(data.get("parts"), list):
         parts = [from_data(p) for p in data["parts"]]
