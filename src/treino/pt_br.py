@@ -1119,7 +1119,7 @@ PT: dict[str, str] = {
         "Perfil de 'treino bench --train-step --save': o MFU medido para a sua GPU."
     ),
     "Preset name, config.json path, or module:function (trace).": (
-        "Nome de um modelo predefinido, caminho de um config.json, ou modulo:funcao (trace)."
+        "Nome de um modelo predefinido, caminho de um config.json, ou módulo:função (trace)."
     ),
     "GPU name from 'treino gpus', or cpu to plan for the CPU host.": (
         "Nome de uma GPU de 'treino gpus', ou cpu para planejar para a própria máquina (a CPU)."
