@@ -83,8 +83,9 @@ def template_text() -> dict[str, list[str]]:
 
 
 def python_keys() -> dict[str, set[str]]:
-    """Every Msg("...") template and every literal given to tr(...), N_(...) or .t(...) in treino's sources (a
-    template of numbers alone, "{n:,.1f}", needs no entry)."""
+    """Every Msg("...") template and every literal given to tr(...), N_(...) or .t(...) in treino's sources, and the
+    progress bars' titles and step names (steps(...), on_step(...): treino.cli.progress shows them translated); a
+    template of numbers alone, "{n:,.1f}", needs no entry."""
     used: dict[str, set[str]] = {}
     for path in sorted(SRC.rglob("*.py")):
         if path.name == "pt_br.py":
@@ -94,7 +95,7 @@ def python_keys() -> dict[str, set[str]]:
                 continue
             f = node.func
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-            if name in {"Msg", "tr", "N_"} or (name == "t" and isinstance(f, ast.Attribute)):
+            if name in {"Msg", "tr", "N_", "steps", "on_step"} or (name == "t" and isinstance(f, ast.Attribute)):
                 text = _constant(node.args[0])
                 if text is not None and re.search("[A-Za-z]", re.sub(r"\{[^}]*\}", "", text)):  # not "{n:,}"
                     used.setdefault(text, set()).add(str(path.relative_to(SRC)))
@@ -103,6 +104,7 @@ def python_keys() -> dict[str, set[str]]:
 
 def value_keys() -> set[str]:
     """Texts the views translate by value (t(j.state), t(p.label), each(" + ") of advice...)."""
+    from treino.bench.runner import STAGES
     from treino.plan.advice import CHANGES
     from treino.server.db import FailureReason, JobState, StopRequest
     from treino.server.web.plan_view import MEMORY_PARTS
@@ -114,6 +116,8 @@ def value_keys() -> set[str]:
     keys |= {"compute-bound", "memory-bound", "nvlink", "pcie", "dedicated", "cloud", "GPU", "CPU"}
     keys |= {"The optimizer step runs on the CPU (DeepSpeed ZeRO-Offload)."}  # plan.memory's note
     keys |= {"analytic", "trace", "tokens", "images", "none", "storage", "cpu"}  # plan methods, data units, bottlenecks
+    keys |= set(STAGES)  # treino bench's stages, its progress bar's step names
+    keys |= {"larger than RAM", "buffered (cached)"}  # treino.bench.storage's read methods (the bench report's)
     return keys
 
 
@@ -204,14 +208,41 @@ def test_every_template_compiles_with_the_dashboards_environment(name: str) -> N
     templates().get_template(name)  # an unknown filter (|msg instead of msg()) fails here, not on a page
 
 
-def test_every_command_description_and_root_option_of_the_cli_has_a_pt_br_entry() -> None:
-    """`treino --help` and each command's --help (treino.cli.i18n rewrites them; option helps of the commands
-    themselves are not yet in the catalog: docs/i18n.md)."""
+def test_every_command_description_and_option_help_of_the_cli_has_a_pt_br_entry() -> None:
+    """`treino --help` and each command's --help (treino.cli.i18n rewrites them): every command's description, every
+    option's and argument's help of every command, and Click's own --help line."""
     import typer
 
     from treino.cli.app import app
     from treino.cli.i18n import help_texts
 
     texts = help_texts(typer.main.get_command(app))
-    assert len(texts) > 40
+    assert len(texts) > 240 and "Show this message and exit." in texts
+    assert "Tokens per sequence." in texts  # an option of a subcommand (plan train --seq-len)
+    assert "Job id, from 'treino jobs'." in texts  # an argument (show JOB_ID)
     assert sorted(f"{where}: {text!r}" for text, where in texts.items() if text not in PT) == []
+
+
+def test_a_msg_travels_as_data_and_renders_in_the_clients_language() -> None:
+    """to_data/from_data, through JSON as the API sends it: nested Msgs and a Joined come back as such and read in
+    Portuguese; data that is not a message (an unknown shape, a template its params do not fill) falls back on the
+    English text."""
+    import json
+
+    from treino.i18n import current, from_data, from_server, to_data, use
+
+    whose = Msg("{kind} {name}", kind=Msg("role"), name="engineer")
+    msg = Joined("\n", [Msg("Usage priced at: {basis}", basis="x"), Msg("{n} quota(s)", n=3), whose])
+    data = json.loads(json.dumps(to_data(msg)))
+    back = from_data(data)
+    assert back == str(msg) and isinstance(back, Joined)
+    assert PT_BR.msg(back) == "Uso precificado a: x\n3 cota(s)\npapel engineer"
+    was = current()
+    use(PT_BR)
+    try:
+        assert from_server("english", data) == "Uso precificado a: x\n3 cota(s)\npapel engineer"
+        assert from_server("english", {"template": "{missing} here", "params": {}}) == "english"
+        assert from_server("english", {"template": "x {n}", "params": [1]}) == "english"
+        assert from_server("english", None) == "english"
+    finally:
+        use(was)

@@ -9,6 +9,8 @@ A message with values in it is a `Msg`: a stable English template with named fie
 so an error raised with one reads the same in logs, JSON and English views; the view layer renders it in its
 language with `Locale.msg`, from the template's catalog entry, never by matching words in a finished sentence.
 A field that is itself a Msg (or a `Joined` list of them) is translated too; numbers follow the locale.
+A Msg the server composes travels to a client as data (`to_data`: its template and fields) beside its English text,
+and the client renders it in its own language (`from_data`, then `Locale.msg`).
 
 Numbers, dates and money follow the locale (pt-BR: 1.234,5 · 29/11/2026 14:05 · R$ 1.234,56 via
 treino.plan.cost.format_brl). English views: the dashboard writes BRL 1,234.56, the CLI R$ 1.234,56 (its one money
@@ -64,6 +66,44 @@ class Joined(str):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (str, (str(self),))
+
+
+def to_data(text: Any) -> Any:
+    """A Msg as JSON data a client renders in its own language (`from_data`): {"template", "params"}, a field that is
+    itself a Msg or Joined nested the same way; a Joined as {"sep", "parts"}; any other value as it is."""
+    if isinstance(text, Msg):
+        return {"template": text.template, "params": {k: to_data(v) for k, v in text.params.items()}}
+    if isinstance(text, Joined):
+        return {"sep": text.sep, "parts": [to_data(p) for p in text.parts]}
+    return text
+
+
+def from_data(data: Any) -> Any:
+    """`to_data`'s inverse: the Msg (or Joined) again, equal to its English text. ValueError when the data is not
+    one (a template whose fields the params lack), for the caller to fall back on the English text."""
+    if isinstance(data, dict) and isinstance(data.get("template"), str):
+        params = data.get("params") or {}
+        if not isinstance(params, dict):
+            raise ValueError(f"a message's params must be a mapping, not {type(params).__name__}")
+        try:
+            return Msg(data["template"], **{str(k): from_data(v) for k, v in params.items()})
+        except (KeyError, IndexError, AttributeError, TypeError) as exc:
+            raise ValueError(f"the message {data['template']!r} does not match its params: {exc}") from exc
+    if isinstance(data, dict) and isinstance(data.get("sep"), str) and isinstance(data.get("parts"), list):
+        parts = [from_data(p) for p in data["parts"]]
+        return Joined(data["sep"], [p if isinstance(p, str) else str(p) for p in parts])  # a Msg part stays one
+    return data
+
+
+def from_server(text: str, data: Any) -> str:
+    """A text a server sent (English), in the CLI's language when it also sent it as data (`to_data`); as sent when
+    it did not (an older server, or text that is not treino's), or when the data is not a message."""
+    if data:
+        try:
+            return current().msg(from_data(data))
+        except ValueError:  # data this client cannot word (another version's template): the English text
+            pass
+    return text
 
 
 def message_of(exc: BaseException) -> str:

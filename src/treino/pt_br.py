@@ -967,4 +967,793 @@ PT: dict[str, str] = {
     ),
     "MFU {mfu} % ({source}).": "MFU {mfu} % ({source}).",
     "MFU on {gpu}: {source}.": "MFU em {gpu}: {source}.",
+    # --- the CLI's help: each command's own options and arguments ---
+    "Small sizes and few repeats (about a minute).": "Tamanhos pequenos e poucas repetições (cerca de um minuto).",
+    "Machine-readable output (docs/bench-json.md).": "Saída para programas (docs/bench-json.md).",
+    "Write a hardware profile for 'treino plan train --profile'.": (
+        "Grava um perfil de hardware para 'treino plan train --profile'."
+    ),
+    "Comma-separated stages: gpu, collectives, host, storage, dataloader.": (
+        "Etapas separadas por vírgula: gpu, collectives, host, storage, dataloader."
+    ),
+    "Directory whose filesystem the storage test reads (default: a temp dir).": (
+        "Diretório cujo sistema de arquivos o teste de armazenamento lê (padrão: um diretório temporário)."
+    ),
+    "Samples/s the GPUs consume; judges the data loader.": (
+        "Amostras/s que as GPUs consomem; serve para julgar o data loader."
+    ),
+    "Time real training steps of --model and store their MFU in the --save profile.": (
+        "Cronometra passos reais de treino de --model e guarda seu MFU no perfil de --save."
+    ),
+    "With --train-step: preset name or config.json path.": (
+        "Com --train-step: nome de um modelo predefinido ou caminho de um config.json."
+    ),
+    "With --train-step: sequences per step.": "Com --train-step: sequências por passo.",
+    "With --train-step: tokens per sequence.": "Com --train-step: tokens por sequência.",
+    "With --train-step: fp32, bf16-mixed, fp16-mixed, bf16-true.": (
+        "Com --train-step: fp32, bf16-mixed, fp16-mixed, bf16-true."
+    ),
+    "With --train-step: timed steps (the median).": "Com --train-step: passos cronometrados (vale a mediana).",
+    "With --train-step: untimed steps first.": "Com --train-step: passos não cronometrados antes.",
+    "With --train-step on a CPU: one thread, timed by CPU time (a shared host's load does not count).": (
+        "Com --train-step numa CPU: uma thread, cronometrada pelo tempo de CPU (a carga de uma máquina compartilhada "
+        "não conta)."
+    ),
+    "bash, zsh or fish.": "bash, zsh ou fish.",
+    "Only offers with this GPU (see 'treino gpus').": "Só ofertas com esta GPU (veja 'treino gpus').",
+    "Only dedicated or cloud offers.": "Só ofertas dedicadas (dedicated) ou em nuvem (cloud).",
+    "Only offers at a site in this country (ISO-2).": "Só ofertas num local deste país (ISO-2).",
+    "Your own quotes (CSV or YAML), listed with the catalog.": (
+        "Suas próprias cotações (CSV ou YAML), listadas com o catálogo."
+    ),
+    "Print each price's source under the table.": "Imprime a fonte de cada preço abaixo da tabela.",
+    "BRL per USD for converting USD prices, instead of the catalog's dated rate (e.g. 5.40).": (
+        "BRL por USD para converter preços em USD, em vez do câmbio datado do catálogo (ex.: 5.40)."
+    ),
+    "Machine-readable output, every field.": "Saída para programas, com todos os campos.",
+    "Only sites in this country (ISO-2).": "Só locais deste país (ISO-2).",
+    "Machine-readable output.": "Saída para programas.",
+    "Database, job logs and checkpoints.": "Banco de dados, logs dos jobs e checkpoints.",
+    "Address to listen on.": "Endereço em que escuta.",
+    "Port to listen on.": "Porta em que escuta.",
+    "'auto': NVIDIA GPUs through NVML; 'cpu:N': N CPU slots (jobs use gloo).": (
+        "'auto': GPUs NVIDIA via NVML; 'cpu:N': N slots de CPU (os jobs usam gloo)."
+    ),
+    "Database URL (default: SQLite in the data dir), e.g. postgresql+psycopg://...": (
+        "URL do banco de dados (padrão: SQLite no diretório de dados), ex.: postgresql+psycopg://..."
+    ),
+    "Where this server is, from the sites catalog (e.g. eveo-sp1): residency decisions.": (
+        "Onde fica este servidor, do catálogo de locais (ex.: eveo-sp1): para as decisões de residência."
+    ),
+    "A folder datasets may be registered from (repeatable).": (
+        "Uma pasta de onde datasets podem ser registrados (pode repetir)."
+    ),
+    "The controller (company) named in the Art. 37 records of processing.": (
+        "O controlador (empresa) citado no registro das operações de tratamento do Art. 37."
+    ),
+    "Catalog GPU to plan jobs against (default: the GPUs found; none on CPU slots).": (
+        "GPU do catálogo contra a qual planejar os jobs (padrão: as GPUs encontradas; nenhuma com slots de CPU)."
+    ),
+    "'local': this machine's GPUs; 'slurm': an existing Slurm cluster (SLURM_CONF).": (
+        "'local': as GPUs desta máquina; 'slurm': um cluster Slurm existente (SLURM_CONF)."
+    ),
+    (
+        "Slurm partition jobs may run on, as NAME or NAME=SITE (its site in the sites catalog, for residency); "
+        "repeatable. Default: every partition, at --site."
+    ): (
+        "Partição Slurm em que os jobs podem rodar, como NOME ou NOME=LOCAL (seu local no catálogo de locais, para a "
+        "residência); pode repetir. Padrão: todas as partições, em --site."
+    ),
+    "Slurm account to charge jobs to (sbatch --account).": "Conta Slurm a que os jobs são cobrados (sbatch --account).",
+    "Job folders and the dataset store, on a filesystem every node mounts (default: data dir).": (
+        "Pastas dos jobs e repositório de datasets, num sistema de arquivos que todos os nós montam (padrão: o "
+        "diretório de dados)."
+    ),
+    "How jobs reach this server (TREINO_URL); default http://HOST:PORT.": (
+        "Como os jobs chegam a este servidor (TREINO_URL); padrão http://HOST:PORT."
+    ),
+    "Who may read a job's logs: 'owner' (its owner) and roles, comma-separated; or 'all'.": (
+        "Quem pode ler os logs de um job: 'owner' (seu dono) e papéis, separados por vírgula; ou 'all' (todos)."
+    ),
+    "Bad tokens one client address may present per window before 429.": (
+        "Tokens inválidos que um endereço de cliente pode apresentar por janela antes do 429."
+    ),
+    "The window of --auth-failures-max, in seconds.": "A janela de --auth-failures-max, em segundos.",
+    "How long a dashboard login lasts, in seconds.": "Quanto dura um login no painel, em segundos.",
+    "Reverse proxies (comma-separated addresses) whose X-Forwarded-For/-Proto are believed.": (
+        "Proxies reversos (endereços separados por vírgula) cujos X-Forwarded-For/-Proto são aceitos."
+    ),
+    (
+        "Unix user local jobs run as, so they cannot read the data dir (needs root). Default as root: treino-job, "
+        "created if missing; naming the server's own user runs jobs as it (as before)."
+    ): (
+        "Usuário Unix com que os jobs locais rodam, para que não possam ler o diretório de dados (exige root). Padrão "
+        "como root: treino-job, criado se não existir; indicar o próprio usuário do servidor roda os jobs com ele "
+        "(como antes)."
+    ),
+    "URL to POST signed notifications to (job end, erasure deadline near); repeatable. docs/server.md": (
+        "URL para onde enviar (POST) notificações assinadas (fim de job, prazo de eliminação próximo); pode repetir. "
+        "docs/server.md"
+    ),
+    "File holding the webhooks' HMAC secret (default: DATA_DIR/webhook-secret, made once).": (
+        "Arquivo com o segredo HMAC dos webhooks (padrão: DATA_DIR/webhook-secret, criado uma vez)."
+    ),
+    "Notify an open erasure request this many days before its deadline.": (
+        "Notifica um pedido de eliminação em aberto esta quantidade de dias antes do prazo."
+    ),
+    (
+        "Erase datasets past their retention period (checked at start and hourly; audited). Off: they are only blocked "
+        "for reads and notified."
+    ): (
+        "Elimina datasets além do prazo de retenção (verificado ao iniciar e a cada hora; auditado). Desligado: só "
+        "ficam bloqueados para leitura e notificados."
+    ),
+    (
+        "Catalog offer this server is (treino offers): `treino usage` prices GPU-hours at its monthly price / (GPUs x "
+        "730 h)."
+    ): (
+        "Oferta do catálogo que este servidor é (treino offers): `treino usage` precifica as GPU-horas pelo seu preço "
+        "mensal / (GPUs x 730 h)."
+    ),
+    "Price of one GPU-hour in BRL for `treino usage` (instead of --offer).": (
+        "Preço de uma GPU-hora em BRL para `treino usage` (em vez de --offer)."
+    ),
+    (
+        "File outside the data dir (best write-once or remote) to append signed anchors of the audit head to, for "
+        "'treino audit verify --anchors'. docs/govern.md"
+    ): (
+        "Arquivo fora do diretório de dados (de preferência só de acréscimo ou remoto) onde acrescentar âncoras "
+        "assinadas do topo da auditoria, para 'treino audit verify --anchors'. docs/govern.md"
+    ),
+    "URL to POST each audit anchor to, signed as --webhook; repeatable.": (
+        "URL para onde enviar (POST) cada âncora de auditoria, assinada como em --webhook; pode repetir."
+    ),
+    "Seconds between audit anchors (written when the head moved).": (
+        "Segundos entre âncoras de auditoria (gravadas quando o topo mudou)."
+    ),
+    "Job spec, YAML or JSON (see treino.server.spec).": (
+        "Especificação do job, em YAML ou JSON (veja treino.server.spec)."
+    ),
+    "Wait until the job ends; exit 0 if it succeeded, 1 if not.": (
+        "Espera o job terminar; sai com 0 se ele foi concluído, 1 se não."
+    ),
+    "Print its output until it ends (implies --wait).": "Imprime a saída dele até o fim (implica --wait).",
+    "Server URL (else TREINO_URL, the config file).": "URL do servidor (senão TREINO_URL, o arquivo de configuração).",
+    "API token (else TREINO_TOKEN, the config file).": "Token da API (senão TREINO_TOKEN, o arquivo de configuração).",
+    "queued, running, stopping, succeeded, ...": (
+        "queued (na fila), running (em execução), stopping (parando), succeeded (concluído), ..."
+    ),
+    "Newest first, at most this many.": "Os mais novos primeiro, no máximo esta quantidade.",
+    "Only jobs older than this id.": "Só jobs mais antigos que este id.",
+    "Job id, from 'treino jobs'.": "Id do job, de 'treino jobs'.",
+    "Only this metric: its curve, last, min, max ('treino metrics ID').": (
+        "Só esta métrica: sua curva, último valor, mín., máx. ('treino metrics ID')."
+    ),
+    "Keep printing until the job ends.": "Continua imprimindo até o job terminar.",
+    "Attempt number (default: the latest).": "Número da tentativa (padrão: a mais recente).",
+    "Every point as CSV: step,time,<key>,...": "Todos os pontos em CSV: step,time,<chave>,...",
+    "Start again from step 0 instead of the last checkpoint.": "Recomeça do passo 0 em vez do último checkpoint.",
+    "Who may read the dataset.": "Quem pode ler o dataset.",
+    "Dataset name, from 'treino data list'.": "Nome do dataset, de 'treino data list'.",
+    "One of the dataset's purposes (repeatable).": "Uma das finalidades do dataset (pode repetir).",
+    "The subject's id in the datasets' subject column.": "O id do titular na coluna de titulares dos datasets.",
+    "Only this dataset (default: all).": "Só este dataset (padrão: todos).",
+    "Queue the affected jobs again on the new versions.": "Põe de novo na fila os jobs afetados, com as novas versões.",
+    "From a date (2026-11-01) or a duration back (30d, 12h). Default: this month.": (
+        "A partir de uma data (2026-11-01) ou de um intervalo para trás (30d, 12h). Padrão: este mês."
+    ),
+    "Group by user, purpose or job.": "Agrupa por usuário (user), finalidade (purpose) ou job.",
+    "One user's usage (admins; others see their own).": "O uso de um usuário (admins; os demais veem o próprio).",
+    "CSV on stdout (cost_brl with a decimal point).": "CSV na saída padrão (cost_brl com ponto decimal).",
+    "Preset name or config.json path.": "Nome de um modelo predefinido ou caminho de um config.json.",
+    "Tokens to train on (e.g. 2e9).": "Tokens de treino (ex.: 2e9).",
+    "e.g. 3d or 72h.": "ex.: 3d ou 72h.",
+    'e.g. "R$ 50.000".': 'ex.: "R$ 50.000".',
+    "Country the data must stay in: ISO-2 (e.g. BR) or a site (its country).": (
+        "País onde os dados devem ficar: ISO-2 (ex.: BR) ou um local (o país dele)."
+    ),
+    "Your own quotes (CSV or YAML), added to the catalog.": (
+        "Suas próprias cotações (CSV ou YAML), somadas ao catálogo."
+    ),
+    "Also write a self-contained HTML report with plots.": "Grava também um relatório HTML autocontido, com gráficos.",
+    "Profile from 'treino bench --train-step --save': measured MFU for its GPU.": (
+        "Perfil de 'treino bench --train-step --save': o MFU medido para a sua GPU."
+    ),
+    "Preset name, config.json path, or module:function (trace).": (
+        "Nome de um modelo predefinido, caminho de um config.json, ou módulo:função (trace)."
+    ),
+    "GPU name from 'treino gpus', or cpu to plan for the CPU host.": (
+        "Nome de uma GPU de 'treino gpus', ou cpu para planejar para a própria máquina (a CPU)."
+    ),
+    "GPUs in the job.": "GPUs do job.",
+    "Sequences per GPU per step.": "Sequências por GPU por passo.",
+    "Tokens per sequence.": "Tokens por sequência.",
+    "Micro-batches per optimizer step.": "Micro-batches por passo do otimizador.",
+    "fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true, fp8 (torchao float8).": (
+        "fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true, fp8 (float8 do torchao)."
+    ),
+    "adamw, adamw-8bit, sgd, sgd-momentum, adafactor, lion.": "adamw, adamw-8bit, sgd, sgd-momentum, adafactor, lion.",
+    "sdpa (flash-style) or eager.": "sdpa (estilo flash) ou eager.",
+    "Activation checkpointing: none, selective, full.": (
+        "Checkpointing de ativações: none (nenhum), selective (seletivo), full (completo)."
+    ),
+    "ZeRO stage 0-3 (FSDP full shard = 3).": "Estágio do ZeRO, 0-3 (FSDP full shard = 3).",
+    "Tensor-parallel size.": "Grau de paralelismo de tensor.",
+    "Pipeline stages (1F1B).": "Estágios do pipeline (1F1B).",
+    "Virtual stages per GPU.": "Estágios virtuais por GPU.",
+    "none, optimizer, optimizer+params.": "none (nada), optimizer (otimizador), optimizer+params (otimizador e pesos).",
+    "LoRA rank; 0 = full fine-tune.": "Posto (rank) da LoRA; 0 = ajuste fino completo.",
+    "Comma-separated module names.": "Nomes de módulos separados por vírgula.",
+    "Base weights for LoRA: none or nf4 (QLoRA).": "Pesos de base para a LoRA: none (sem quantização) ou nf4 (QLoRA).",
+    "hf (Hugging Face modules) or megatron (fused kernels).": (
+        "hf (módulos do Hugging Face) ou megatron (kernels fundidos)."
+    ),
+    "Megatron sequence parallelism over the TP group.": "Paralelismo de sequência do Megatron sobre o grupo de TP.",
+    "analytic (formulas) or trace (real model on fake tensors).": (
+        "analytic (fórmulas) ou trace (o modelo real em tensores falsos)."
+    ),
+    "Tokens in the dataset (e.g. 2e9), for the run time.": "Tokens do dataset (ex.: 2e9), para o tempo do treino.",
+    "Passes over --tokens.": "Passadas sobre --tokens.",
+    "nvlink or pcie (default: nvlink where the GPU has it).": "nvlink ou pcie (padrão: nvlink onde a GPU tem).",
+    (
+        "Network between servers beyond 8 GPUs: 8x400g-ib, 32x100g-efa, 2x100g-eth, none (default: 8x400g-ib for "
+        "NVLink, 2x100g-eth for PCIe)."
+    ): (
+        "Rede entre servidores acima de 8 GPUs: 8x400g-ib, 32x100g-efa, 2x100g-eth, none (padrão: 8x400g-ib com "
+        "NVLink, 2x100g-eth com PCIe)."
+    ),
+    "Model FLOPs utilisation; default: a cited prior.": (
+        "Utilização de FLOPs do modelo (MFU); padrão: uma estimativa a priori citada."
+    ),
+    "tokens (pre-tokenised), text, or images (--seq-len = patches).": (
+        "tokens (pré-tokenizados), text (texto) ou images (imagens; --seq-len = patches)."
+    ),
+    "nvme-gen5, nvme-gen4, sata-ssd, hdd, nfs-10gbe.": "nvme-gen5, nvme-gen4, sata-ssd, hdd, nfs-10gbe.",
+    "Server CPU cores (default: 8 per GPU).": "Núcleos de CPU do servidor (padrão: 8 por GPU).",
+    "Server RAM, GB (default: 128 per GPU).": "RAM do servidor, GB (padrão: 128 por GPU).",
+    "Dataset size on disk, GB.": "Tamanho do dataset em disco, GB.",
+    "Price the run on this offer (see 'treino offers').": "Precifica o treino nesta oferta (veja 'treino offers').",
+    "Hardware profile from 'treino bench --save': measured figures.": (
+        "Perfil de hardware de 'treino bench --save': valores medidos."
+    ),
+    "GPU name from 'treino gpus'.": "Nome de uma GPU de 'treino gpus'.",
+    "ZeRO stage used from 2 GPUs on.": "Estágio do ZeRO usado a partir de 2 GPUs.",
+    "Largest count, a power of two (on paper up to 1024).": (
+        "Maior quantidade, uma potência de dois (no papel, até 1024)."
+    ),
+    (
+        "Network between servers: NICs x rate-kind (8x400g-ib, 32x100g-efa, 8x400g-roce, 2x100g-eth) or none (default: "
+        "8x400g-ib for NVLink servers, 2x100g-eth for PCIe ones)."
+    ): (
+        "Rede entre servidores: placas x taxa-tipo (8x400g-ib, 32x100g-efa, 8x400g-roce, 2x100g-eth) ou none (padrão: "
+        "8x400g-ib para servidores com NVLink, 2x100g-eth para os com PCIe)."
+    ),
+    "GPUs one NVLink domain joins (72 for an NVL72 rack).": "GPUs que um domínio NVLink une (72 num rack NVL72).",
+    "MIG profile of the shared GPU: 1g, 2g, 3g, 4g, 7g.": "Perfil MIG da GPU compartilhada: 1g, 2g, 3g, 4g, 7g.",
+    "Neighbours taking turns on the GPU.": "Vizinhos que se revezam na GPU.",
+    "Tokens per run (e.g. 2e9).": "Tokens por treino (ex.: 2e9).",
+    "A dedicated offer (monthly, BRL).": "Uma oferta dedicada (mensal, em BRL).",
+    "A cloud offer (hourly, USD).": "Uma oferta em nuvem (por hora, em USD).",
+    "Leaves the provider once.": "Sai do fornecedor uma vez.",
+    "Downloaded after each run.": "Baixado depois de cada treino.",
+    "Exchange-rate move to show, %.": "Variação do câmbio a mostrar, em %.",
+    "Your own quotes (CSV or YAML).": "Suas próprias cotações (CSV ou YAML).",
+    "Concurrent sequences.": "Sequências simultâneas.",
+    "Tokens per sequence (prompt + output).": "Tokens por sequência (prompt + saída).",
+    "bf16, fp16, fp32, int8, int4.": "bf16, fp16, fp32, int8, int4.",
+    "Tensor-parallel GPUs.": "GPUs em paralelismo de tensor.",
+    "User name (letters, digits, '.', '_', '-').": "Nome do usuário (letras, dígitos, '.', '_', '-').",
+    "One of admin, engineer, dpo, viewer.": "Um de admin, engineer, dpo, viewer.",
+    "User name.": "Nome do usuário.",
+    "The user the token acts as (its role is theirs).": (
+        "O usuário em nome de quem o token age (o papel do token é o dele)."
+    ),
+    "A label, e.g. the laptop it lives on.": "Um rótulo, ex.: o notebook onde ele fica.",
+    "Valid for this many days.": "Válido por esta quantidade de dias.",
+    "Token id, from 'treino tokens list'.": "Id do token, de 'treino tokens list'.",
+    "Grant id, from 'treino grants list'.": "Id da permissão, de 'treino grants list'.",
+    "Site from the sites catalog, e.g. a cloud region abroad.": (
+        "Local do catálogo de locais, ex.: uma região de nuvem no exterior."
+    ),
+    "anpd-scc, adequacy, specific-clauses, bcr, consent or other.": (
+        "anpd-scc (cláusulas-padrão da ANPD), adequacy (adequação), specific-clauses (cláusulas específicas), bcr "
+        "(normas corporativas globais), consent (consentimento) ou other (outro)."
+    ),
+    "The contract or decision, e.g. its number.": "O contrato ou a decisão, ex.: o número dele.",
+    "YYYY-MM-DD.": "AAAA-MM-DD.",
+    "Dataset name.": "Nome do dataset.",
+    "CSV or Parquet file under one of the server's --import-root folders.": (
+        "Arquivo CSV ou Parquet dentro de uma das pastas --import-root do servidor."
+    ),
+    "Does it hold personal data (LGPD Art. 5 I)? Say it either way.": (
+        "Contém dados pessoais (LGPD Art. 5 I)? Diga em qualquer caso."
+    ),
+    "art7-i .. art7-x, art11-i, art11-ii-a .. art11-ii-g, or not-personal (LGPD Art. 7 / Art. 11).": (
+        "art7-i .. art7-x, art11-i, art11-ii-a .. art11-ii-g, ou not-personal (não pessoal) (LGPD Art. 7 / Art. 11)."
+    ),
+    "What it may be used for, e.g. churn-model (repeatable).": (
+        "Para que pode ser usado, ex.: churn-model (pode repetir)."
+    ),
+    "Sensitive personal data (Art. 5 II): needs an Art. 11 basis.": (
+        "Dados pessoais sensíveis (Art. 5 II): exigem uma base do Art. 11."
+    ),
+    "Country it must stay in (ISO-2), or 'any'.": "País onde deve ficar (ISO-2), ou 'any' (qualquer um).",
+    "Keep it this many days.": "Guarda por esta quantidade de dias.",
+    "The column that identifies a person (for erasure).": "A coluna que identifica uma pessoa (para a eliminação).",
+    "When the data was collected (ISO date): retention counts from it.": (
+        "Quando os dados foram coletados (data ISO): a retenção conta a partir dela."
+    ),
+    "Refuse the file if it holds rows of erased subjects (default: strip them).": (
+        "Recusa o arquivo se ele tiver linhas de titulares eliminados (padrão: retirá-las)."
+    ),
+    "A new retention period, from today.": "Um novo prazo de retenção, a partir de hoje.",
+    "Why it may be kept longer, e.g. 'Art. 16 I: legal obligation'.": (
+        "Por que pode ser guardado por mais tempo, ex.: 'Art. 16 I: obrigação legal'."
+    ),
+    "The circumstances, for the audit record.": "As circunstâncias, para o registro de auditoria.",
+    "Erase the dataset instead: every version purged, its models marked.": (
+        "Elimina o dataset em vez disso: todas as versões expurgadas, seus modelos marcados."
+    ),
+    (
+        "An anchor file the server wrote (--audit-anchor): also recompute the chain here from the export and prove "
+        "every record up to the last anchor unchanged, even by someone holding the database and key."
+    ): (
+        "Um arquivo de âncoras que o servidor gravou (--audit-anchor): recalcula também aqui a cadeia a partir da "
+        "exportação e prova que nenhum registro até a última âncora mudou, nem por quem tem o banco de dados e a chave."
+    ),
+    "With --anchors: the server key (DATA_DIR/server-key), to check each anchor's HMAC too.": (
+        "Com --anchors: a chave do servidor (DATA_DIR/server-key), para conferir também o HMAC de cada âncora."
+    ),
+    "jsonl or csv.": "jsonl ou csv.",
+    "Only records about this dataset.": "Só registros sobre este dataset.",
+    "Only records by this user.": "Só registros deste usuário.",
+    "Only records about this subject (the pseudonym a report shows).": (
+        "Só registros sobre este titular (o pseudônimo que um relatório mostra)."
+    ),
+    "ISO 8601 time, inclusive (local without offset).": "Hora em ISO 8601, inclusiva (local, sem fuso).",
+    "ISO 8601 time, exclusive.": "Hora em ISO 8601, exclusiva.",
+    "Write here instead of stdout.": "Grava aqui em vez da saída padrão.",
+    "Model id, from 'treino lineage models'.": "Id do modelo, de 'treino lineage models'.",
+    "Id of a model an erasure marked ('treino lineage models').": (
+        "Id de um modelo que uma eliminação marcou ('treino lineage models')."
+    ),
+    "The user the quota is for.": "O usuário a quem a cota se aplica.",
+    "Or the role (a user's own quota wins).": "Ou o papel (a cota do próprio usuário prevalece).",
+    "GPU-hours per calendar month.": "GPU-horas por mês do calendário.",
+    "GPUs held at once; more waits in the queue.": "GPUs ocupadas ao mesmo tempo; além disso, espera na fila.",
+    # Click and Typer: the --help option, the marks of a help page, a usage error
+    "Show this message and exit.": "Mostra esta mensagem e sai.",
+    "[default: {}]": "[padrão: {}]",
+    "[required]": "[obrigatório]",
+    "[env var: {}]": "[variável de ambiente: {}]",
+    "(deprecated) ": "(obsoleto) ",
+    "Aborted.": "Interrompido.",
+    "Try [blue]'{command_path} {help_option}'[/] for help.": (
+        "Tente [blue]'{command_path} {help_option}'[/] para ver a ajuda."
+    ),
+    # the governance commands (treino.cli.govern): users, tokens, grants, transfer, data, audit, lineage, erase, subject
+    "Added user {name} ({role}), id {id}.": "Usuário {name} ({role}) adicionado, id {id}.",
+    "{n} user(s)": "{n} usuário(s)",
+    "disabled": "desativado",
+    "User {name} ({role}) disabled: every token of theirs now fails.": (
+        "Usuário {name} ({role}) desativado: todos os tokens dele falham a partir de agora."
+    ),
+    "User {name} ({role}) enabled: their tokens work again.": (
+        "Usuário {name} ({role}) reativado: os tokens dele voltam a funcionar."
+    ),
+    "Token {id} for {user} ({role}), expires {when}:": "Token {id} para {user} ({role}), vence em {when}:",
+    "Token {id} for {user} ({role}), no expiry:": "Token {id} para {user} ({role}), sem validade:",
+    "This is the only time the token is shown; store it now (the server keeps only its hash).": (
+        "Esta é a única vez que o token aparece; guarde-o agora (o servidor guarda só o seu hash)."
+    ),
+    "{n} token(s)": "{n} token(s)",
+    "created": "criado",
+    "expires": "vence",
+    "revoked": "revogado",
+    "Revoked token {id} at {when}.": "Token {id} revogado em {when}.",
+    "Grant {id}: {user} may read {dataset} for {purposes}.": (
+        "Permissão {id}: {user} pode ler {dataset} para {purposes}."
+    ),
+    "{n} grant(s)": "{n} permissão(ões)",
+    "purposes": "finalidades",
+    "granted by": "concedida por",
+    "Revoked grant {id} at {when}.": "Permissão {id} revogada em {when}.",
+    "Transfer {id}: {site} under {mechanism} ({reference}, signed {signed_on}).": (
+        "Transferência {id}: {site} sob {mechanism} ({reference}, assinado em {signed_on})."
+    ),
+    "{n} transfer(s)": "{n} transferência(s)",
+    "mechanism": "mecanismo",
+    "reference": "referência",
+    "signed on": "assinado em",
+    "Registered {name} v{number}: sha256 {sha256}, {rows:,} rows.": (
+        "{name} v{number} registrado: sha256 {sha256}, {rows:,} linhas."
+    ),
+    "warning: {text}": "aviso: {text}",
+    "{n} dataset(s)": "{n} dataset(s)",
+    "basis": "base",
+    "retention": "retenção",
+    "personal data": "dados pessoais",
+    "yes, sensitive": "sim, sensíveis",
+    "subject column": "coluna de titulares",
+    "registered": "registrado",
+    "{when} by {who}": "{when} por {who}",
+    "Dataset {name} ({format})": "Dataset {name} ({format})",
+    "{days} d, EXPIRED": "{days} d, VENCIDA",
+    "EXPIRED on {date}": "VENCIDA em {date}",
+    "{days} d": "{days} d",
+    "{days} days, until {date}": "{days} dias, até {date}",
+    "Erased {name}: version(s) {purged} purged (erasure #{erasure}).": (
+        "{name} eliminado: versão(ões) {purged} expurgada(s) (eliminação nº {erasure})."
+    ),
+    "Retention of {name} extended until {date}.": "Retenção de {name} prorrogada até {date}.",
+    "reason": "motivo",
+    "purged {when}": "expurgada em {when}",
+    "current": "atual",
+    "kept": "mantida",
+    "chain intact: {n:,} records; {reason}.": "cadeia íntegra: {n:,} registros; {reason}.",
+    "anchors: {reason}.": "âncoras: {reason}.",
+    "anchors: {reason} (anchor HMACs not checked: --key-file).": (
+        "âncoras: {reason} (HMACs das âncoras não conferidos: --key-file)."
+    ),
+    "chain broken at record {seq}:": "cadeia rompida no registro {seq}:",
+    "{n} record(s)": "{n} registro(s)",
+    "Wrote {what} to {path}.": "Gravado em {path}: {what}.",
+    "the processing records (Art. 37)": "o registro das operações de tratamento (Art. 37)",
+    "{name}: {versions} version(s), {reads} recorded read(s)": (
+        "{name}: {versions} versão(ões), {reads} leitura(s) registrada(s)"
+    ),
+    "models": "modelos",
+    " (erasure #{id})": " (eliminação nº {id})",
+    "Model {id} ({kind}, step {step}) of job {job} ({job_name})": (
+        "Modelo {id} ({kind}, passo {step}) do job {job} ({job_name})"
+    ),
+    "path: {path}": "caminho: {path}",
+    "personal data: {personal}; residency: {residency}": "dados pessoais: {personal}; residência: {residency}",
+    "affected by erasure #{id}": "afetado pela eliminação nº {id}",
+    "deleted {when} by {who}: its files are gone": "apagado em {when} por {who}: seus arquivos não existem mais",
+    "quarantined {when} by {who}: not served": "em quarentena desde {when} por {who}: não é servido",
+    "trained on": "treinado com",
+    "{n} model(s), {affected} affected by erasure": "{n} modelo(s), {affected} afetado(s) por eliminação",
+    "Model {id} quarantined by {who}: its file is no longer served.": (
+        "Modelo {id} posto em quarentena por {who}: seu arquivo deixa de ser servido."
+    ),
+    "Model {id} deleted by {who}: its files and job {job}'s checkpoints gone.": (
+        "Modelo {id} apagado por {who}: seus arquivos e os checkpoints do job {job} foram removidos."
+    ),
+    "Erasure #{id} of subject {subject} (pseudonym {pseudonym})": (
+        "Eliminação nº {id} do titular {subject} (pseudônimo {pseudonym})"
+    ),
+    "answer due by {date} (LGPD Art. 19: {days} days)": "resposta devida até {date} (LGPD Art. 19: {days} dias)",
+    "no records in the {n} searched dataset(s) ({searched}); nothing erased": (
+        "nenhum registro no(s) {n} dataset(s) pesquisado(s) ({searched}); nada eliminado"
+    ),
+    "{dataset}: {rows} row(s) removed; purged {purged}; new version {new}": (
+        "{dataset}: {rows} linha(s) removida(s); expurgadas {purged}; nova versão {new}"
+    ),
+    "models marked: {ids}": "modelos marcados: {ids}",
+    "retrain jobs queued: {ids}": "jobs de retreino na fila: {ids}",
+    "jobs that read the erased versions: {ids} (--retrain queues them)": (
+        "jobs que leram as versões eliminadas: {ids} (--retrain os põe na fila)"
+    ),
+    "not searchable (no subject column): {names}": "sem busca possível (sem coluna de titulares): {names}",
+    "Subject {subject} (pseudonym {pseudonym}): {when}": "Titular {subject} (pseudônimo {pseudonym}): {when}",
+    "held in": "guardado em",
+    "granted to": "concedido a",
+    "model #{id} ({kind}) of job #{job}": "modelo nº {id} ({kind}) do job nº {job}",
+    "erasure #{id} requested {when}, due {date}": "eliminação nº {id} pedida em {when}, prazo {date}",
+    "  memorisation check, job #{job}: loss gap erased - held-out rows {sides}": (
+        "  teste de memorização, job nº {job}: diferença de loss entre linhas eliminadas e linhas de controle {sides}"
+    ),
+    # treino metrics, show --metric, resubmit (treino.cli.metrics, treino.cli.resubmit)
+    "Job {id} has logged no metrics yet.": "O job {id} ainda não registrou métricas.",
+    "job {id}: {n} metric key(s)": "job {id}: {n} chave(s) de métrica",
+    "curve": "curva",
+    "One key: treino show {id} --metric NAME · every point: treino metrics {id} --csv": (
+        "Uma chave: treino show {id} --metric NOME · todos os pontos: treino metrics {id} --csv"
+    ),
+    "Job {id}: {key}, {n} point(s), steps {first}..{last}": "Job {id}: {key}, {n} ponto(s), passos {first}..{last}",
+    " (shown: {n}, each stretch's min and max)": " (mostrados: {n}, o mín. e o máx. de cada trecho)",
+    "last {value} (step {step})": "último {value} (passo {step})",
+    "min {value} (step {step})": "mín. {value} (passo {step})",
+    "max {value} (step {step})": "máx. {value} (passo {step})",
+    (
+        "Submitted job {id} ({name}): it continues job {job} from its checkpoint of step {step}. Watch it with 'treino "
+        "show {id}'."
+    ): (
+        "Job {id} ({name}) enviado: continua o job {job} do seu checkpoint do passo {step}. Acompanhe com 'treino show "
+        "{id}'."
+    ),
+    "Submitted job {id} ({name}): it runs job {job}'s spec again from step 0. Watch it with 'treino show {id}'.": (
+        "Job {id} ({name}) enviado: roda de novo a especificação do job {job} a partir do passo 0. Acompanhe com "
+        "'treino show {id}'."
+    ),
+    # progress bars' titles and step names (treino.cli.progress)
+    "bench": "medição",
+    "recommend": "recomendação",
+    "train step": "passo de treino",
+    "device": "dispositivo",
+    "step {n}/{total}": "passo {n}/{total}",
+    "planning {n} offers": "planejando {n} ofertas",
+    "loading matplotlib": "carregando o matplotlib",
+    "pricing the offers outside the limits": "precificando as ofertas fora dos limites",
+    "plotting memory per GPU": "desenhando a memória por GPU",
+    "plotting scaling": "desenhando a escalabilidade",
+    "plotting cost": "desenhando o custo",
+    "plotting cost against time": "desenhando o custo contra o tempo",
+    "training step 1 (creates the optimizer state)": "passo de treino 1 (cria o estado do otimizador)",
+    "training step 2, measured with MemTracker": "passo de treino 2, medido com o MemTracker",
+    "importing PyTorch and transformers": "importando o PyTorch e o transformers",
+    "building the model on fake tensors": "construindo o modelo em tensores falsos",
+    "building {spec} on fake tensors": "construindo {spec} em tensores falsos",
+    "gpu": "GPU",
+    "collectives": "coletivas",
+    "host": "host",
+    "dataloader": "data loader",
+    # why a job waits, in one sentence (treino.cli.job_status.wait_detail) and a quota's note (treino.server.quotas)
+    "needs {n} device(s), {free} free": "precisa de {n} dispositivo(s), {free} livre(s)",
+    " and {n} more": " e mais {n}",
+    "held by a quota: {note}": "retido por uma cota: {note}",
+    "{need}; preempting {jobs} to free them": "{need}; preemptando {jobs} para liberá-los",
+    "needs {n} device(s): the machines it may use cannot seat it now (nodes down)": (
+        "precisa de {n} dispositivo(s): as máquinas que ele pode usar não o comportam agora (nós fora do ar)"
+    ),
+    "{need}; held by {jobs}, expected free at {at}": "{need}; ocupados por {jobs}, previstos livres em {at}",
+    "{need}; held by {jobs}, free time unknown (they have no timeout)": (
+        "{need}; ocupados por {jobs}, sem previsão de liberação (não têm timeout)"
+    ),
+    "fits now, but {head} waits first and its start time is unknown (no timeout)": (
+        "cabe agora, mas o {head} espera antes e seu início não tem previsão (sem timeout)"
+    ),
+    "fits now, but would delay {head}, due to start at {at}; a timeout_minutes ending sooner lets it in": (
+        "cabe agora, mas atrasaria o {head}, com início previsto em {at}; um timeout_minutes que termine antes disso o "
+        "deixa entrar"
+    ),
+    "{head}, of higher priority, goes first; {need}": "{head}, de prioridade maior, vai antes; {need}",
+    "{head}, submitted earlier, goes first; {need}": "{head}, enviado antes, vai primeiro; {need}",
+    "pending in Slurm: {note}": "aguardando no Slurm: {note}",
+    "no reason given": "sem motivo informado",
+    "the backend cannot be reached: {note}": "o backend está inacessível: {note}",
+    "the backend cannot be reached": "o backend está inacessível",
+    (
+        "quota: {owner}'s jobs hold {held} of the {limit} GPU(s) their quota allows at once ({whose}); this job needs "
+        "{need}. It starts when enough of them end."
+    ): (
+        "cota: os jobs de {owner} ocupam {held} das {limit} GPU(s) que sua cota permite ao mesmo tempo ({whose}); este "
+        "job precisa de {need}. Ele começa quando jobs suficientes terminarem."
+    ),
+    (
+        "quota: {owner}'s {hours:g} GPU-hours of this month are spent ({whose}). It starts when the quota resets, "
+        "{resets}."
+    ): (
+        "cota: as {hours:g} GPU-horas de {owner} neste mês se esgotaram ({whose}). Ele começa quando a cota renovar, "
+        "em {resets}."
+    ),
+    # treino bench: its table and verdicts (treino.bench.report)
+    "Figure": "Medida",
+    "Measured": "Medido",
+    "Datasheet": "Ficha técnica",
+    "% of datasheet": "% da ficha técnica",
+    "GPU {index} {name}": "GPU {index} {name}",
+    "{label} memory": "{label}: memória",
+    "{n:.1f} GB": "{n:.1f} GB",
+    "{label} device copy (read+write)": "{label}: cópia no dispositivo (leitura+escrita)",
+    "{n:,.0f} GB/s": "{n:,.0f} GB/s",
+    "{n:.1f} GB/s": "{n:.1f} GB/s",
+    "{n:.2f} GB/s": "{n:.2f} GB/s",
+    "{n:,.0f} TFLOP/s sustained": "{n:,.0f} TFLOP/s sustentados",
+    "{n:,.0f} TFLOP/s sustained at {clock:,} MHz": "{n:,.0f} TFLOP/s sustentados a {clock:,} MHz",
+    "{n:,.0f} burst": "{n:,.0f} em pico",
+    "{label} matmul {dtype}": "{label}: matmul {dtype}",
+    "{label} -> GPU {peer} P2P": "{label} -> GPU {peer} P2P",
+    "{op} latency {size} ({backend}, {ranks} ranks)": "{op} latência {size} ({backend}, {ranks} ranks)",
+    "{op} busbw {size} ({backend}, {ranks} ranks)": "{op} busbw {size} ({backend}, {ranks} ranks)",
+    "{n:,.0f} µs": "{n:,.0f} µs",
+    "CPU cores": "Núcleos de CPU",
+    "Host memory copy (read+write)": "Cópia na memória do host (leitura+escrita)",
+    "Storage sequential read ({method})": "Leitura sequencial do armazenamento ({method})",
+    "7 GB/s (NVMe criterion)": "7 GB/s (critério NVMe)",
+    "Data loader": "Data loader",
+    "{n:,.0f} samples/s ({workers} workers)": "{n:,.0f} amostras/s ({workers} workers)",
+    "larger than RAM": "maior que a RAM",
+    "buffered (cached)": "com buffer (em cache)",
+    "PASS": "OK",
+    "FAIL": "FALHA",
+    "NOTE": "OBS.",
+    "meets": "atinge o mínimo de",
+    "below": "abaixo do mínimo de",
+    "feeds": "alimenta",
+    "short of": "não alcança",
+    "{per:g} CPU cores per GPU: {verdict} the {min} per GPU that keep the data loaders and the training process fed.": (
+        "{per:g} núcleos de CPU por GPU: {verdict} {min} por GPU, que mantêm os data loaders e o processo de treino "
+        "alimentados."
+    ),
+    "{per:.0f} GB RAM per GPU: {verdict} the {min} GB per GPU.": (
+        "{per:.0f} GB de RAM por GPU: {verdict} {min} GB por GPU."
+    ),
+    (
+        "No GPUs here: {cores} cores and {ram:.0f} GB RAM would feed {fed} GPU(s) at the seed's {min_cores} cores and "
+        "{min_ram} GB per GPU."
+    ): (
+        "Sem GPUs aqui: {cores} núcleos e {ram:.0f} GB de RAM alimentariam {fed} GPU(s), aos {min_cores} núcleos e "
+        "{min_ram} GB por GPU do critério de referência."
+    ),
+    (
+        "Storage {read:.1f} GB/s was read through the page cache: not judged against {min:g} GB/s. To fix: --path on a "
+        "filesystem that allows O_DIRECT."
+    ): (
+        "O armazenamento ({read:.1f} GB/s) foi lido pelo cache de páginas: não é julgado contra {min:g} GB/s. Como "
+        "corrigir: --path num sistema de arquivos que permita O_DIRECT."
+    ),
+    "Storage {read:.2f} GB/s ({method}): {verdict} the {min:g} GB/s that keeps 8 GPUs fed on image and video data.": (
+        "Armazenamento {read:.2f} GB/s ({method}): {verdict} {min:g} GB/s, que mantém 8 GPUs alimentadas com dados de "
+        "imagem e vídeo."
+    ),
+    "All-reduce of random data over {ranks} {backend} ranks equals the sum computed locally (max error {err:.1e}).": (
+        "O all-reduce de dados aleatórios em {ranks} ranks {backend} é igual à soma calculada localmente (erro máximo "
+        "{err:.1e})."
+    ),
+    (
+        "All-reduce of random data over {ranks} {backend} ranks DIFFERS from the sum computed locally (max error "
+        "{err:.1e})."
+    ): (
+        "O all-reduce de dados aleatórios em {ranks} ranks {backend} DIFERE da soma calculada localmente (erro máximo "
+        "{err:.1e})."
+    ),
+    (
+        "Data loader {rate:,.0f} samples/s with {workers} worker(s): {verdict} {feed:,.0f} samples/s; about {need} "
+        "worker(s) needed at one worker's rate."
+    ): (
+        "Data loader {rate:,.0f} amostras/s com {workers} worker(s): {verdict} {feed:,.0f} amostras/s; cerca de {need} "
+        "worker(s) necessário(s) à taxa de um worker."
+    ),
+    "gpu: skipped, no CUDA GPU visible to PyTorch (torch.cuda.is_available() is False).": (
+        "gpu: pulada, nenhuma GPU CUDA visível para o PyTorch (torch.cuda.is_available() é False)."
+    ),
+    "Profile: {path} (use it with 'treino plan train --profile {path}').": (
+        "Perfil: {path} (use-o com 'treino plan train --profile {path}')."
+    ),
+    # treino server's start-up and stop lines (treino.cli.server), the usage price's basis (treino.server.usage)
+    "warning": "aviso",
+    "node {node} is in partitions mapped to different sites ({sites}); residency is decided per partition.": (
+        "o nó {node} está em partições mapeadas para locais diferentes ({sites}); a residência é decidida por partição."
+    ),
+    "Slurm: checking that {path} is shared with the nodes (a 1-node job) ...": (
+        "Slurm: conferindo se {path} é compartilhado com os nós (um job de 1 nó) ..."
+    ),
+    "Deleted {n} dataset file(s) an interrupted erasure or import had left in the store.": (
+        "Apagado(s) {n} arquivo(s) de dataset que uma eliminação ou importação interrompida deixou no repositório."
+    ),
+    "treino server: {devices}; data in {path}": "treino server: {devices}; dados em {path}",
+    (
+        "Reconciled after restart: {adopted} job(s) adopted, {requeued} requeued, {finished} finished while the server "
+        "was down."
+    ): (
+        "Reconciliado após o reinício: {adopted} job(s) adotado(s), {requeued} de volta à fila, {finished} "
+        "terminado(s) enquanto o servidor estava fora do ar."
+    ),
+    "Partition {name}: site {site} ({city}, {country})": "Partição {name}: local {site} ({city}, {country})",
+    "Partition {name}: no site": "Partição {name}: sem local",
+    "Site: {name} ({city}, {country}, {provider})": "Local: {name} ({city}, {country}, {provider})",
+    "Site: none (--site): jobs on datasets with a residency are refused": (
+        "Local: nenhum (--site): jobs com datasets que têm residência são recusados"
+    ),
+    "Usage priced at: {basis}": "Uso precificado a: {basis}",
+    "Usage: GPU-hours, no price (--offer, --gpu-hour-brl)": "Uso: GPU-horas, sem preço (--offer, --gpu-hour-brl)",
+    "Admission control: plans checked against {gpu}": "Controle de admissão: planos conferidos contra a {gpu}",
+    "Admission control: off (no GPU model)": "Controle de admissão: desligado (sem modelo de GPU)",
+    "Admin token (shown once; also in {path}, mode 0600): {token}": (
+        "Token de admin (mostrado uma vez; também em {path}, modo 0600): {token}"
+    ),
+    "Listening on http://{host}:{port} (API under /api/v1, dashboard at /, log in with a token)": (
+        "Escutando em http://{host}:{port} (API em /api/v1, painel em /, entre com um token)"
+    ),
+    "on its own": "por conta própria",
+    "by {signal}": "por {signal}",
+    (
+        "Stopped {how}: audit checkpoint signed at record {seq}; {n} running job(s) left to their supervisors, adopted "
+        "at the next start."
+    ): (
+        "Parado {how}: checkpoint de auditoria assinado no registro {seq}; {n} job(s) em execução deixado(s) com seus "
+        "supervisores, adotado(s) no próximo início."
+    ),
+    "Webhooks: {n} URL(s), signed with the secret in {path}": "Webhooks: {n} URL(s), assinadas com o segredo em {path}",
+    "Audit anchors: to {where}, every {interval:g} s and at shutdown": (
+        "Âncoras de auditoria: para {where}, a cada {interval:g} s e ao desligar"
+    ),
+    "cgroup v{v} per attempt": "cgroup v{v} por tentativa",
+    "no cgroups (stopped by their attempt key)": "sem cgroups (parados pela chave da tentativa)",
+    "Jobs run as user {name}, in their own folders; {cgroup}": (
+        "Os jobs rodam como o usuário {name}, em pastas próprias; {cgroup}"
+    ),
+    (
+        "jobs run as {user}, the server's own user: a job can read the data dir (database, admin-token, server-key, "
+        "dataset store) and act as admin. To fix: start the server as root (jobs then run as {job_user}) or as root "
+        "with --job-user NAME."
+    ): (
+        "os jobs rodam como {user}, o próprio usuário do servidor: um job pode ler o diretório de dados (banco de "
+        "dados, admin-token, server-key, repositório de datasets) e agir como admin. Como corrigir: inicie o servidor "
+        "como root (os jobs passam a rodar como {job_user}) ou como root com --job-user NOME."
+    ),
+    " at {rate:g} BRL/USD of {date}": " a {rate:g} BRL/USD de {date}",
+    "offer {offer}: {formula}{fx} = {price} per GPU-hour; price of {as_of}, source: {source}": (
+        "oferta {offer}: {formula}{fx} = {price} por GPU-hora; preço de {as_of}, fonte: {source}"
+    ),
+    "set by the server's operator: {price} per GPU-hour": "definido pelo operador do servidor: {price} por GPU-hora",
+    # the audit verdict, the anchors and a subject report, as the server or the CLI words them (treino.govern)
+    "{checked} anchor(s) agree with the recomputed chain: records 1-{last} are unchanged since {when}": (
+        "{checked} âncora(s) conferem com a cadeia recalculada: os registros 1-{last} estão inalterados desde {when}"
+    ),
+    "the anchor file holds no anchors: nothing is proven beyond plain verify": (
+        "o arquivo de âncoras não tem nenhuma âncora: nada é provado além da verificação simples"
+    ),
+    "{n:,} records and {cps:,} signed checkpoints verified; the head is record {head}": (
+        "{n:,} registros e {cps:,} checkpoints assinados verificados; o topo é o registro {head}"
+    ),
+    (
+        "{n:,} records and {cps:,} signed checkpoints verified; the head is record {head} (records {first}-{last} come "
+        "after the last checkpoint)"
+    ): (
+        "{n:,} registros e {cps:,} checkpoints assinados verificados; o topo é o registro {head} (os registros "
+        "{first}-{last} vêm depois do último checkpoint)"
+    ),
+    "the audit log is empty": "o log de auditoria está vazio",
+    "no records: the subject is in no stored version of {n} searched dataset(s) ({names}).": (
+        "nenhum registro: o titular não está em nenhuma versão guardada do(s) {n} dataset(s) pesquisado(s) ({names})."
+    ),
+    "no records: the subject is in no stored version of {n} searched dataset(s).": (
+        "nenhum registro: o titular não está em nenhuma versão guardada do(s) {n} dataset(s) pesquisado(s)."
+    ),
+    "{dataset} v{version}: {rows} row(s); basis {basis}; purposes {purposes}; kept in {residency}": (
+        "{dataset} v{version}: {rows} linha(s); base {basis}; finalidades {purposes}; guardado em {residency}"
+    ),
+    "model #{id} ({kind}) of job #{job} used {dataset} v{version}": (
+        "o modelo nº {id} ({kind}) do job nº {job} usou {dataset} v{version}"
+    ),
+    "not searchable (personal data, no subject column): {names}": (
+        "sem busca possível (dados pessoais, sem coluna de titulares): {names}"
+    ),
+    "{reason} (this check is not in the audit chain: {why})": (
+        "{reason} (esta verificação não está na cadeia de auditoria: {why})"
+    ),
+    # a dataset import's warnings (treino.govern.datasets, treino.govern.cpf, treino.server.governance)
+    "column '{column}': {valid:,} of {sampled:,} sampled values are valid CPFs": (
+        "coluna '{column}': {valid:,} de {sampled:,} valores amostrados são CPFs válidos"
+    ),
+    "column '{column}': {valid:,} of {sampled:,} sampled values are valid CPFs (and its name says CPF)": (
+        "coluna '{column}': {valid:,} de {sampled:,} valores amostrados são CPFs válidos (e o nome dela diz CPF)"
+    ),
+    (
+        "'{name}' holds CPFs ({columns}) but is registered as not holding personal data; a CPF identifies a person "
+        "(LGPD Art. 5 I). To fix: register it as personal data with its legal basis, or drop the column (a plain hash "
+        "of a CPF is not anonymisation: 10^9 candidates are brute-forced in seconds)."
+    ): (
+        "'{name}' contém CPFs ({columns}), mas está registrado como sem dados pessoais; um CPF identifica uma pessoa "
+        "(LGPD Art. 5 I). Como corrigir: registre-o como dado pessoal com sua base legal, ou retire a coluna (um hash "
+        "simples de CPF não é anonimização: 10^9 candidatos são testados por força bruta em segundos)."
+    ),
+    (
+        "'{name}' holds personal data but has no subject column: erasure and subject reports cannot find its rows "
+        "(Art. 18). To fix: register it with --subject-column."
+    ): (
+        "'{name}' contém dados pessoais, mas não tem coluna de titulares: a eliminação e os relatórios de titular não "
+        "encontram suas linhas (Art. 18). Como corrigir: registre-o com --subject-column."
+    ),
+    "'{name}' holds personal data with no retention period (Art. 15-16). To fix: set one.": (
+        "'{name}' contém dados pessoais sem prazo de retenção (Art. 15-16). Como corrigir: defina um."
+    ),
+    (
+        "Its CPF column '{column}' is recorded as the subject column, so erasure and access requests (Art. 18) reach "
+        "its rows even though it was registered without one."
+    ): (
+        "Sua coluna de CPF '{column}' foi registrada como a coluna de titulares, para que os pedidos de eliminação e "
+        "de acesso (Art. 18) alcancem suas linhas, embora tenha sido registrado sem uma."
+    ),
+    (
+        "{rows} row(s) of {subjects} subject(s) erased earlier were stripped from this import (Art. 18 VI: erased "
+        "stays erased)."
+    ): (
+        "{rows} linha(s) de {subjects} titular(es) já eliminado(s) foram retiradas desta importação (Art. 18 VI: o que "
+        "foi eliminado continua eliminado)."
+    ),
+    "Report: {path}": "Relatório: {path}",
 }

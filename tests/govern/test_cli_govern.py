@@ -190,3 +190,56 @@ def test_verify_names_the_first_tampered_record(
         assert one_line(out.stderr).startswith(f"chain broken at record {seq}: ")
     finally:
         servers.close()
+
+
+def test_the_governance_commands_speak_portuguese(server: ServerProcess, tmp_path: Path) -> None:
+    """`treino --lang pt-BR users | tokens | data | grant | grants | transfer | audit | lineage | erase | subject`: no
+    English word of treino's in what they print (names, hashes, paths and dates are data), the server's own texts
+    (an import's warnings, the audit verdict, a subject report) included. The words do not depend on the database:
+    SQLite only."""
+    from tests.cli.test_cli_i18n import untranslated
+
+    if server.db_url is not None:
+        pytest.skip("the same words on PostgreSQL")
+
+    def pt(*args: str) -> str:
+        return ok(treino("--lang", "pt-BR", *args, cwd=tmp_path, url=server.url, token=server.token))
+
+    with CLIENTES.open() as f:
+        cpf = list(csv.DictReader(f))[2]["cpf"]  # not the subject the other test erases
+    shown = {
+        "users add": pt("users", "add", "dpo-pt", "--role", "dpo"),
+        "tokens create": pt("tokens", "create", "dpo-pt", "--name", "notebook").replace("trn_", "").split("\n", 1)[1],
+        "users disable": pt("users", "disable", "dpo-pt"),
+        # personal data with no retention period: the server warns, in the reader's language
+        "data add": pt(
+            "data",
+            "add",
+            "clientes-pt",
+            str(CLIENTES),
+            "--legal-basis",
+            "art7-ix",
+            "--purpose",
+            "churn-model",
+            "--personal",
+            "--subject-column",
+            "cpf",
+        ),
+        "data list": pt("data", "list"),
+        "data show": pt("data", "show", "clientes-pt"),
+        "grant": pt("grant", "dpo-pt", "clientes-pt", "--purpose", "churn-model"),
+        "grants list": pt("grants", "list"),
+        "audit verify": pt("audit", "verify"),
+        "lineage dataset": pt("lineage", "dataset", "clientes-pt"),
+        "erase": pt("erase", "--subject", cpf, "--dataset", "clientes-pt"),
+        "subject report after": pt("subject", "report", "--subject", cpf),
+    }
+    assert shown["users add"].startswith("Usuário dpo-pt (dpo) adicionado")
+    assert "sem prazo de retenção" in shown["data add"] and "linhas" in shown["data add"]
+    assert shown["audit verify"].startswith("cadeia íntegra: ") and "checkpoints assinados" in shown["audit verify"]
+    assert "Eliminação nº" in shown["erase"] and "resposta devida até" in shown["erase"]
+    assert "pedida em" in shown["subject report after"]
+    left = {what: untranslated(text.replace("│", " ")) for what, text in shown.items()}
+    assert left == {what: [] for what in shown}, left
+    english = treino("data", "show", "clientes-pt", cwd=tmp_path, url=server.url, token=server.token).stdout
+    assert untranslated(english) != []  # the check sees English where there is some

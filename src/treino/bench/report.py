@@ -2,6 +2,8 @@
 
 The seed's criteria for a training server: at least 8 CPU cores and 128 GB of RAM per GPU, and NVMe that reads
 at 7 GB/s or more (a PCIe Gen4 x4 drive, ../shared/reference/hardware-and-prices.md §5.1).
+
+Verdicts and the table's cells are Msgs (treino.i18n): English in --json, in the CLI's language on the terminal.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from treino.bench.dataloader import workers_needed
+from treino.i18n import Joined, Msg, current, tr
 
 CORES_PER_GPU_MIN = 8
 RAM_PER_GPU_MIN_GB = 128
@@ -49,8 +52,13 @@ def verdicts(
                 _verdict(
                     "cpu_cores_per_gpu",
                     ok,
-                    f"{per:g} CPU cores per GPU: {'meets' if ok else 'below'} the {CORES_PER_GPU_MIN} per GPU "
-                    "that keep the data loaders and the training process fed.",
+                    Msg(
+                        "{per:g} CPU cores per GPU: {verdict} the {min} per GPU that keep the data loaders and the "
+                        "training process fed.",
+                        per=per,
+                        verdict=Msg("meets") if ok else Msg("below"),
+                        min=CORES_PER_GPU_MIN,
+                    ),
                     per,
                     CORES_PER_GPU_MIN,
                 )
@@ -61,7 +69,12 @@ def verdicts(
                 _verdict(
                     "ram_per_gpu_gb",
                     ok,
-                    f"{per_ram:.0f} GB RAM per GPU: {'meets' if ok else 'below'} the {RAM_PER_GPU_MIN_GB} GB per GPU.",
+                    Msg(
+                        "{per:.0f} GB RAM per GPU: {verdict} the {min} GB per GPU.",
+                        per=per_ram,
+                        verdict=Msg("meets") if ok else Msg("below"),
+                        min=RAM_PER_GPU_MIN_GB,
+                    ),
                     per_ram,
                     RAM_PER_GPU_MIN_GB,
                 )
@@ -72,8 +85,15 @@ def verdicts(
                 _verdict(
                     "cpu_cores_and_ram_per_gpu",
                     None,
-                    f"No GPUs here: {cores} cores and {ram_gb:.0f} GB RAM would feed {gpus_fed} GPU(s) at the "
-                    f"seed's {CORES_PER_GPU_MIN} cores and {RAM_PER_GPU_MIN_GB} GB per GPU.",
+                    Msg(
+                        "No GPUs here: {cores} cores and {ram:.0f} GB RAM would feed {fed} GPU(s) at the seed's "
+                        "{min_cores} cores and {min_ram} GB per GPU.",
+                        cores=cores,
+                        ram=ram_gb,
+                        fed=gpus_fed,
+                        min_cores=CORES_PER_GPU_MIN,
+                        min_ram=RAM_PER_GPU_MIN_GB,
+                    ),
                     None,
                     None,
                 )
@@ -86,21 +106,30 @@ def verdicts(
                 _verdict(
                     "nvme_read_gb_s",
                     None,
-                    f"Storage {read:.1f} GB/s was read through the page cache: not judged against "
-                    f"{NVME_READ_MIN_GB_S:g} GB/s. To fix: --path on a filesystem that allows O_DIRECT.",
+                    Msg(
+                        "Storage {read:.1f} GB/s was read through the page cache: not judged against {min:g} GB/s. "
+                        "To fix: --path on a filesystem that allows O_DIRECT.",
+                        read=read,
+                        min=NVME_READ_MIN_GB_S,
+                    ),
                     read,
                     NVME_READ_MIN_GB_S,
                 )
             )
         else:
             ok = read >= NVME_READ_MIN_GB_S
-            feeds = "meets" if ok else "below"
             out.append(
                 _verdict(
                     "nvme_read_gb_s",
                     ok,
-                    f"Storage {read:.2f} GB/s ({storage['method']}): {feeds} the {NVME_READ_MIN_GB_S:g} GB/s "
-                    "that keeps 8 GPUs fed on image and video data.",
+                    Msg(
+                        "Storage {read:.2f} GB/s ({method}): {verdict} the {min:g} GB/s that keeps 8 GPUs fed on "
+                        "image and video data.",
+                        read=read,
+                        method=Msg(storage["method"]),
+                        verdict=Msg("meets") if ok else Msg("below"),
+                        min=NVME_READ_MIN_GB_S,
+                    ),
                     read,
                     NVME_READ_MIN_GB_S,
                 )
@@ -111,8 +140,21 @@ def verdicts(
             _verdict(
                 "allreduce_correct",
                 correct,
-                f"All-reduce of random data over {ranks} {backend} ranks "
-                f"{'equals' if correct else 'DIFFERS from'} the sum computed locally (max error {err:.1e}).",
+                Msg(
+                    "All-reduce of random data over {ranks} {backend} ranks equals the sum computed locally (max "
+                    "error {err:.1e}).",
+                    ranks=ranks,
+                    backend=backend,
+                    err=err,
+                )
+                if correct
+                else Msg(
+                    "All-reduce of random data over {ranks} {backend} ranks DIFFERS from the sum computed locally "
+                    "(max error {err:.1e}).",
+                    ranks=ranks,
+                    backend=backend,
+                    err=err,
+                ),
                 err,
                 None,
             )
@@ -127,14 +169,77 @@ def verdicts(
             _verdict(
                 "dataloader_feeds_step_rate",
                 ok,
-                f"Data loader {loader['samples_per_s']:,.0f} samples/s with {loader['workers']} worker(s): "
-                f"{'feeds' if ok else 'short of'} {feed_samples_per_s:,.0f} samples/s; about {need} worker(s) "
-                "needed at one worker's rate.",
+                Msg(
+                    "Data loader {rate:,.0f} samples/s with {workers} worker(s): {verdict} {feed:,.0f} samples/s; "
+                    "about {need} worker(s) needed at one worker's rate.",
+                    rate=loader["samples_per_s"],
+                    workers=loader["workers"],
+                    verdict=Msg("feeds") if ok else Msg("short of"),
+                    feed=feed_samples_per_s,
+                    need=need,
+                ),
                 loader["samples_per_s"],
                 feed_samples_per_s,
             )
         )
     return out
+
+
+def _pct(measured: float, sheet: float) -> str:
+    return Msg("{pct:.0f} %", pct=100 * measured / sheet) if sheet else "-"
+
+
+def _gpu_rows(g: dict[str, Any], spec: Any) -> list[tuple[str, str, str, str]]:
+    """One GPU's rows: memory, device copy, matmul per dtype, host copies, peers."""
+    table: list[tuple[str, str, str, str]] = []
+    label = Msg("GPU {index} {name}", index=g["index"], name=g["name"])
+    table.append(
+        (
+            Msg("{label} memory", label=label),
+            Msg("{n:.1f} GB", n=g["total_memory_bytes"] / 1e9),
+            _sheet(spec, "memory_gb", "GB"),
+            "",
+        )
+    )
+    if spec:
+        table[-1] = (*table[-1][:3], _pct(g["total_memory_bytes"] / 1e9, spec.memory_gb))
+    sheet = spec.hbm_bandwidth_gb_s if spec else 0
+    table.append(
+        (
+            Msg("{label} device copy (read+write)", label=label),
+            Msg("{n:,.0f} GB/s", n=g["copy_gb_s"]),
+            _sheet(spec, "hbm_bandwidth_gb_s", "GB/s"),
+            _pct(g["copy_gb_s"], sheet),
+        )
+    )
+    for dtype, tflops in g["tflops"].items():
+        sheet = spec.dense_tflops(dtype) if spec else 0
+        burst = g.get("tflops_burst", {}).get(dtype)
+        clock = g.get("sm_clock_mhz", {}).get(dtype)
+        sustained = Msg("{n:,.0f} TFLOP/s sustained", n=tflops)
+        if clock:
+            sustained = Msg("{n:,.0f} TFLOP/s sustained at {clock:,} MHz", n=tflops, clock=clock)
+        measured = Joined(", ", [sustained, Msg("{n:,.0f} burst", n=burst)]) if burst else sustained
+        table.append(
+            (
+                Msg("{label} matmul {dtype}", label=label, dtype=dtype),
+                measured,
+                _sheet(spec, f"{dtype}_tflops", "TFLOP/s"),
+                Joined(", ", [_pct(tflops, sheet), _pct(burst, sheet)]) if burst and sheet else _pct(tflops, sheet),
+            )
+        )
+    for key in ("h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable"):
+        table.append(
+            (
+                Msg("{label} {copy}", label=label, copy=key.replace("_", " ")),
+                Msg("{n:.1f} GB/s", n=g[key + "_gb_s"]),
+                "",
+                "",
+            )
+        )
+    for peer, bw in g["p2p_gb_s"].items():
+        table.append((Msg("{label} -> GPU {peer} P2P", label=label, peer=peer), Msg("{n:.1f} GB/s", n=bw), "", ""))
+    return table
 
 
 def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -143,46 +248,10 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     from treino.bench.profile import catalog_match
 
     table: list[tuple[str, str, str, str]] = []
-
-    def pct(measured: float, sheet: float) -> str:
-        return f"{100 * measured / sheet:.0f} %" if sheet else "-"
-
     specs = catalog.gpus()
     for g in result["gpus"]:
         name = catalog_match(g["name"], specs)
-        spec = specs[name] if name else None
-        label = f"GPU {g['index']} {g['name']}"
-        table.append(
-            (f"{label} memory", f"{g['total_memory_bytes'] / 1e9:.1f} GB", _sheet(spec, "memory_gb", "GB"), "")
-        )
-        if spec:
-            table[-1] = (*table[-1][:3], pct(g["total_memory_bytes"] / 1e9, spec.memory_gb))
-        sheet = spec.hbm_bandwidth_gb_s if spec else 0
-        table.append(
-            (
-                f"{label} device copy (read+write)",
-                f"{g['copy_gb_s']:,.0f} GB/s",
-                _sheet(spec, "hbm_bandwidth_gb_s", "GB/s"),
-                pct(g["copy_gb_s"], sheet),
-            )
-        )
-        for dtype, tflops in g["tflops"].items():
-            sheet = spec.dense_tflops(dtype) if spec else 0
-            burst = g.get("tflops_burst", {}).get(dtype)
-            clock = g.get("sm_clock_mhz", {}).get(dtype)
-            at = f" at {clock:,} MHz" if clock else ""
-            table.append(
-                (
-                    f"{label} matmul {dtype}",
-                    f"{tflops:,.0f} TFLOP/s sustained{at}" + (f", {burst:,.0f} burst" if burst else ""),
-                    _sheet(spec, f"{dtype}_tflops", "TFLOP/s"),
-                    pct(tflops, sheet) + (f", {pct(burst, sheet)}" if burst and sheet else ""),
-                )
-            )
-        for key in ("h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable"):
-            table.append((f"{label} {key.replace('_', ' ')}", f"{g[key + '_gb_s']:.1f} GB/s", "", ""))
-        for peer, bw in g["p2p_gb_s"].items():
-            table.append((f"{label} -> GPU {peer} P2P", f"{bw:.1f} GB/s", "", ""))
+        table += _gpu_rows(g, specs[name] if name else None)
     by_op: dict[str, dict[str, Any]] = {}
     for c in result["collectives"]:
         if c["op"] not in by_op or c["bytes"] > by_op[c["op"]]["bytes"]:
@@ -193,8 +262,14 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         ):
             table.append(
                 (
-                    f"{c['op']} latency {_size(c['bytes'])} ({c['backend']}, {c['ranks']} ranks)",
-                    f"{c['latency_us']:,.0f} µs",
+                    Msg(
+                        "{op} latency {size} ({backend}, {ranks} ranks)",
+                        op=c["op"],
+                        size=_size(c["bytes"]),
+                        backend=c["backend"],
+                        ranks=c["ranks"],
+                    ),
+                    Msg("{n:,.0f} µs", n=c["latency_us"]),
                     "",
                     "",
                 )
@@ -202,8 +277,14 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     for c in by_op.values():
         table.append(
             (
-                f"{c['op']} busbw {_size(c['bytes'])} ({c['backend']}, {c['ranks']} ranks)",
-                f"{c['busbw_gb_s']:.2f} GB/s",
+                Msg(
+                    "{op} busbw {size} ({backend}, {ranks} ranks)",
+                    op=c["op"],
+                    size=_size(c["bytes"]),
+                    backend=c["backend"],
+                    ranks=c["ranks"],
+                ),
+                Msg("{n:.2f} GB/s", n=c["busbw_gb_s"]),
                 "",
                 "",
             )
@@ -211,22 +292,25 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     host = result.get("host")
     if host:
         table.append(("CPU", host["cpu"], "", ""))
-        table.append(("CPU cores", str(host["cores"]), "", ""))
-        table.append(("RAM", f"{host['ram_bytes'] / 1e9:.1f} GB", "", ""))
-        table.append(("Host memory copy (read+write)", f"{host['memory_bandwidth_gb_s']:.1f} GB/s", "", ""))
+        table.append((Msg("CPU cores"), str(host["cores"]), "", ""))
+        table.append(("RAM", Msg("{n:.1f} GB", n=host["ram_bytes"] / 1e9), "", ""))
+        table.append(
+            (Msg("Host memory copy (read+write)"), Msg("{n:.1f} GB/s", n=host["memory_bandwidth_gb_s"]), "", "")
+        )
     storage = result.get("storage")
     if storage:
         table.append(
             (
-                f"Storage sequential read ({storage['method']})",
-                f"{storage['read_gb_s']:.2f} GB/s",
-                "7 GB/s (NVMe criterion)",
-                pct(storage["read_gb_s"], 7.0),
+                Msg("Storage sequential read ({method})", method=Msg(storage["method"])),
+                Msg("{n:.2f} GB/s", n=storage["read_gb_s"]),
+                Msg("7 GB/s (NVMe criterion)"),
+                _pct(storage["read_gb_s"], 7.0),
             )
         )
     loader = result.get("dataloader")
     if loader:
-        table.append(("Data loader", f"{loader['samples_per_s']:,.0f} samples/s ({loader['workers']} workers)", "", ""))
+        rate = Msg("{n:,.0f} samples/s ({workers} workers)", n=loader["samples_per_s"], workers=loader["workers"])
+        table.append((Msg("Data loader"), rate, "", ""))
     return table
 
 
@@ -234,7 +318,7 @@ def _sheet(spec: Any, field: str, unit: str) -> str:
     if spec is None:
         return ""
     value = getattr(spec, field, 0)
-    return f"{value:,.0f} {unit}" if value else "-"
+    return Msg("{value:,.0f} {unit}", value=value, unit=unit) if value else "-"
 
 
 def _size(nbytes: int) -> str:
@@ -248,15 +332,17 @@ def table(result: dict[str, Any]) -> Any:
     from rich.table import Table
 
     t = Table(title="treino bench")
-    t.add_column("Figure")
-    t.add_column("Measured", justify="right")
-    t.add_column("Datasheet", justify="right")
-    t.add_column("% of datasheet", justify="right")
+    t.add_column(tr("Figure"))
+    t.add_column(tr("Measured"), justify="right")
+    t.add_column(tr("Datasheet"), justify="right")
+    t.add_column(tr("% of datasheet"), justify="right")
+    loc = current()
     for row in rows(result):
-        t.add_row(*row)
+        t.add_row(*(loc.msg(cell) for cell in row))
     return t
 
 
 def verdict_lines(result: dict[str, Any]) -> list[str]:
-    marks = {True: "[green]PASS[/]", False: "[red]FAIL[/]", None: "[yellow]NOTE[/]"}
-    return [f"{marks[v['passed']]} {v['text']}" for v in result["verdicts"]]
+    """Each verdict, marked, in the CLI's language (its text is a Msg; from JSON, plain English)."""
+    marks = {True: f"[green]{tr('PASS')}[/]", False: f"[red]{tr('FAIL')}[/]", None: f"[yellow]{tr('NOTE')}[/]"}
+    return [f"{marks[v['passed']]} {current().msg(v['text'])}" for v in result["verdicts"]]

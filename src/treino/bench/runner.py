@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from treino.errors import UsageError
+from treino.i18n import Msg
 
 STAGES = ("gpu", "collectives", "host", "storage", "dataloader")
 ALIASES = {"allreduce": "collectives", "nccl": "collectives", "disk": "storage", "loader": "dataloader"}
 GLOO_RANKS = 2  # CPU processes for the collectives on a machine with fewer than 2 GPUs
 GLOO_MAX_BYTES = 256 * 1024**2  # gloo over loopback runs at ~1 GB/s: larger messages only add minutes
-NO_GPU_LINE = "gpu: skipped, no CUDA GPU visible to PyTorch (torch.cuda.is_available() is False)."
+NO_GPU_LINE = Msg("gpu: skipped, no CUDA GPU visible to PyTorch (torch.cuda.is_available() is False).")
 
 
 def parse_only(text: str) -> tuple[str, ...]:

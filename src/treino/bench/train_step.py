@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from treino.errors import PlanError, UsageError
+from treino.i18n import Msg
 from treino.plan.calibration import MeasuredStep
 from treino.plan.hardware import GpuSpec
 from treino.plan.memory import TrainSetup
@@ -348,7 +349,7 @@ def _measure(
     times: list[float] = []
     try:
         for i in range(warmup_steps + steps):
-            on_step(f"step {i + 1}/{warmup_steps + steps}")
+            on_step(Msg("step {n}/{total}", n=i + 1, total=warmup_steps + steps))
             sync()
             start = clock()
             one_step()

@@ -32,7 +32,7 @@ from treino.cli.metrics import metrics
 from treino.cli.resubmit import resubmit
 from treino.cli.server import server
 from treino.errors import EXIT_NO_FIT, TreinoError, UsageError
-from treino.i18n import N_, current, from_env, language, tr, use
+from treino.i18n import N_, Msg, current, from_env, language, tr, use
 
 if TYPE_CHECKING:
     from treino.plan import TrainPlan
@@ -821,7 +821,7 @@ def recommend_cmd(
 
         total += REPORT_STEPS
     with steps("recommend", total, enabled=not as_json) as on_step:
-        on_step(f"planning {len(candidates)} offers")
+        on_step(Msg("planning {n} offers", n=len(candidates)))
         result = recommend(
             spec,
             candidates,
@@ -853,7 +853,7 @@ def recommend_cmd(
                 on_step=on_step,
             )
     if html and as_json:  # stderr, so stdout stays one JSON document
-        print(f"Report: {written}", file=sys.stderr)
+        print(tr("Report: {path}", path=str(written)), file=sys.stderr)
     if as_json:
         _print_json(
             {
@@ -873,7 +873,7 @@ def recommend_cmd(
             console().print(tr("MFU on {gpu}: {source}.", gpu=gpu_name, source=source), style="dim", highlight=False)
         console().print(fx_line(fx), style="dim", highlight=False)
         if html:
-            print(f"Report: {written}")
+            print(tr("Report: {path}", path=str(written)))
     if not result.choices:
         raise typer.Exit(EXIT_NO_FIT)
 

@@ -54,6 +54,8 @@ def bench(
     With --train-step, time real training steps of a model instead and calibrate the planner's MFU."""
     from rich.console import Console
 
+    from treino.i18n import current, tr
+
     if train_step:
         from treino.cli.train_step import bench_train_step
 
@@ -89,16 +91,18 @@ def bench(
         save_profile(build_profile(run.result, name), save)
     if as_json:
         for note in run.notes:
-            err.print(note, highlight=False, soft_wrap=True)
+            err.print(current().msg(note), highlight=False, soft_wrap=True)
         typer.echo(json.dumps(run.result, indent=2))
         return
     from treino.bench.report import table, verdict_lines
 
     out = Console()
     for note in run.notes:
-        out.print(note, highlight=False, soft_wrap=True)
+        out.print(current().msg(note), highlight=False, soft_wrap=True)
     out.print(table(run.result))
     for line in verdict_lines(run.result):
         out.print(line, highlight=False)
     if save is not None:
-        out.print(f"Profile: {save} (use it with 'treino plan train --profile {save}').", highlight=False)
+        out.print(
+            tr("Profile: {path} (use it with 'treino plan train --profile {path}').", path=str(save)), highlight=False
+        )

@@ -513,7 +513,7 @@ def _print_logs(client: ServerClient, job_id: int, attempt: int | None, follow: 
             if attempt is not None or not current or attempts <= current:
                 return
             current, offset = current + 1, 0  # the job restarted: go on with the next attempt's output
-            typer.echo(f"--- attempt {current} ---")
+            typer.echo(tr("--- attempt {n} ---", n=current))
             continue
         time.sleep(LOG_POLL_S)
 

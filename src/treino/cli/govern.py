@@ -16,6 +16,7 @@ import typer
 
 from treino.cli.client import JsonOpt, TokenOpt, UrlOpt, _client, _print_json, _when
 from treino.errors import UsageError
+from treino.i18n import N_, Msg, current, from_server, tr
 
 SHORT_HASH_CHARS = 12  # sha256 prefixes shown in tables; --json has the full hash
 ROLES = ("admin", "engineer", "dpo", "viewer")  # treino.govern.models.Role; the server validates
@@ -36,7 +37,8 @@ def _short(sha256: str | None) -> str:
 
 
 def _date(ts: float | None) -> str:
-    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d") if ts else "-"
+    """A day in the CLI's language: 2026-12-17, or 17/12/2026 in pt-BR."""
+    return dt.datetime.fromtimestamp(ts).strftime("%d/%m/%Y" if current().pt else "%Y-%m-%d") if ts else "-"
 
 
 def _epoch(text: str | None, option: str) -> float | None:
@@ -52,11 +54,12 @@ def _epoch(text: str | None, option: str) -> float | None:
 
 
 def _table(title: str, columns: tuple[str, ...], right: tuple[str, ...] = ("id",)) -> Any:
+    """A table with these columns (English names, marked N_ where given: shown in the CLI's language)."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
     for col in columns:
-        table.add_column(col, justify="right" if col in right else "left")
+        table.add_column(tr(col), justify="right" if col in right else "left")
     return table
 
 
@@ -66,6 +69,10 @@ def _print(*things: Any) -> None:
     out = console()
     for thing in things:
         out.print(thing, highlight=False)
+
+
+def _yes_no(flag: bool) -> str:
+    return tr("yes") if flag else tr("no")
 
 
 def _styled(text: str, style: str) -> Any:
@@ -89,7 +96,7 @@ def users_add(
     if as_json:
         _print_json(user)
         return
-    typer.echo(f"Added user {user['name']} ({user['role']}), id {user['id']}.")
+    typer.echo(tr("Added user {name} ({role}), id {id}.", name=user["name"], role=user["role"], id=user["id"]))
 
 
 @users_app.command("list")
@@ -100,9 +107,9 @@ def users_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = N
     if as_json:
         _print_json(rows)
         return
-    table = _table(f"{len(rows)} user(s)", ("id", "name", "role", "disabled"))
+    table = _table(tr("{n} user(s)", n=len(rows)), (N_("id"), N_("name"), N_("role"), N_("disabled")))
     for u in rows:
-        table.add_row(str(u["id"]), u["name"], u["role"], "yes" if u["disabled"] else "")
+        table.add_row(str(u["id"]), u["name"], u["role"], tr("yes") if u["disabled"] else "")
     _print(table)
 
 
@@ -112,8 +119,10 @@ def _set_disabled(name: str, action: str, as_json: bool, url: str | None, token:
     if as_json:
         _print_json(user)
         return
-    typer.echo(f"User {user['name']} ({user['role']}) {action}d" + (": every token of theirs now fails." if
-               user["disabled"] else ": their tokens work again."))  # fmt: skip
+    if user["disabled"]:
+        typer.echo(tr("User {name} ({role}) disabled: every token of theirs now fails.", **user))
+    else:
+        typer.echo(tr("User {name} ({role}) enabled: their tokens work again.", **user))
 
 
 @users_app.command("disable")
@@ -154,11 +163,16 @@ def tokens_create(
     if as_json:
         _print_json(made)
         return
-    expires = f", expires {_when(made['expires_at'])}" if made["expires_at"] else ", no expiry"
-    typer.echo(f"Token {made['id']} for {made['user']} ({made['role']}){expires}:")
+    who = {"id": made["id"], "user": made["user"], "role": made["role"]}
+    if made["expires_at"]:
+        typer.echo(tr("Token {id} for {user} ({role}), expires {when}:", **who, when=_when(made["expires_at"])))
+    else:
+        typer.echo(tr("Token {id} for {user} ({role}), no expiry:", **who))
     typer.echo(made["token"])
     _print(
-        _styled("This is the only time the token is shown; store it now (the server keeps only its hash).", "yellow")
+        _styled(
+            tr("This is the only time the token is shown; store it now (the server keeps only its hash)."), "yellow"
+        )
     )
 
 
@@ -170,7 +184,10 @@ def tokens_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = 
     if as_json:
         _print_json(rows)
         return
-    table = _table(f"{len(rows)} token(s)", ("id", "name", "user", "role", "created", "expires", "revoked"))
+    table = _table(
+        tr("{n} token(s)", n=len(rows)),
+        (N_("id"), N_("name"), N_("user"), N_("role"), N_("created"), N_("expires"), N_("revoked")),
+    )
     for t in rows:
         style = "dim" if t["revoked_at"] else ""
         table.add_row(
@@ -195,7 +212,7 @@ def tokens_revoke(
     """Revoke a token: it stops working at once."""
     with _client(url, token) as client:
         done = client.request("POST", f"/api/v1/tokens/{token_id}/revoke", f"revoking token {token_id}")
-    typer.echo(f"Revoked token {done['id']} at {_when(done['revoked_at'])}.")
+    typer.echo(tr("Revoked token {id} at {when}.", id=done["id"], when=_when(done["revoked_at"])))
 
 
 # --- grants and transfers ------------------------------------------------------------------------------------
@@ -214,7 +231,15 @@ def grant(
     if as_json:
         _print_json(made)
         return
-    typer.echo(f"Grant {made['id']}: {made['user']} may read {made['dataset']} for {', '.join(made['purposes'])}.")
+    typer.echo(
+        tr(
+            "Grant {id}: {user} may read {dataset} for {purposes}.",
+            id=made["id"],
+            user=made["user"],
+            dataset=made["dataset"],
+            purposes=", ".join(made["purposes"]),
+        )
+    )
 
 
 @grants_app.command("list")
@@ -225,7 +250,10 @@ def grants_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = 
     if as_json:
         _print_json(rows)
         return
-    table = _table(f"{len(rows)} grant(s)", ("id", "user", "dataset", "purposes", "granted by", "created", "revoked"))
+    table = _table(
+        tr("{n} grant(s)", n=len(rows)),
+        (N_("id"), N_("user"), N_("dataset"), N_("purposes"), N_("granted by"), N_("created"), N_("revoked")),
+    )
     for g in rows:
         table.add_row(
             str(g["id"]),
@@ -249,7 +277,7 @@ def grants_revoke(
     """Revoke a grant: jobs submitted after this may no longer read the dataset."""
     with _client(url, token) as client:
         done = client.request("POST", f"/api/v1/grants/{grant_id}/revoke", f"revoking grant {grant_id}")
-    typer.echo(f"Revoked grant {done['id']} at {_when(done['revoked_at'])}.")
+    typer.echo(tr("Revoked grant {id} at {when}.", id=done["id"], when=_when(done["revoked_at"])))
 
 
 @transfer_app.command("add")
@@ -271,10 +299,8 @@ def transfer_add(
     if as_json:
         _print_json(made)
         return
-    typer.echo(
-        f"Transfer {made['id']}: {made['site']} under {made['mechanism']} ({made['reference']}, "
-        f"signed {made['signed_on']})."
-    )
+    fields = {k: made[k] for k in ("id", "site", "mechanism", "reference", "signed_on")}
+    typer.echo(tr("Transfer {id}: {site} under {mechanism} ({reference}, signed {signed_on}).", **fields))
 
 
 @transfer_app.command("list")
@@ -285,7 +311,10 @@ def transfer_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt 
     if as_json:
         _print_json(rows)
         return
-    table = _table(f"{len(rows)} transfer(s)", ("id", "site", "mechanism", "reference", "signed on", "revoked"))
+    table = _table(
+        tr("{n} transfer(s)", n=len(rows)),
+        (N_("id"), N_("site"), N_("mechanism"), N_("reference"), N_("signed on"), N_("revoked")),
+    )
     for t in rows:
         table.add_row(str(t["id"]), t["site"], t["mechanism"], t["reference"], t["signed_on"], _when(t["revoked_at"]))
     _print(table)
@@ -348,9 +377,19 @@ def data_add(
         _print_json(done)
         return
     v = done["versions"][-1]
-    typer.echo(f"Registered {done['name']} v{v['number']}: sha256 {_short(v['sha256'])}, {v['rows']:,} rows.")
-    for warning in done.get("warnings", []):
-        _print(_styled(f"warning: {warning}", "yellow"))
+    typer.echo(
+        tr(
+            "Registered {name} v{number}: sha256 {sha256}, {rows:,} rows.",
+            name=done["name"],
+            number=v["number"],
+            sha256=_short(v["sha256"]),
+            rows=v["rows"],
+        )
+    )
+    worded = done.get("warnings_msg") or []
+    for i, warning in enumerate(done.get("warnings", [])):
+        text = from_server(warning, worded[i] if i < len(worded) else None)
+        _print(_styled(tr("warning: {text}", text=text), "yellow"))
 
 
 @data_app.command("list")
@@ -362,8 +401,18 @@ def data_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = No
         _print_json(rows)
         return
     table = _table(
-        f"{len(rows)} dataset(s)",
-        ("name", "basis", "purposes", "personal", "residency", "retention", "version", "rows", "sha256"),
+        tr("{n} dataset(s)", n=len(rows)),
+        (
+            N_("name"),
+            N_("basis"),
+            N_("purposes"),
+            N_("personal"),
+            N_("residency"),
+            N_("retention"),
+            N_("version"),
+            N_("rows"),
+            "sha256",
+        ),
         right=("version", "rows"),
     )
     for d in rows:
@@ -373,11 +422,11 @@ def data_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = No
             d["name"],
             d["legal_basis"] or "-",
             ", ".join(d["purposes"]),
-            ("sensitive" if d["sensitive"] else "yes") if d["personal_data"] else "no",
+            (tr("sensitive") if d["sensitive"] else tr("yes")) if d["personal_data"] else tr("no"),
             d["residency"],
             _retention(d, short=True),
             f"v{v['number']}" if v else "-",
-            f"{v['rows']:,}" if v else "-",
+            tr("{n:,}", n=v["rows"]) if v else "-",
             _short(v["sha256"]) if v else "-",
         )
     _print(table)
@@ -402,16 +451,20 @@ def data_show(
     fields.add_column(style="bold")
     fields.add_column()
     for label, value in (
-        ("legal basis", d["legal_basis"] or "-"),
-        ("purposes", ", ".join(d["purposes"]) or "-"),
-        ("personal data", ("yes, sensitive" if d["sensitive"] else "yes") if d["personal_data"] else "no"),
-        ("residency", d["residency"]),
-        ("retention", _retention(d, short=False)),
-        ("subject column", d["subject_column"] or "-"),
-        ("registered", f"{_when(d['created_at'])} by {d['created_by']}"),
+        (N_("legal basis"), d["legal_basis"] or "-"),
+        (N_("purposes"), ", ".join(d["purposes"]) or "-"),
+        (
+            N_("personal data"),
+            (tr("yes, sensitive") if d["sensitive"] else tr("yes")) if d["personal_data"] else tr("no"),
+        ),
+        (N_("residency"), d["residency"]),
+        (N_("retention"), _retention(d, short=False)),
+        (N_("subject column"), d["subject_column"] or "-"),
+        (N_("registered"), tr("{when} by {who}", when=_when(d["created_at"]), who=d["created_by"])),
     ):
-        fields.add_row(label, value)
-    _print(_styled(f"Dataset {d['name']} ({d['format']})", "bold"), fields, _versions_table(d["versions"]))
+        fields.add_row(tr(label), value)
+    title = tr("Dataset {name} ({format})", name=d["name"], format=d["format"])
+    _print(_styled(title, "bold"), fields, _versions_table(d["versions"]))
 
 
 def _retention(d: dict[str, Any], *, short: bool) -> Any:
@@ -419,9 +472,12 @@ def _retention(d: dict[str, Any], *, short: bool) -> Any:
     if not d["retention_days"]:
         return "-"
     end = d.get("expires_at")
+    days = d["retention_days"]
     if d.get("expired"):
-        return _styled(f"{d['retention_days']} d, EXPIRED" if short else f"EXPIRED on {_date(end)}", "bold red")
-    return f"{d['retention_days']} d" if short else f"{d['retention_days']} days, until {_date(end)}"
+        return _styled(
+            tr("{days} d, EXPIRED", days=days) if short else tr("EXPIRED on {date}", date=_date(end)), "bold red"
+        )
+    return tr("{days} d", days=days) if short else tr("{days} days, until {date}", days=days, date=_date(end))
 
 
 @data_app.command("retain")
@@ -449,25 +505,35 @@ def data_retain(
     if as_json:
         _print_json(done)
     elif erase:
-        typer.echo(f"Erased {name}: version(s) {done['purged_versions']} purged (erasure #{done['erasure']}).")
+        purged = done["purged_versions"]
+        typer.echo(
+            tr(
+                "Erased {name}: version(s) {purged} purged (erasure #{erasure}).",
+                name=name,
+                purged=purged,
+                erasure=done["erasure"],
+            )
+        )
     else:
-        typer.echo(f"Retention of {name} extended until {_date(done['expires_at'])}.")
+        typer.echo(tr("Retention of {name} extended until {date}.", name=name, date=_date(done["expires_at"])))
 
 
 def _versions_table(versions: list[dict[str, Any]]) -> Any:
     table = _table(
-        "versions", ("version", "sha256", "rows", "bytes", "reason", "created", "state"), right=("rows", "bytes")
+        tr("versions"),
+        (N_("version"), "sha256", N_("rows"), N_("bytes"), N_("reason"), N_("created"), N_("state")),
+        right=("rows", "bytes"),
     )
     for v in versions:
         purged = v["purged_at"]
         table.add_row(
             f"v{v['number']}",
             _short(v["sha256"]),
-            f"{v['rows']:,}",
-            f"{v['bytes']:,}",
+            tr("{n:,}", n=v["rows"]),
+            tr("{n:,}", n=v["bytes"]),
             v["reason"] or "",
             _when(v["created_at"]),
-            f"purged {_when(purged)}" if purged else "current" if v is versions[-1] else "kept",
+            tr("purged {when}", when=_when(purged)) if purged else tr("current") if v is versions[-1] else tr("kept"),
             style="dim" if purged else "",
         )
     return table
@@ -511,16 +577,21 @@ def audit_verify(
     if as_json:
         _print_json(result)
     elif result["ok"]:
-        typer.echo(f"chain intact: {result['records']:,} records; {result['reason']}.")
+        reason = from_server(result["reason"], result.get("reason_msg"))
+        typer.echo(tr("chain intact: {n:,} records; {reason}.", n=result["records"], reason=reason))
         if "anchors" in result:
-            signed = "" if key is not None else " (anchor HMACs not checked: --key-file)"
-            typer.echo(f"anchors: {result['anchors']['reason']}{signed}.")
+            reason = current().msg(result["anchors"]["reason"])  # a Msg: checked here, not by the server
+            if key is not None:
+                typer.echo(tr("anchors: {reason}.", reason=reason))
+            else:
+                typer.echo(tr("anchors: {reason} (anchor HMACs not checked: --key-file).", reason=reason))
     else:
         from rich.console import Console
         from rich.markup import escape
 
         Console(stderr=True).print(
-            f"[bold red]chain broken at record {result['first_bad_seq']}:[/] {escape(result['reason'])}",
+            f"[bold red]{escape(tr('chain broken at record {seq}:', seq=result['first_bad_seq']))}[/] "
+            f"{escape(result['reason'])}",
             highlight=False,
         )
     if not result["ok"]:
@@ -575,7 +646,7 @@ def audit_export(
     params = {k: v for k, v in params.items() if v is not None}
     with _client(url, token) as client:
         text = client.request_text("GET", "/api/v1/audit/export", "the audit export", params=params)
-    _write(text, output, f"{_count_records(text, fmt)} record(s)")
+    _write(text, output, tr("{n} record(s)", n=_count_records(text, fmt)))
 
 
 def _count_records(text: str, fmt: str) -> int:
@@ -592,7 +663,7 @@ def _write(text: str, output: Path | None, what: str) -> None:
         typer.echo(text, nl=False)
         return
     output.write_text(text)
-    typer.echo(f"Wrote {what} to {output}.", err=True)
+    typer.echo(tr("Wrote {what} to {path}.", what=what, path=str(output)), err=True)
 
 
 @audit_app.command("records")
@@ -604,7 +675,7 @@ def audit_records(
     """The record of processing operations (LGPD Art. 37), as Markdown."""
     with _client(url, token) as client:
         text = client.request_text("GET", "/api/v1/audit/records", "the processing records")
-    _write(text, output, "the processing records (Art. 37)")
+    _write(text, output, tr("the processing records (Art. 37)"))
 
 
 # --- lineage -------------------------------------------------------------------------------------------------
@@ -622,20 +693,26 @@ def lineage_dataset(
         _print_json(d)
         return
     table = _table(
-        f"{d['name']}: {len(d['versions'])} version(s), {d['reads']} recorded read(s)",
-        ("version", "sha256", "rows", "state", "jobs", "models"),
+        tr(
+            "{name}: {versions} version(s), {reads} recorded read(s)",
+            name=d["name"],
+            versions=len(d["versions"]),
+            reads=d["reads"],
+        ),
+        (N_("version"), "sha256", N_("rows"), N_("state"), N_("jobs"), N_("models")),
         right=("rows",),
     )
     for v in d["versions"]:
         models = ", ".join(
-            f"#{m['id']} {m['kind']}" + (f" (erasure #{m['affected_by_erasure']})" if m["affected_by_erasure"] else "")
+            f"#{m['id']} {m['kind']}"
+            + (tr(" (erasure #{id})", id=m["affected_by_erasure"]) if m["affected_by_erasure"] else "")
             for m in v["models"]
         )
         table.add_row(
             f"v{v['number']}",
             _short(v["sha256"]),
-            f"{v['rows']:,}",
-            f"purged {_when(v['purged_at'])}" if v["purged_at"] else "kept",
+            tr("{n:,}", n=v["rows"]),
+            tr("purged {when}", when=_when(v["purged_at"])) if v["purged_at"] else tr("kept"),
             ", ".join(f"#{j}" for j in v["jobs"]) or "-",
             models or "-",
             style="dim" if v["purged_at"] else "",
@@ -656,24 +733,28 @@ def lineage_model(
     if as_json:
         _print_json(m)
         return
-    _print(_styled(f"Model {m['id']} ({m['kind']}, step {m['step']}) of job {m['job']} ({m['job_name']})", "bold"))
-    _print(f"path: {m['path']}")
-    _print(f"personal data: {'yes' if m['personal_data'] else 'no'}; residency: {m['residency'] or '-'}")
+    head = {k: m[k] for k in ("id", "kind", "step", "job", "job_name")}
+    _print(_styled(tr("Model {id} ({kind}, step {step}) of job {job} ({job_name})", **head), "bold"))
+    _print(tr("path: {path}", path=m["path"]))
+    personal = _yes_no(m["personal_data"])
+    _print(tr("personal data: {personal}; residency: {residency}", personal=personal, residency=m["residency"] or "-"))
     if m["affected_by_erasure"]:
         note = f": {m['erasure_note']}" if m["erasure_note"] else ""
-        _print(_styled(f"affected by erasure #{m['affected_by_erasure']}{note}", "bold red"))
+        _print(_styled(tr("affected by erasure #{id}", id=m["affected_by_erasure"]) + note, "bold red"))
     if m.get("deleted_at"):
-        _print(_styled(f"deleted {_when(m['deleted_at'])} by {m['deleted_by']}: its files are gone", "bold red"))
+        gone = tr("deleted {when} by {who}: its files are gone", when=_when(m["deleted_at"]), who=m["deleted_by"])
+        _print(_styled(gone, "bold red"))
     elif m.get("quarantined_at"):
-        _print(_styled(f"quarantined {_when(m['quarantined_at'])} by {m['quarantined_by']}: not served", "bold red"))
-    table = _table("trained on", ("dataset", "version", "sha256", "purpose", "state"))
+        held = tr("quarantined {when} by {who}: not served", when=_when(m["quarantined_at"]), who=m["quarantined_by"])
+        _print(_styled(held, "bold red"))
+    table = _table(tr("trained on"), (N_("dataset"), N_("version"), "sha256", N_("purpose"), N_("state")))
     for r in m["trained_on"]:
         table.add_row(
             r["dataset"],
             f"v{r['version']}",
             _short(r["sha256"]),
             r["purpose"] or "-",
-            "erased" if r["erased"] else "kept",
+            tr("erased") if r["erased"] else tr("kept"),
             style="red" if r["erased"] else "",
         )
     _print(table)
@@ -689,8 +770,8 @@ def lineage_models(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt
         return
     affected = sum(1 for m in rows if m["affected_by_erasure"])
     table = _table(
-        f"{len(rows)} model(s), {affected} affected by erasure",
-        ("id", "job", "kind", "step", "trained on", "personal", "erasure"),
+        tr("{n} model(s), {affected} affected by erasure", n=len(rows), affected=affected),
+        (N_("id"), N_("job"), N_("kind"), N_("step"), N_("trained on"), N_("personal"), N_("erasure")),
         right=("id", "job", "step"),
     )
     for m in rows:
@@ -700,7 +781,7 @@ def lineage_models(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt
             m["kind"],
             str(m["step"]) if m["step"] is not None else "-",
             ", ".join(f"{r['dataset']} v{r['version']}" for r in m["trained_on"]) or "-",
-            "yes" if m["personal_data"] else "no",
+            _yes_no(m["personal_data"]),
             f"#{m['affected_by_erasure']}" if m["affected_by_erasure"] else "",
             style="bold red" if m["affected_by_erasure"] else "",
         )
@@ -714,9 +795,18 @@ def _model_action(model_id: int, action: str, as_json: bool, url: str | None, to
         _print_json(m)
         return
     if action == "quarantine":
-        typer.echo(f"Model {m['id']} quarantined by {m['quarantined_by']}: its file is no longer served.")
+        typer.echo(
+            tr("Model {id} quarantined by {who}: its file is no longer served.", id=m["id"], who=m["quarantined_by"])
+        )
     else:
-        typer.echo(f"Model {m['id']} deleted by {m['deleted_by']}: its files and job {m['job']}'s checkpoints gone.")
+        typer.echo(
+            tr(
+                "Model {id} deleted by {who}: its files and job {job}'s checkpoints gone.",
+                id=m["id"],
+                who=m["deleted_by"],
+                job=m["job"],
+            )
+        )
 
 
 @lineage_app.command("quarantine")
@@ -759,28 +849,48 @@ def erase(
     if as_json:
         _print_json(r)
         return
+    pseudonym = r["subject_pseudonym"][:16]
     _print(
-        _styled(f"Erasure #{r['erasure']} of subject {subject} (pseudonym {r['subject_pseudonym'][:16]})", "bold"),
-        f"answer due by {_date(r['deadline_at'])} (LGPD Art. 19: {r['deadline_days']} days)",
+        _styled(
+            tr(
+                "Erasure #{id} of subject {subject} (pseudonym {pseudonym})",
+                id=r["erasure"],
+                subject=subject,
+                pseudonym=pseudonym,
+            ),
+            "bold",
+        ),
+        tr("answer due by {date} (LGPD Art. 19: {days} days)", date=_date(r["deadline_at"]), days=r["deadline_days"]),
     )
+    none = tr("none")
     if not r["found"]:
-        searched = ", ".join(r["searched"]) or "none"
+        searched = ", ".join(r["searched"]) or none
+        found = tr(
+            "no records in the {n} searched dataset(s) ({searched}); nothing erased",
+            n=len(r["searched"]),
+            searched=searched,
+        )
+        _print(_styled(found, "yellow"))
+    for d in r["datasets"]:
+        purged = ", ".join(f"v{p['version']} ({_short(p['sha256'])})" for p in d["purged"]) or none
+        new = f"v{d['new_version']} ({_short(d['new_sha256'])})" if d["new_version"] else none
         _print(
-            _styled(
-                f"no records in the {len(r['searched'])} searched dataset(s) ({searched}); nothing erased", "yellow"
+            tr(
+                "{dataset}: {rows} row(s) removed; purged {purged}; new version {new}",
+                dataset=d["dataset"],
+                rows=d["rows_removed"],
+                purged=purged,
+                new=new,
             )
         )
-    for d in r["datasets"]:
-        purged = ", ".join(f"v{p['version']} ({_short(p['sha256'])})" for p in d["purged"]) or "none"
-        new = f"v{d['new_version']} ({_short(d['new_sha256'])})" if d["new_version"] else "none"
-        _print(f"{d['dataset']}: {d['rows_removed']} row(s) removed; purged {purged}; new version {new}")
-    _print(f"models marked: {', '.join(f'#{m}' for m in r['models']) or 'none'}")
+    _print(tr("models marked: {ids}", ids=", ".join(f"#{m}" for m in r["models"]) or none))
     if retrain:
-        _print(f"retrain jobs queued: {', '.join(f'#{j}' for j in r['retrain_jobs']) or 'none'}")
+        _print(tr("retrain jobs queued: {ids}", ids=", ".join(f"#{j}" for j in r["retrain_jobs"]) or none))
     elif r["jobs"]:
-        _print(f"jobs that read the erased versions: {', '.join(f'#{j}' for j in r['jobs'])} (--retrain queues them)")
+        ids = ", ".join(f"#{j}" for j in r["jobs"])
+        _print(tr("jobs that read the erased versions: {ids} (--retrain queues them)", ids=ids))
     if r["unsearched"]:
-        _print(_styled(f"not searchable (no subject column): {', '.join(r['unsearched'])}", "yellow"))
+        _print(_styled(tr("not searchable (no subject column): {names}", names=", ".join(r["unsearched"])), "yellow"))
 
 
 @subject_app.command("report")
@@ -796,13 +906,28 @@ def subject_report(
     if as_json:
         _print_json(r)
         return
-    _print(_styled(f"Subject {subject} (pseudonym {r['subject_pseudonym'][:16]}): {_when(r['generated_at'])}", "bold"))
+    head = tr(
+        "Subject {subject} (pseudonym {pseudonym}): {when}",
+        subject=subject,
+        pseudonym=r["subject_pseudonym"][:16],
+        when=_when(r["generated_at"]),
+    )
+    _print(_styled(head, "bold"))
     if not r["found"]:
-        _print(_styled(r["text"], "yellow"))
+        _print(_styled(from_server(r["text"], r.get("text_msg")), "yellow"))
     if r["holdings"]:
         table = _table(
-            "held in",
-            ("dataset", "version", "sha256", "rows", "basis", "purposes", "residency", "granted to"),
+            tr("held in"),
+            (
+                N_("dataset"),
+                N_("version"),
+                "sha256",
+                N_("rows"),
+                N_("basis"),
+                N_("purposes"),
+                N_("residency"),
+                N_("granted to"),
+            ),
             right=("rows",),
         )
         for h in r["holdings"]:
@@ -818,10 +943,23 @@ def subject_report(
             )
         _print(table)
     for m in r["models"]:
-        _print(f"model #{m['id']} ({m['kind']}) of job #{m['job']}")
+        _print(tr("model #{id} ({kind}) of job #{job}", id=m["id"], kind=m["kind"], job=m["job"]))
     for e in r["erasures"]:
-        _print(f"erasure #{e['id']} requested {_when(e['requested_at'])}, due {_date(e['deadline_at'])}")
+        _print(
+            tr(
+                "erasure #{id} requested {when}, due {date}",
+                id=e["id"],
+                when=_when(e["requested_at"]),
+                date=_date(e["deadline_at"]),
+            )
+        )
         for m in e.get("memorisation", []):  # a SISA retraining's check (docs/govern.md: what it does not prove)
-            gaps = {side: (m.get(side) or {}).get("gap") for side in ("before", "after")}
-            sides = [f"{side} {gap:+.3f}" for side, gap in gaps.items() if gap is not None]
-            _print(f"  memorisation check, job #{m['job']}: loss gap erased - held-out rows {', '.join(sides)}")
+            gaps = {side: (m.get(side) or {}).get("gap") for side in (N_("before"), N_("after"))}
+            sides = [tr("{side} {gap:+.3f}", side=Msg(side), gap=gap) for side, gap in gaps.items() if gap is not None]
+            _print(
+                tr(
+                    "  memorisation check, job #{job}: loss gap erased - held-out rows {sides}",
+                    job=m["job"],
+                    sides=", ".join(sides),
+                )
+            )

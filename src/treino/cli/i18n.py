@@ -1,5 +1,6 @@
-"""The CLI's help in its language: each command's description, each option's help and Typer's panel titles, from
-treino.pt_br's catalog (keyed by the English text, as every other string; a text it lacks shows English).
+"""The CLI's help in its language: each command's description, each option's help, Click's --help line and usage
+prefix, and Typer's panel titles and [default: ...] marks, from treino.pt_br's catalog (keyed by the English text, as
+every other string; a text it lacks shows English).
 
 Typer reads help texts when the command tree is built, before --lang is parsed; `help_language` reads --lang from
 argv itself (else LC_ALL, LC_MESSAGES, LANG), and `localize` rewrites the built tree before it runs.
@@ -12,7 +13,19 @@ from typing import Any
 
 from treino.i18n import Locale, from_env, language
 
-PANEL_TITLES = ("OPTIONS_PANEL_TITLE", "COMMANDS_PANEL_TITLE", "ARGUMENTS_PANEL_TITLE")  # typer.rich_utils
+# typer.rich_utils' texts of a help page and of a usage error's panel
+PANEL_TITLES = (
+    "OPTIONS_PANEL_TITLE",
+    "COMMANDS_PANEL_TITLE",
+    "ARGUMENTS_PANEL_TITLE",
+    "DEFAULT_STRING",
+    "REQUIRED_LONG_STRING",
+    "ENVVAR_STRING",
+    "DEPRECATED_STRING",
+    "ERRORS_PANEL_TITLE",
+    "ABORTED_TEXT",
+    "RICH_HELP",
+)
 
 
 def help_language(argv: Sequence[str]) -> Locale:
@@ -48,19 +61,52 @@ def _localize(command: Any, loc: Locale) -> None:
     for param in command.params:
         if getattr(param, "help", None):
             param.help = loc.t(param.help)
+    _localize_help_option(command, loc)
+    _localize_usage(command, loc)
     for sub in getattr(command, "commands", {}).values():
         _localize(sub, loc)
 
 
+def _localize_help_option(command: Any, loc: Locale) -> None:
+    """Click makes each command's --help option when a help page is asked for ("Show this message and exit.")."""
+    made = command.get_help_option
+
+    def get_help_option(ctx: Any) -> Any:
+        option = made(ctx)
+        if option is not None and option.help:
+            option.help = loc.t(option.help)
+        return option
+
+    command.get_help_option = get_help_option
+
+
+def _localize_usage(command: Any, loc: Locale) -> None:
+    """The usage line's "Usage:" (Click writes it; the command's own pieces, [OPTIONS] COMMAND, stay as they are)."""
+
+    def format_usage(ctx: Any, formatter: Any) -> None:
+        pieces = command.collect_usage_pieces(ctx)
+        formatter.write_usage(ctx.command_path, " ".join(pieces), prefix=f"{loc.t('Usage')}: ")
+
+    command.format_usage = format_usage
+
+
 def help_texts(command: Any) -> dict[str, str]:
-    """Every command description of the tree, and the root's option helps: {text: where}, for the catalog's test."""
-    texts = {p.help: f"{command.name} {p.name}" for p in command.params if getattr(p, "help", None)}
+    """Every help text of the tree: each command's description and epilog, each option's and argument's help, and
+    the --help option's: {text: where}, for the catalog's test."""
+    import typer
+
+    texts: dict[str, str] = {}
 
     def walk(cmd: Any, path: str) -> None:
         if cmd.help:
             texts.setdefault(cmd.help, path)
         if getattr(cmd, "epilog", None):
             texts.setdefault(cmd.epilog, f"{path} (epilog)")
+        with typer.Context(cmd, info_name=path) as ctx:
+            params = [*cmd.params, cmd.get_help_option(ctx)]
+        for param in params:
+            if getattr(param, "help", None):
+                texts.setdefault(param.help, f"{path} {'/'.join(param.opts)}")
         for name, sub in getattr(cmd, "commands", {}).items():
             walk(sub, f"{path} {name}")
 

@@ -1,16 +1,21 @@
 """How `treino jobs` and `treino show` say where a job stands, from the fields the server computed (its `wait`,
 `total_steps`, `eta_at`, `queue_wait_s`, `duration_s`: treino.server.waits, treino.server.progress). No logic:
-the reasons are the scheduler's, the numbers the server's; these only word them."""
+the reasons are the scheduler's, the numbers the server's; these only word them.
+
+A wait's sentence (`wait_detail`) is worded here from the wait's fields, in the CLI's language: in English it is the
+server's own `detail` (treino.server.waits.Wait.detail; tests/cli/test_cli_i18n.py compares them), which an older
+server or another client reads as before. A quota's note comes as data too (`note_msg`), and is worded likewise."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from treino.i18n import N_, Msg, tr
+from treino.i18n import N_, Msg, current, from_server, tr
 
 # The scheduler's reasons (treino.server.waits.WaitReason), as `treino jobs` words them in the CLI's language
 REASONS = (N_("resources"), N_("priority"), N_("queue"), N_("backfill"), N_("quota"), N_("slurm"))
+BLOCKERS_NAMED_MAX = 3  # jobs a wait's sentence names (treino.server.waits.BLOCKERS_NAMED_MAX)
 
 
 def span(seconds: float | None) -> str:
@@ -75,6 +80,61 @@ def wait_short(wait: dict[str, Any] | None) -> str:
     return place + tr(reason)
 
 
+def _named(ids: list[int]) -> str:
+    """'job 3', 'jobs 3, 4, 5 and 2 more'."""
+    named = ", ".join(str(i) for i in ids[:BLOCKERS_NAMED_MAX])
+    if len(ids) > BLOCKERS_NAMED_MAX:
+        named += tr(" and {n} more", n=len(ids) - BLOCKERS_NAMED_MAX)
+    return tr("jobs {ids}", ids=named) if len(ids) > 1 else tr("job {ids}", ids=named)
+
+
+def _note(wait: dict[str, Any]) -> str:
+    """The wait's note in the CLI's language when the server sent it as data (a quota's), else as the server wrote
+    it (Slurm's own reason)."""
+    return from_server(str(wait.get("note") or ""), wait.get("note_msg"))
+
+
+def wait_detail(wait: dict[str, Any]) -> str:
+    """Why a job waits, in one sentence in the CLI's language, from the wait's fields (`treino show`)."""
+    reason, blockers = wait["reason"], list(wait.get("blocked_by") or [])
+    need = tr("needs {n} device(s), {free} free", n=wait.get("gpus_needed"), free=wait.get("gpus_free"))
+    until = wait.get("until")
+    at = time.strftime("%d/%m/%Y %H:%M" if current().pt else "%Y-%m-%d %H:%M", time.localtime(until)) if until else ""
+    head = _named(blockers[:1])
+    if reason == "quota":
+        return tr("held by a quota: {note}", note=_note(wait))
+    if reason == "resources" and wait.get("preempting"):
+        return tr("{need}; preempting {jobs} to free them", need=need, jobs=_named(blockers))
+    if reason == "resources" and not blockers and wait.get("gpus_free") is None:
+        return tr(
+            "needs {n} device(s): the machines it may use cannot seat it now (nodes down)", n=wait.get("gpus_needed")
+        )
+    if reason == "resources" and not blockers:
+        return need
+    if reason == "resources":
+        if at:
+            return tr("{need}; held by {jobs}, expected free at {at}", need=need, jobs=_named(blockers), at=at)
+        return tr("{need}; held by {jobs}, free time unknown (they have no timeout)", need=need, jobs=_named(blockers))
+    if reason == "backfill":
+        if not at:
+            return tr("fits now, but {head} waits first and its start time is unknown (no timeout)", head=head)
+        return tr(
+            "fits now, but would delay {head}, due to start at {at}; a timeout_minutes ending sooner lets it in",
+            head=head,
+            at=at,
+        )
+    if reason == "priority":
+        return tr("{head}, of higher priority, goes first; {need}", head=head, need=need)
+    if reason == "queue":
+        return tr("{head}, submitted earlier, goes first; {need}", head=head, need=need)
+    if reason == "slurm":
+        return tr("pending in Slurm: {note}", note=_note(wait) or tr("no reason given"))
+    if reason == "backend":
+        note = _note(wait)
+        return tr("the backend cannot be reached: {note}", note=note) if note else tr("the backend cannot be reached")
+    return tr(reason)
+
+
 def progress(job: dict[str, Any]) -> str:
     """Steps done / total: '120/1000', '120' without a total, '-' before the first logged step."""
     step, total = job.get("last_step"), job.get("total_steps")
@@ -105,7 +165,7 @@ def show_fields(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
     wait = job.get("wait")
     if wait:
         place = tr("#{position} in the queue; ", position=wait["position"]) if wait.get("position") else ""
-        rows.append((N_("waiting"), f"{place}{tr(wait['reason'])}: {wait['detail']}"))
+        rows.append((N_("waiting"), f"{place}{tr(wait['reason'])}: {wait_detail(wait)}"))
     elif job["state"] == "queued":
         rows.append((N_("waiting"), tr("not yet considered by the scheduler (just submitted)")))
     if job.get("eta_at") is not None and job["state"] == "running":

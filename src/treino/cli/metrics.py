@@ -20,6 +20,7 @@ import typer
 
 from treino.cli.client import JsonOpt, ServerClient, TokenOpt, UrlOpt, _client, _print_json, sparkline
 from treino.errors import TreinoError, UsageError
+from treino.i18n import N_, tr
 from treino.server.settings import METRIC_POINTS_MAX, METRIC_SERIES_KEYS_MAX
 
 METRIC_ROWS_SHOWN = 10  # points `show --metric` lists, evenly spaced, the first and last included
@@ -108,16 +109,16 @@ def metrics(
         csv.writer(sys.stdout, lineterminator="\n").writerows(csv_rows(points, names))
         return
     if not keys:
-        typer.echo(f"Job {job_id} has logged no metrics yet.")
+        typer.echo(tr("Job {id} has logged no metrics yet.", id=job_id))
         return
     from rich.table import Table
     from rich.text import Text
 
     from treino.cli.render import console
 
-    table = Table(title=f"job {job_id}: {len(keys)} metric key(s)", title_justify="left")
-    for col in ("key", "points", "steps", "last", "min", "max", "curve"):
-        table.add_column(col, justify="left" if col in ("key", "curve") else "right", no_wrap=col != "key")
+    table = Table(title=tr("job {id}: {n} metric key(s)", id=job_id, n=len(keys)), title_justify="left")
+    for col in (N_("key"), N_("points"), N_("steps"), N_("last"), N_("min"), N_("max"), N_("curve")):
+        table.add_column(tr(col), justify="left" if col in ("key", "curve") else "right", no_wrap=col != "key")
     for k in keys:
         values = [v for v in spark[k["key"]]["value"] if v is not None]
         table.add_row(
@@ -130,7 +131,7 @@ def metrics(
             sparkline(values, 30),
         )
     console().print(table)
-    typer.echo(f"One key: treino show {job_id} --metric NAME · every point: treino metrics {job_id} --csv")
+    typer.echo(tr("One key: treino show {id} --metric NAME · every point: treino metrics {id} --csv", id=job_id))
 
 
 def show_metric(client: ServerClient, job_id: int, key: str, as_json: bool) -> None:
@@ -149,17 +150,27 @@ def show_metric(client: ServerClient, job_id: int, key: str, as_json: bool) -> N
     out = console()
     steps, values = series["step"], series["value"]
     finite = [(v, s) for s, v in zip(steps, values, strict=True) if v is not None]
-    span = f"steps {series['first_step']}..{series['last_step']}"
-    thinned = f" (shown: {len(steps)}, each stretch's min and max)" if series["downsampled"] else ""
-    out.print(Text(f"Job {job_id}: {key}, {series['points']} point(s), {span}{thinned}", style="bold"))
+    head = tr(
+        "Job {id}: {key}, {n} point(s), steps {first}..{last}",
+        id=job_id,
+        key=key,
+        n=series["points"],
+        first=series["first_step"],
+        last=series["last_step"],
+    )
+    thinned = tr(" (shown: {n}, each stretch's min and max)", n=len(steps)) if series["downsampled"] else ""
+    out.print(Text(head + thinned, style="bold"))
     out.print(Text(f"{key}  {sparkline([v for v, _ in finite])}", style="cyan"))
-    parts = [f"last {_g(series['last'])} (step {series['last_step']})"]
+    parts = [tr("last {value} (step {step})", value=_g(series["last"]), step=series["last_step"])]
     if finite:
         low, high = min(finite), max(finite)
-        parts += [f"min {_g(low[0])} (step {low[1]})", f"max {_g(high[0])} (step {high[1]})"]
+        parts += [
+            tr("min {value} (step {step})", value=_g(low[0]), step=low[1]),
+            tr("max {value} (step {step})", value=_g(high[0]), step=high[1]),
+        ]
     out.print(" · ".join(parts), highlight=False)
     table = Table(show_edge=False)
-    table.add_column("step", justify="right")
+    table.add_column(tr("step"), justify="right")
     table.add_column(Text(key), justify="right")
     for i in evenly(len(steps), METRIC_ROWS_SHOWN):
         table.add_row(str(steps[i]), _g(values[i]))

@@ -3,6 +3,8 @@ bar on stderr, one step at a time, named by what the command is doing. Off when 
 --json, so pipes and scripts read only the result.
 
 The library reports its steps through a callback, `on_step(name)`, called as each step starts; it prints nothing.
+The bar shows the title and each step in the CLI's language (treino.i18n): a step with values is a `Msg`
+(`on_step(Msg("step {n}/{total}", ...))`), and tests/test_i18n.py reads every literal given to `steps` and `on_step`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 from rich.console import Console
+
+from treino.i18n import current, tr
 
 OnStep = Callable[[str], None]
 
@@ -30,7 +34,8 @@ def steps(title: str, total: int, enabled: bool = True, console: Console | None 
 
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, TimeElapsedColumn(), console=console, transient=True) as progress:
-        task = progress.add_task(title, total=total)
+        shown = tr(title)
+        task = progress.add_task(shown, total=total)
         started = 0
 
         def on_step(step: str) -> None:
@@ -38,7 +43,7 @@ def steps(title: str, total: int, enabled: bool = True, console: Console | None 
             if started:
                 progress.advance(task)  # the step before this one is done
             started += 1
-            progress.update(task, description=f"{title}: {step}", refresh=True)
+            progress.update(task, description=f"{shown}: {current().msg(step)}", refresh=True)
 
         yield on_step
         progress.update(task, completed=total)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from treino.cli.client import JsonOpt, TokenOpt, UrlOpt, _client, _print_json
+from treino.i18n import tr
 
 
 def resubmit(
@@ -31,7 +32,23 @@ def resubmit(
         _print_json(job)
         return
     if job.get("continues_from") is not None:
-        how = f"continues job {job['continues_from']} from its checkpoint of step {job['continues_from_step']}"
+        typer.echo(
+            tr(
+                "Submitted job {id} ({name}): it continues job {job} from its checkpoint of step {step}. "
+                "Watch it with 'treino show {id}'.",
+                id=job["id"],
+                name=job["name"],
+                job=job["continues_from"],
+                step=job["continues_from_step"],
+            )
+        )
     else:
-        how = f"runs job {job_id}'s spec again from step 0"
-    typer.echo(f"Submitted job {job['id']} ({job['name']}): it {how}. Watch it with 'treino show {job['id']}'.")
+        typer.echo(
+            tr(
+                "Submitted job {id} ({name}): it runs job {job}'s spec again from step 0. "
+                "Watch it with 'treino show {id}'.",
+                id=job["id"],
+                name=job["name"],
+                job=job_id,
+            )
+        )

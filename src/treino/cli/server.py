@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from treino.i18n import Msg, current, tr
 from treino.server.settings import (
     AUDIT_ANCHOR_S,
     AUTH_FAILURE_WINDOW_S,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # the CLI imports this module at start: the server stack only
     from fastapi import FastAPI
     from rich.console import Console
 
+    from treino.govern.access import Site
     from treino.server.context import ServerContext
     from treino.server.isolation import JobUser
 
@@ -207,11 +209,15 @@ def server(
         for n in slurm.inventory().nodes:
             sites = {at.name if (at := partition_sites[p]) else None for p in n.partitions}
             if len(sites) > 1:
-                out.print(
-                    f"[yellow]warning:[/] node {n.name} is in partitions mapped to different sites "
-                    f"({', '.join(sorted(str(s) for s in sites))}); residency is decided per partition."
+                mixed = tr(
+                    "node {node} is in partitions mapped to different sites ({sites}); residency is decided per "
+                    "partition.",
+                    node=n.name,
+                    sites=", ".join(sorted(str(s) for s in sites)),
                 )
-        out.print(f"Slurm: checking that {shared_dir or data_dir} is shared with the nodes (a 1-node job) ...")
+                out.print(f"[yellow]{tr('warning')}:[/] {mixed}")
+        shared = str(shared_dir or data_dir)
+        out.print(tr("Slurm: checking that {path} is shared with the nodes (a 1-node job) ...", path=shared))
         slurm.check_shared(shared_dir or data_dir)
         the_backend = slurm
     elif backend == "local":
@@ -260,36 +266,63 @@ def server(
         swept = sweep_purged(s, settings.store)
     drop_dataset_copies(settings.jobs_dir, {Path(rel).name for rel in swept})
     if swept:
-        out.print(f"Deleted {len(swept)} dataset file(s) an interrupted erasure or import had left in the store.")
+        out.print(
+            tr("Deleted {n} dataset file(s) an interrupted erasure or import had left in the store.", n=len(swept))
+        )
     token = ctx.create_admin_token()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     counts = ctx.engine.reconcile()
-    out.print(f"treino server: {inventory.describe()}; data in {data_dir}")
+    out.print(tr("treino server: {devices}; data in {path}", devices=inventory.describe(), path=str(data_dir)))
     if backend == "local":
         _say_job_user(out, runs_as, settings.python)
     if any(counts.values()):
         out.print(
-            f"Reconciled after restart: {counts['adopted']} job(s) adopted, {counts['requeued']} requeued, "
-            f"{counts['finished']} finished while the server was down."
+            tr(
+                "Reconciled after restart: {adopted} job(s) adopted, {requeued} requeued, {finished} finished while "
+                "the server was down.",
+                **counts,
+            )
         )
     here = settings.site
-    if partition_sites:
-        for name, at in partition_sites.items():
-            out.print(f"Partition {name}: " + (f"site {at.name} ({at.city}, {at.country})" if at else "no site"))
-    else:
-        out.print(
-            f"Site: {here.name} ({here.city}, {here.country}, {here.provider})"
-            if here
-            else "Site: none (--site): jobs on datasets with a residency are refused"
-        )
-    out.print(f"Usage priced at: {price.basis}" if price else "Usage: GPU-hours, no price (--offer, --gpu-hour-brl)")
-    out.print(f"Admission control: {'plans checked against ' + gpu.display_name if gpu else 'off (no GPU model)'}")
+    for line in [_partition_line(name, at) for name, at in partition_sites.items()] or [_site_line(here)]:
+        out.print(line)
+    no_price = tr("Usage: GPU-hours, no price (--offer, --gpu-hour-brl)")
+    out.print(tr("Usage priced at: {basis}", basis=price.basis) if price else no_price)
+    checked = tr("Admission control: plans checked against {gpu}", gpu=gpu.display_name) if gpu else None
+    out.print(checked or tr("Admission control: off (no GPU model)"))
     if token:
-        out.print(f"Admin token (shown once; also in {data_dir / 'admin-token'}, mode 0600): {token}")
+        where = str(data_dir / "admin-token")
+        out.print(tr("Admin token (shown once; also in {path}, mode 0600): {token}", path=where, token=token))
     ctx.start()
-    out.print(f"Listening on http://{host}:{port} (API under /api/v1, dashboard at /, log in with a token)")
+    out.print(
+        tr(
+            "Listening on http://{host}:{port} (API under /api/v1, dashboard at /, log in with a token)",
+            host=host,
+            port=str(port),
+        )
+    )
     serve_until_stopped(build_app(ctx), listener, trusted_proxies, ctx, out)
     data_dir_lock.close()  # the kernel would release it at exit all the same
+
+
+def _partition_line(name: str, at: Site | None) -> str:
+    if at is None:
+        return tr("Partition {name}: no site", name=name)
+    return tr(
+        "Partition {name}: site {site} ({city}, {country})", name=name, site=at.name, city=at.city, country=at.country
+    )
+
+
+def _site_line(here: Site | None) -> str:
+    if here is None:
+        return tr("Site: none (--site): jobs on datasets with a residency are refused")
+    return tr(
+        "Site: {name} ({city}, {country}, {provider})",
+        name=here.name,
+        city=here.city,
+        country=here.country,
+        provider=here.provider,
+    )
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -310,7 +343,7 @@ def serve_until_stopped(
     # Both signals therefore raise ServerStopped here, and the shutdown always runs.
     for sig in STOP_SIGNALS:
         signal.signal(sig, _stop)
-    how = "on its own"
+    how: str = Msg("on its own")
     # What start-up built (the app, its routes and models, the caches) lives as long as the server: out of the
     # collector's reach, a full collection no longer walks it while requests wait (the list's p99 under load).
     gc.collect()
@@ -325,7 +358,7 @@ def serve_until_stopped(
         )
         uvicorn.Server(config).run(sockets=[listener])  # the socket bound at start (treino.server.claims)
     except ServerStopped as stopped:
-        how = f"by {stopped}"
+        how = Msg("by {signal}", signal=str(stopped))
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the checkpoint short
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C still forces the exit
@@ -338,8 +371,13 @@ def serve_until_stopped(
                 "start the server again (it signs the head every 5 minutes)."
             ) from exc
     out.print(
-        f"Stopped {how}: audit checkpoint signed at record {done.audit_seq_signed}; "
-        f"{done.jobs_left_running} running job(s) left to their supervisors, adopted at the next start."
+        tr(
+            "Stopped {how}: audit checkpoint signed at record {seq}; {n} running job(s) left to their supervisors, "
+            "adopted at the next start.",
+            how=how,
+            seq=str(done.audit_seq_signed),
+            n=done.jobs_left_running,
+        )
     )
 
 
@@ -360,9 +398,8 @@ def _webhooks(urls: list[str], secret_file: Path | None, data_dir: Path, out: Co
     if not checked:
         return (), b""
     secret = load_or_create_secret(data_dir, secret_file)
-    out.print(
-        f"Webhooks: {len(checked)} URL(s), signed with the secret in {secret_file or data_dir / WEBHOOK_SECRET_FILE}"
-    )
+    where = str(secret_file or data_dir / WEBHOOK_SECRET_FILE)
+    out.print(tr("Webhooks: {n} URL(s), signed with the secret in {path}", n=len(checked), path=where))
     return checked, secret
 
 
@@ -388,7 +425,9 @@ def _anchors(
 def _say_anchors(out: Console, path: Path | None, urls: tuple[str, ...], interval_s: float) -> None:
     if path or urls:
         where = ", ".join([*([str(path)] if path else []), *urls])
-        out.print(f"Audit anchors: to {where}, every {interval_s:g} s and at shutdown")
+        out.print(
+            tr("Audit anchors: to {where}, every {interval:g} s and at shutdown", where=where, interval=interval_s)
+        )
 
 
 def _job_user(backend: str, name: str, data_dir: Path, shared_dir: Path | None) -> JobUser | None:
@@ -414,17 +453,22 @@ def _say_job_user(out: Console, job_user: JobUser | None, python: str) -> None:
     from treino.server.isolation import python_warning, server_user
 
     found = detect()
-    cgroup = f"cgroup v{found[0]} per attempt" if found else "no cgroups (stopped by their attempt key)"
+    cgroup = (
+        Msg("cgroup v{v} per attempt", v=str(found[0])) if found else Msg("no cgroups (stopped by their attempt key)")
+    )
+    warning = f"[yellow]{tr('warning')}:[/]"
     if job_user is not None:
-        out.print(f"Jobs run as user {job_user.name}, in their own folders; {cgroup}")
+        out.print(tr("Jobs run as user {name}, in their own folders; {cgroup}", name=job_user.name, cgroup=cgroup))
         if (problem := python_warning(python, job_user)) is not None:
-            out.print(f"[yellow]warning:[/] {problem}")
+            out.print(f"{warning} {current().msg(problem)}")
             logging.getLogger("treino.server").warning(problem)
         return
-    message = (
-        f"jobs run as {server_user()}, the server's own user: a job can read the data dir (database, "
-        "admin-token, server-key, dataset store) and act as admin. To fix: start the server as root (jobs then "
-        f"run as {DEFAULT_JOB_USER}) or as root with --job-user NAME."
+    message = Msg(
+        "jobs run as {user}, the server's own user: a job can read the data dir (database, admin-token, server-key, "
+        "dataset store) and act as admin. To fix: start the server as root (jobs then run as {job_user}) or as root "
+        "with --job-user NAME.",
+        user=server_user(),
+        job_user=DEFAULT_JOB_USER,
     )
-    out.print(f"[yellow]warning:[/] {message}; {cgroup}")
+    out.print(f"{warning} {current().msg(message)}; {current().msg(cgroup)}")
     logging.getLogger("treino.server").warning(message)

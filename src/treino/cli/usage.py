@@ -12,14 +12,15 @@ import typer
 
 from treino.cli.client import JsonOpt, TokenOpt, UrlOpt, _client, _print_json
 from treino.errors import UsageError
-from treino.i18n import N_, Msg, tr
+from treino.i18n import N_, Msg, current, from_server, tr
 
 quotas_app = typer.Typer(no_args_is_help=True, help="Limits on users' and roles' GPUs: GPU-hours a month, at once.")
 CSV_COLUMNS = ("key", "user", "purpose", "job_id", "job_name", "jobs", "gpu_hours", "cost_brl")
 
 
 def _day(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+    """2026-12-01 00:00, or 01/12/2026 00:00 in pt-BR."""
+    return dt.datetime.fromtimestamp(ts).strftime("%d/%m/%Y %H:%M" if current().pt else "%Y-%m-%d %H:%M")
 
 
 def usage_csv(report: dict[str, Any]) -> str:
@@ -95,7 +96,7 @@ def usage(
     priced = report["brl_per_gpu_hour"] is not None
     heading = tr(
         "GPU usage of {scope}, {since} to {until}, by {by}",
-        scope=report["scope"],
+        scope=tr("everyone") if report["scope"] == "everyone" else report["scope"],
         since=_day(report["since"]),
         until=_day(report["until"]),
         by=Msg(report["by"]),
@@ -117,14 +118,15 @@ def usage(
             else (str(row["job_id"]), row["job_name"] or "", row["user"] or "", row["purpose"] or "")
         )
         cost = (format_brl(row["cost_brl"]),) if priced else ()
-        table.add_row(*keys, str(row["jobs"]), f"{row['gpu_hours']:.2f}", *cost)
+        table.add_row(*keys, str(row["jobs"]), tr("{n:.2f}", n=row["gpu_hours"]), *cost)
     total_cost = (format_brl(report["cost_brl"]),) if priced else ()
-    table.add_row(*(tr("total"), *[""] * (len(names) - 1)), "", f"{report['gpu_hours']:.2f}", *total_cost, style="bold")
+    hours = tr("{n:.2f}", n=report["gpu_hours"])
+    table.add_row(*(tr("total"), *[""] * (len(names) - 1)), "", hours, *total_cost, style="bold")
     out = console()
     out.print(heading, highlight=False)
     out.print(table, highlight=False)
     out.print(
-        tr("Price: {basis}", basis=report["price_basis"])
+        tr("Price: {basis}", basis=from_server(report["price_basis"], report.get("price_basis_msg")))
         if priced
         else tr(
             "No price is set: GPU-hours only. To price them: "
@@ -138,7 +140,12 @@ def usage(
         out.print(quota_line(quota), highlight=False)
     for held in report["held"]:
         out.print(
-            tr("Job {id} ({owner}) waits: {reason}", id=held["job_id"], owner=held["owner"], reason=held["reason"]),
+            tr(
+                "Job {id} ({owner}) waits: {reason}",
+                id=held["job_id"],
+                owner=held["owner"],
+                reason=from_server(held["reason"], held.get("reason_msg")),
+            ),
             highlight=False,
         )
 

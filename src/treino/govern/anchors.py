@@ -27,6 +27,7 @@ from typing import Any
 
 from treino.errors import TreinoError
 from treino.govern.audit import GENESIS_HASH, record_hash
+from treino.i18n import Msg
 
 ANCHOR_FORMAT_VERSION = 1
 ANCHOR_REASONS = ("interval", "shutdown")
@@ -166,14 +167,18 @@ def check(records: Iterable[Mapping[str, Any]], anchors: list[Anchor], key: byte
             )
         checked += 1
     if not anchors:
-        return AnchorResult(True, n, 0, "the anchor file holds no anchors: nothing is proven beyond plain verify")
+        return AnchorResult(True, n, 0, Msg("the anchor file holds no anchors: nothing is proven beyond plain verify"))
     last = max(anchors, key=lambda a: a.seq)
     return AnchorResult(
         True,
         n,
         checked,
-        f"{checked} anchor(s) agree with the recomputed chain: records 1-{last.seq} are unchanged since "
-        f"{_utc(last.time)}",
+        Msg(  # a Msg: `treino audit verify --anchors` words it in the CLI's language
+            "{checked} anchor(s) agree with the recomputed chain: records 1-{last} are unchanged since {when}",
+            checked=checked,
+            last=str(last.seq),
+            when=_utc(last.time),
+        ),
     )
 
 

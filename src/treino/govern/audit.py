@@ -73,6 +73,7 @@ from treino.govern.models import (
     Transfer,
     User,
 )
+from treino.i18n import Msg
 from treino.orm import database_fault
 
 GENESIS_HASH = "0" * 64
@@ -544,10 +545,20 @@ def _verify(session: Session, key: bytes, checkpoint_every: int | None, read: li
     if cps:  # checkpoints left over name records that are not there
         return bad(*_leftover_problem(cps, expected))
     if n == 0:
-        return VerifyResult(True, 0, None, "the audit log is empty", 0, GENESIS_HASH)
-    reason = f"{n:,} records and {n_cps:,} signed checkpoints verified; the head is record {n}"
+        return VerifyResult(True, 0, None, Msg("the audit log is empty"), 0, GENESIS_HASH)
+    reason = Msg(  # a Msg: `treino audit verify` words it in the CLI's language
+        "{n:,} records and {cps:,} signed checkpoints verified; the head is record {head}", n=n, cps=n_cps, head=str(n)
+    )
     if last_good_cp < n:
-        reason += f" (records {last_good_cp + 1}-{n} come after the last checkpoint)"
+        reason = Msg(
+            "{n:,} records and {cps:,} signed checkpoints verified; the head is record {head} (records {first}-{last} "
+            "come after the last checkpoint)",
+            n=n,
+            cps=n_cps,
+            head=str(n),
+            first=str(last_good_cp + 1),
+            last=str(n),
+        )
     return VerifyResult(True, n, None, reason, n_cps, prev_hash)
 
 

@@ -22,6 +22,7 @@ import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no py.type
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from treino.errors import TreinoError
+from treino.i18n import Msg
 
 # A CPF inside any text: bare or formatted, not part of a longer digit run (reference §7.3, CPF_RE).
 CPF_RE = re.compile(r"(?<!\d)(\d{3})\.?(\d{3})\.?(\d{3})-?(\d{2})(?!\d)")
@@ -127,8 +128,20 @@ class ColumnFinding:
         return self.valid_cpfs / self.sample_size if self.sample_size else 0.0
 
     def describe(self) -> str:
-        why = f"{self.valid_cpfs:,} of {self.sample_size:,} sampled values are valid CPFs"
-        return f"column '{self.column}': {why}" + (" (and its name says CPF)" if self.context else "")
+        """In English; a Msg, which a client words in its language (treino.i18n)."""
+        if self.context:
+            return Msg(
+                "column '{column}': {valid:,} of {sampled:,} sampled values are valid CPFs (and its name says CPF)",
+                column=self.column,
+                valid=self.valid_cpfs,
+                sampled=self.sample_size,
+            )
+        return Msg(
+            "column '{column}': {valid:,} of {sampled:,} sampled values are valid CPFs",
+            column=self.column,
+            valid=self.valid_cpfs,
+            sampled=self.sample_size,
+        )
 
 
 def _sample(column: pa.ChunkedArray | pa.Array, sample_rows: int) -> list[str | int | None]:

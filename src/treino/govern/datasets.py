@@ -42,6 +42,7 @@ from treino.errors import PolicyViolation, TreinoError
 from treino.govern.cpf import ColumnFinding, cpf_digits, scan_column, scan_table
 from treino.govern.models import Dataset, DatasetVersion, Erasure, JobDataset, Model
 from treino.govern.tombstones import KeepOut
+from treino.i18n import Joined, Msg
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
@@ -348,21 +349,30 @@ def resolve(session: Session, name: str, number: int | None = None) -> DatasetVe
 
 
 def _warnings(ds: Dataset, findings: list[ColumnFinding]) -> list[str]:
-    out = []
+    """The import's warnings, in English: Msgs, which the API also gives as data (a client's language)."""
+    out: list[str] = []
     if findings and not ds.personal_data:
-        cols = "; ".join(f.describe() for f in findings)
         out.append(
-            f"'{ds.name}' holds CPFs ({cols}) but is registered as not holding personal data; a CPF identifies a "
-            "person (LGPD Art. 5 I). To fix: register it as personal data with its legal basis, or drop the column "
-            "(a plain hash of a CPF is not anonymisation: 10^9 candidates are brute-forced in seconds)."
+            Msg(
+                "'{name}' holds CPFs ({columns}) but is registered as not holding personal data; a CPF identifies a "
+                "person (LGPD Art. 5 I). To fix: register it as personal data with its legal basis, or drop the "
+                "column (a plain hash of a CPF is not anonymisation: 10^9 candidates are brute-forced in seconds).",
+                name=ds.name,
+                columns=Joined("; ", [f.describe() for f in findings]),
+            )
         )
     if ds.personal_data and ds.subject_column is None:
         out.append(
-            f"'{ds.name}' holds personal data but has no subject column: erasure and subject reports cannot find "
-            "its rows (Art. 18). To fix: register it with --subject-column."
+            Msg(
+                "'{name}' holds personal data but has no subject column: erasure and subject reports cannot find its "
+                "rows (Art. 18). To fix: register it with --subject-column.",
+                name=ds.name,
+            )
         )
     if ds.personal_data and ds.retention_days is None:
-        out.append(f"'{ds.name}' holds personal data with no retention period (Art. 15-16). To fix: set one.")
+        out.append(
+            Msg("'{name}' holds personal data with no retention period (Art. 15-16). To fix: set one.", name=ds.name)
+        )
     return out
 
 
@@ -447,8 +457,11 @@ def register_dataset(
     warnings = _warnings(ds, findings)
     if adopted:
         warnings.append(
-            f"Its CPF column '{adopted}' is recorded as the subject column, so erasure and access requests "
-            "(Art. 18) reach its rows even though it was registered without one."
+            Msg(
+                "Its CPF column '{column}' is recorded as the subject column, so erasure and access requests "
+                "(Art. 18) reach its rows even though it was registered without one.",
+                column=adopted,
+            )
         )
     return Registered(ds, version, findings, warnings)
 
@@ -898,23 +911,47 @@ class SubjectReport:
         return bool(self.holdings)
 
     def text(self) -> str:
-        if not self.found:
+        """The report in English lines; a Joined of Msgs, which the API also gives as data (a client's language)."""
+        lines: list[str]
+        if not self.found and self.searched:
             lines = [
-                f"no records: the subject is in no stored version of {len(self.searched)} searched dataset(s)"
-                + (f" ({', '.join(self.searched)})" if self.searched else "")
-                + "."
+                Msg(
+                    "no records: the subject is in no stored version of {n} searched dataset(s) ({names}).",
+                    n=len(self.searched),
+                    names=", ".join(self.searched),
+                )
             ]
+        elif not self.found:
+            lines = [Msg("no records: the subject is in no stored version of {n} searched dataset(s).", n=0)]
         else:
             lines = [
-                f"{h.dataset} v{h.version}: {h.rows} row(s); basis {h.legal_basis}; purposes {', '.join(h.purposes)}; "
-                f"kept in {h.residency}"
+                Msg(
+                    "{dataset} v{version}: {rows} row(s); basis {basis}; purposes {purposes}; kept in {residency}",
+                    dataset=h.dataset,
+                    version=h.version,
+                    rows=h.rows,
+                    basis=h.legal_basis,
+                    purposes=", ".join(h.purposes),
+                    residency=h.residency,
+                )
                 for h in self.holdings
             ]
         for m in self.models:
-            lines.append(f"model #{m.model_id} ({m.kind}) of job #{m.job_id} used {m.dataset} v{m.version}")
+            lines.append(
+                Msg(
+                    "model #{id} ({kind}) of job #{job} used {dataset} v{version}",
+                    id=m.model_id,
+                    kind=m.kind,
+                    job=m.job_id,
+                    dataset=m.dataset,
+                    version=m.version,
+                )
+            )
         if self.unsearched:
-            lines.append(f"not searchable (personal data, no subject column): {', '.join(self.unsearched)}")
-        return "\n".join(lines)
+            lines.append(
+                Msg("not searchable (personal data, no subject column): {names}", names=", ".join(self.unsearched))
+            )
+        return Joined("\n", lines)
 
 
 def subject_report(session: Session, store: Path, subject_id: str, dataset: str | None = None) -> SubjectReport:

@@ -22,6 +22,7 @@ from treino.govern.aliases import subject_pseudonyms
 from treino.govern.audit import Action, pseudonym
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, Grant, JobDataset, Model, Role, User
 from treino.govern.tombstones import ErasedSubjectsRefused, KeepOut, bury
+from treino.i18n import Msg, to_data
 from treino.server import unlearning
 from treino.server.auth import is_job_token
 from treino.server.context import ServerContext
@@ -103,8 +104,12 @@ def _register(ctx: ServerContext, body: DatasetIn, actor: str) -> DatasetRegiste
         d.retention_from = body.collected_at
         if keep_out.rows:
             done.warnings.append(
-                f"{keep_out.rows} row(s) of {keep_out.subjects} subject(s) erased earlier were stripped from this "
-                "import (Art. 18 VI: erased stays erased)."
+                Msg(
+                    "{rows} row(s) of {subjects} subject(s) erased earlier were stripped from this import (Art. 18 "
+                    "VI: erased stays erased).",
+                    rows=keep_out.rows,
+                    subjects=keep_out.subjects,
+                )
             )
         detail: dict[str, Any] = {
             "version": v.number,
@@ -124,7 +129,10 @@ def _register(ctx: ServerContext, body: DatasetIn, actor: str) -> DatasetRegiste
             detail = {"version": v.number, "rows": keep_out.rows, "subjects": keep_out.subjects, "strict": False}
             ctx.audit.append(s, actor=actor, action=Action.ERASED_ROWS_STRIPPED, dataset=d.name, detail=detail)
         return DatasetRegistered(
-            **dataset_out(s, d).model_dump(), warnings=done.warnings, erased_rows_stripped=keep_out.rows
+            **dataset_out(s, d).model_dump(),
+            warnings=done.warnings,
+            warnings_msg=[to_data(w) for w in done.warnings],
+            erased_rows_stripped=keep_out.rows,
         )
 
 
@@ -476,7 +484,8 @@ def subject_report(ctx: ServerContext, subject: str, actor: str) -> SubjectRepor
         return SubjectReportOut(
             subject_pseudonym=subject_pseudonym,
             found=report.found,
-            text=report.text(),
+            text=(text := report.text()),
+            text_msg=to_data(text),
             holdings=[
                 Holding(
                     dataset=h.dataset,

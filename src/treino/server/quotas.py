@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from treino.errors import PolicyViolation
 from treino.govern.models import User
+from treino.i18n import Msg
 from treino.server.db import ACTIVE_STATES, Job, Quota
 from treino.server.scheduler import Queued, QuotaBlock
 from treino.server.spec import JobSpec
@@ -90,6 +91,12 @@ def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
+def _whose(limits: Limits) -> Msg:
+    """'user alice', 'role engineer', as a Msg (the kind translated, in a client that words it)."""
+    kind, _, name = limits.set_for.partition(" ")
+    return Msg("{kind} {name}", kind=Msg(kind), name=name)
+
+
 def _raise_it(limits: Limits) -> str:
     kind, _, name = limits.set_for.partition(" ")
     return f"'treino quotas set --{kind} {name} ...'"
@@ -98,7 +105,8 @@ def _raise_it(limits: Limits) -> str:
 def quota_block(
     s: Session, job: Job, starting_gpus: int = 0, now: float | None = None, book: QuotaBook | None = None
 ) -> str | None:
-    """Why `job` may not start now for its owner's quota (beginning "quota: "), or None when it may.
+    """Why `job` may not start now for its owner's quota (beginning "quota: "), or None when it may: a Msg, which a
+    job's `wait` also gives as data (WaitOut.note_msg) for clients that word it in their language.
     `starting_gpus`: GPUs of the owner's jobs the same scheduling pass is starting (not yet running)."""
     need = job.gpus * int(job.spec.get("nodes", 1) or 1)
     now = time.time() if now is None else now
@@ -112,18 +120,27 @@ def _block(s: Session, owner: str, need: int, starting_gpus: int, now: float, bo
     if limits.concurrent_gpus is not None:
         held = book.running(s, owner) + starting_gpus
         if held + need > limits.concurrent_gpus:
-            return (
-                f"{RULE}: {owner}'s jobs hold {held} of the {limits.concurrent_gpus} GPU(s) their quota allows at "
-                f"once ({limits.set_for}); this job needs {need}. It starts when enough of them end."
+            return Msg(
+                "quota: {owner}'s jobs hold {held} of the {limit} GPU(s) their quota allows at once ({whose}); this "
+                "job needs {need}. It starts when enough of them end.",
+                owner=owner,
+                held=held,
+                limit=limits.concurrent_gpus,
+                whose=_whose(limits),
+                need=need,
             )
     if limits.gpu_hours_month is not None:
         used = book.used(s, owner, now)
         if used >= limits.gpu_hours_month:
             # Everyone who lists jobs reads this: the month's quota is spent, not how much was used (treino usage
             # shows that, to the user and admins only)
-            return (
-                f"{RULE}: {owner}'s {limits.gpu_hours_month:g} GPU-hours of this month are spent "
-                f"({limits.set_for}). It starts when the quota resets, {_when(next_month_start(now))}."
+            return Msg(
+                "quota: {owner}'s {hours:g} GPU-hours of this month are spent ({whose}). It starts when the quota "
+                "resets, {resets}.",
+                owner=owner,
+                hours=limits.gpu_hours_month,
+                whose=_whose(limits),
+                resets=_when(next_month_start(now)),
             )
     return None
 

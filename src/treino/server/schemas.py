@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from treino.govern.access import Principal
 from treino.govern.models import Role
+from treino.i18n import Msg, to_data
 from treino.server import progress
 from treino.server.db import Job
 from treino.server.inventory import Device, Node
@@ -101,6 +102,9 @@ class WaitOut(BaseModel):
     until: float | None  # resources, backfill: when the job ahead is expected to start (None: unknown)
     preempting: bool  # resources: `blocked_by` are being stopped for it
     note: str | None  # the quota's message, or Slurm's reason (squeue %r)
+    # the note as {"template", "params"} when treino wrote it (a quota's), for a client that words it in its own
+    # language (treino.i18n.from_data); None for Slurm's own text
+    note_msg: dict[str, Any] | None = None
 
     @staticmethod
     def fields(wait: Wait | None) -> dict[str, Any] | None:
@@ -117,6 +121,7 @@ class WaitOut(BaseModel):
             "until": wait.until,
             "preempting": wait.preempting,
             "note": wait.note,
+            "note_msg": to_data(wait.note) if isinstance(wait.note, Msg) else None,
         }
 
 
@@ -397,6 +402,7 @@ class HeldJob(BaseModel):
     job_id: int
     owner: str
     reason: str  # why a quota keeps it queued
+    reason_msg: dict[str, Any] | None = None  # the reason as data, for a client's language (treino.i18n.from_data)
 
 
 class QuotaStanding(BaseModel):
@@ -419,6 +425,7 @@ class UsageOut(BaseModel):
     source_note: str
     brl_per_gpu_hour: float | None
     price_basis: str | None  # the formula, the offer's price date and source; None: no price is set
+    price_basis_msg: dict[str, Any] | None = None  # the basis as data, for a client's language (treino.i18n)
     rows: list[UsageRowOut]  # most GPU-hours first
     gpu_hours: float
     cost_brl: float | None
@@ -554,6 +561,7 @@ class DatasetOut(BaseModel):
 
 class DatasetRegistered(DatasetOut):
     warnings: list[str]  # e.g. CPFs found in a column not flagged as the subject column
+    warnings_msg: list[Any] = []  # each warning as data, for a client's language (treino.i18n.from_data)
     erased_rows_stripped: int = 0  # rows of subjects erased earlier, taken out of the import (tombstones)
 
 
@@ -586,6 +594,7 @@ class VerifyOut(BaseModel):
     records: int
     first_bad_seq: int | None
     reason: str
+    reason_msg: dict[str, Any] | None = None  # the reason as data when it is an intact chain's (treino.i18n)
     checkpoints: int
     last_hash: str | None  # the head of an intact chain: publish it to an outside witness
 
@@ -705,6 +714,7 @@ class SubjectReportOut(BaseModel):
     subject_pseudonym: str
     found: bool
     text: str
+    text_msg: dict[str, Any] | None = None  # the text as data, for a client's language (treino.i18n.from_data)
     holdings: list[Holding]
     models: list[SubjectModel]
     jobs: list[int]

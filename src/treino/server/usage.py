@@ -39,7 +39,7 @@ from sqlalchemy import Float, case, cast, distinct, func, literal, select
 from sqlalchemy.orm import Session
 
 from treino.errors import SpecError, UsageError
-from treino.i18n import N_
+from treino.i18n import N_, Msg
 from treino.plan.cost import HOURS_PER_MONTH, FxRate, Offer, format_brl, hourly_brl
 from treino.server.db import Attempt, Job
 
@@ -71,11 +71,22 @@ def price_from_offer(offer: Offer, fx: FxRate | None) -> GpuHourPrice:
         formula = f"{price} / ({offer.gpus} GPU(s) x {HOURS_PER_MONTH} h)"
     else:
         formula = f"{price} / {offer.gpus} GPU(s)"
-    fx_text = f" at {fx.brl_per_usd:g} BRL/USD of {fx.date}" if offer.currency == "USD" and fx else ""
+    fx_text = (
+        Msg(" at {rate:g} BRL/USD of {date}", rate=fx.brl_per_usd, date=str(fx.date))
+        if offer.currency == "USD" and fx
+        else ""
+    )
     return GpuHourPrice(
         per_gpu_hour,
-        f"offer {offer.name}: {formula}{fx_text} = {format_brl(per_gpu_hour)} per GPU-hour; price of {offer.as_of}, "
-        f"source: {offer.source}",
+        Msg(  # a Msg: `treino usage` and the server's start-up line word it in their language
+            "offer {offer}: {formula}{fx} = {price} per GPU-hour; price of {as_of}, source: {source}",
+            offer=offer.name,
+            formula=formula,
+            fx=fx_text,
+            price=format_brl(per_gpu_hour),
+            as_of=str(offer.as_of),
+            source=offer.source,
+        ),
     )
 
 
@@ -84,7 +95,10 @@ def price_from_brl(brl_per_gpu_hour: float) -> GpuHourPrice:
         raise SpecError(
             "gpu_hour_brl", f"must be a positive number of BRL, not {brl_per_gpu_hour}. To fix: e.g. 12.50."
         )
-    return GpuHourPrice(brl_per_gpu_hour, f"set by the server's operator: {format_brl(brl_per_gpu_hour)} per GPU-hour")
+    return GpuHourPrice(
+        brl_per_gpu_hour,
+        Msg("set by the server's operator: {price} per GPU-hour", price=format_brl(brl_per_gpu_hour)),
+    )
 
 
 def server_price(offer_name: str, brl_per_gpu_hour: float | None) -> GpuHourPrice | None:

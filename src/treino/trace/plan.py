@@ -232,7 +232,7 @@ def _trace_callable(spec: str, setup: TrainSetup, device: str, on_step: Callable
     build = engine.load_callable(spec)
     dtype = engine.weights_dtype(setup.precision)
     with _quiet(), FakeTensorMode():
-        on_step(f"building {spec} on fake tensors")
+        on_step(Msg("building {spec} on fake tensors", spec=spec))
         with engine.default_dtype(dtype):
             built = build()
         if not (

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request, Response
 
 from treino.govern.audit import export, processing_records, render_processing_records, verify
+from treino.i18n import Msg, to_data
 from treino.server.api.deps import Ctx, ReadAudit, SessionDep, VerifyAudit
 from treino.server.schemas import VerifyOut, responses
 
@@ -28,11 +29,13 @@ def _text(*media_types: str) -> dict[int | str, dict[str, object]]:
 @router.get("/verify", response_model=VerifyOut)
 def audit_verify(request: Request, ctx: Ctx, s: SessionDep, _who: VerifyAudit) -> VerifyOut:
     # Reads only: a full disk or a corrupt database gets a verdict (the latter ok=false), never an error.
-    result = VerifyOut.model_validate(
-        verify(s, ctx.audit.key, checkpoint_every=ctx.audit.checkpoint_every), from_attributes=True
-    )
+    verdict = verify(s, ctx.audit.key, checkpoint_every=ctx.audit.checkpoint_every)
+    result = VerifyOut.model_validate(verdict, from_attributes=True)
+    reason = verdict.reason
     if unrecorded := getattr(request.state, "unrecorded", None):
-        result.reason += f" (this check is not in the audit chain: {unrecorded})"
+        reason = Msg("{reason} (this check is not in the audit chain: {why})", reason=reason, why=str(unrecorded))
+        result.reason = str(reason)
+    result.reason_msg = to_data(reason) if isinstance(reason, Msg) else None
     return result
 
 

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from treino.errors import Forbidden, SpecError
 from treino.govern.access import Principal
 from treino.govern.models import Role
+from treino.i18n import Msg, to_data
 from treino.server import quotas
 from treino.server.api.deps import Ctx, ManageUsers, ReadJobs, SessionDep
 from treino.server.context import ServerContext
@@ -82,11 +83,12 @@ def usage_out(ctx: ServerContext, who: Principal, since: str | None, by: By, use
         source_note=found.source_note,
         brl_per_gpu_hour=price.brl_per_gpu_hour if price else None,
         price_basis=price.basis if price else None,
+        price_basis_msg=to_data(price.basis) if price and isinstance(price.basis, Msg) else None,
         rows=rows,
         gpu_hours=found.gpu_hours,
         cost_brl=price.cost_brl(found.gpu_hours) if price else None,
         held=[
-            HeldJob(job_id=i, owner=owners[i], reason=why)
+            HeldJob(job_id=i, owner=owners[i], reason=why, reason_msg=to_data(why) if isinstance(why, Msg) else None)
             for i, why in sorted(waits.items())
             if i in owners and (user is None or owners[i] == user)
         ],
