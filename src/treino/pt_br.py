@@ -875,7 +875,9 @@ PT: dict[str, str] = {
     "quarantine lifted": "quarentena suspensa",
     "lifted {when} by {who}": "suspensa em {when} por {who}",
     "by {who}, {when}": "por {who}, {when}",
-    "quarantine lifted {when} by {who} ({ground}): {reason}": "quarentena suspensa em {when} por {who} ({ground}): {reason}",
+    "quarantine lifted {when} by {who} ({ground}): {reason}": (
+        "quarentena suspensa em {when} por {who} ({ground}): {reason}"
+    ),
     "its erasure carried through by retraining job {job}": "sua eliminação levada até o fim pelo job de retreino {job}",
     "carried through by retraining job {job}": "levada até o fim pelo job de retreino {job}",
     "legal basis: {basis}": "base legal: {basis}",
