@@ -141,6 +141,8 @@ def test_lift_only_once_the_erasure_is_carried_through_or_on_a_legal_basis(
     marked = {m["id"]: m for m in story["models"]}
     assert marked[model2]["state"] == "lifted" and marked[model2]["lift"]["reason"] == REASON_2
     assert {m["state"] for i, m in marked.items() if i != model2} == {"marked"}  # job2's checkpoint, never quarantined
+    told = one_line(dpo("subject", "report", "--subject", second))
+    assert f"model #{model2} (final) of job #{job2}: quarantine lifted" in told and REASON_2 in told
     listing = {line.split("│")[1].strip(): line for line in dpo("lineage", "models").splitlines() if "│" in line}
     assert "lifted" in listing[str(model1)] and "by dpo1" in listing[str(model1)]
     assert "lifted" not in listing[str(model1 - 1)]  # job1's checkpoint: marked, never quarantined
