@@ -255,7 +255,7 @@ def step_costs(console: Console) -> None:
     torch.set_num_threads(1)
     x0, y0 = churn.features(pacsv.read_csv(DATA), torch.tensor(churn.FEATURE_MEAN), torch.tensor(churn.FEATURE_STD))
     churn.fit(None, x0, y0, 5)
-    costs = Table(title=f"One step of the churn model by its rows: CPU ms (mean of {STEP_COST_STEPS})", min_width=60)
+    costs = Table(title=f"One step of the churn model by its rows: CPU ms (mean of {STEP_COST_STEPS})", min_width=90)
     for name in ("rows a step", "ms a step"):
         costs.add_column(name, justify="right")
     for rows in STEP_COST_ROWS:

@@ -97,8 +97,8 @@ def main() -> None:
 def features(table: pa.Table, mean: torch.Tensor, std: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(x (rows, 3), y (rows,)), float32, x standardised. Columns are read as arrays, not Python lists: a SISA
     retraining builds these once per slice it retrains (~0.3 s CPU for 500,000 rows through lists)."""
-    x = torch.stack([torch.as_tensor(table.column(c).to_numpy(), dtype=torch.float32) for c in FEATURES], dim=1)
-    y = torch.as_tensor(table.column(LABEL).to_numpy(), dtype=torch.float32)
+    x = torch.stack([torch.from_numpy(table.column(c).to_numpy().astype("float32")) for c in FEATURES], dim=1)
+    y = torch.from_numpy(table.column(LABEL).to_numpy().astype("float32"))
     return (x - mean) / std, y
 
 
