@@ -52,8 +52,7 @@ def main() -> None:
     held = [sisa.held_out(sisa.subject_key(cpf)) for cpf in table.column("cpf").to_pylist()]
     holdout = table.filter(pa.array(held))
     trained = table.filter(pa.array([not h for h in held]))
-    x = torch.tensor([trained.column(c).to_pylist() for c in FEATURES], dtype=torch.float32).T  # (rows, 3)
-    y = torch.tensor(trained.column(LABEL).to_pylist(), dtype=torch.float32)
+    x, y = features(trained, torch.zeros(len(FEATURES)), torch.ones(len(FEATURES)))  # (rows, 3), not standardised
     mean, std = x.mean(0), x.std(0)
     x = (x - mean) / std
     torch.manual_seed(0)
@@ -96,8 +95,10 @@ def main() -> None:
 
 
 def features(table: pa.Table, mean: torch.Tensor, std: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    x = torch.tensor([table.column(c).to_pylist() for c in FEATURES], dtype=torch.float32).T
-    y = torch.tensor(table.column(LABEL).to_pylist(), dtype=torch.float32)
+    """(x (rows, 3), y (rows,)), float32, x standardised. Columns are read as arrays, not Python lists: a SISA
+    retraining builds these once per slice it retrains (~0.3 s CPU for 500,000 rows through lists)."""
+    x = torch.stack([torch.from_numpy(table.column(c).to_numpy().astype("float32")) for c in FEATURES], dim=1)
+    y = torch.from_numpy(table.column(LABEL).to_numpy().astype("float32"))
     return (x - mean) / std, y
 
 

@@ -858,6 +858,68 @@ PT: dict[str, str] = {
         "Apaga um modelo marcado por uma eliminação: seus arquivos e a pasta de checkpoints do job são removidos; "
         "o registro fica."
     ),
+    # lifting a model's quarantine (treino lineage lift, treino.server.quarantine): CLI, dashboard, API refusals
+    "Lift a model's quarantine: its file is served again. Refused while the erasure that marked it has not been\n"
+    "carried through to it (its job retrained), unless --legal-basis names why the law keeps it in use.": (
+        "Suspende a quarentena de um modelo: seu arquivo volta a ser servido. Recusado enquanto a eliminação que o "
+        "marcou não tiver sido levada até ele (seu job retreinado),\na menos que --legal-basis diga por que a lei o "
+        "mantém em uso."
+    ),
+    "Id of a quarantined model ('treino lineage models').": "Id de um modelo em quarentena ('treino lineage models').",
+    "Why it may be used again; kept in the audit chain.": (
+        "Por que pode voltar a ser usado; fica na cadeia de auditoria."
+    ),
+    "The legal basis for using it although its erasure has not been carried through (LGPD Art. 16).": (
+        "A base legal para usá-lo embora sua eliminação não tenha sido levada até ele (LGPD Art. 16)."
+    ),
+    "Model {id}'s quarantine lifted by {who}: its file is served again.": (
+        "Quarentena do modelo {id} suspensa por {who}: seu arquivo volta a ser servido."
+    ),
+    "quarantine": "quarentena",
+    "quarantined": "em quarentena",
+    "deleted": "apagado",
+    "marked": "marcado",
+    "lifted": "quarentena suspensa",
+    "quarantine lifted": "quarentena suspensa",
+    "lifted {when} by {who}": "suspensa em {when} por {who}",
+    "by {who}, {when}": "por {who}, {when}",
+    "quarantine lifted {when} by {who} ({ground}): {reason}": (
+        "quarentena suspensa em {when} por {who} ({ground}): {reason}"
+    ),
+    "its erasure carried through by retraining job {job}": "sua eliminação levada até o fim pelo job de retreino {job}",
+    "carried through by retraining job {job}": "levada até o fim pelo job de retreino {job}",
+    "legal basis: {basis}": "base legal: {basis}",
+    "  model #{id} ({kind}) of job #{job}: {state}": "  modelo nº {id} ({kind}) do job nº {job}: {state}",
+    "Model {model_id} was deleted by {by}: its files are gone, so there is no quarantine to lift. To fix: use the "
+    "retrained model of erasure #{erasure} (treino lineage models).": (
+        "O modelo {model_id} foi apagado por {by}: seus arquivos não existem mais, então não há quarentena a "
+        "suspender. Como corrigir: use o modelo retreinado da eliminação nº {erasure} (treino lineage models)."
+    ),
+    "Model {model_id} is not quarantined: there is nothing to lift. To fix: see 'treino lineage model {model_id}' "
+    "for its state.": (
+        "O modelo {model_id} não está em quarentena: não há nada a suspender. Como corrigir: veja seu estado em "
+        "'treino lineage model {model_id}'."
+    ),
+    "No model {model_id}. To fix: see 'treino lineage models'.": (
+        "Não há modelo {model_id}. Como corrigir: veja 'treino lineage models'."
+    ),
+    "its job {job} was not retrained by that erasure": "seu job {job} não foi retreinado por essa eliminação",
+    "its retraining, job {job}, is {state}": "seu retreino, o job {job}, está {state}",
+    "wait for job {job} to succeed, then lift it": "espere o job {job} terminar com sucesso e então suspenda-a",
+    "retrain it (treino resubmit {job} --from-scratch) and use the new model, or delete this one (treino lineage "
+    "delete {model_id})": (
+        "retreine-o (treino resubmit {job} --from-scratch) e use o novo modelo, ou apague este (treino lineage "
+        "delete {model_id})"
+    ),
+    "Model {model_id} still holds data of erasure #{erasure}, which has not been carried through to it: {why}. "
+    "Lifting its quarantine would put the erased subject's data back in use (LGPD Art. 18 VI). To fix: {fix}; or, "
+    "where the law requires keeping this model in use despite the erasure (LGPD Art. 16), name that basis with "
+    "--legal-basis.": (
+        "O modelo {model_id} ainda guarda dados da eliminação nº {erasure}, que não foi levada até ele: {why}. "
+        "Suspender sua quarentena poria os dados do titular eliminado de volta em uso (LGPD Art. 18 VI). Como "
+        "corrigir: {fix}; ou, onde a lei exigir manter este modelo em uso apesar da eliminação (LGPD Art. 16), "
+        "indique essa base com --legal-basis."
+    ),
     # the network between servers (plan scale, recommend, offers)
     "fabric": "rede",
     "servers": "servidores",
@@ -1756,4 +1818,15 @@ PT: dict[str, str] = {
         "foi eliminado continua eliminado)."
     ),
     "Report: {path}": "Relatório: {path}",
+    "fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true, fp8 (torchao float8), bf16-fsdp (FSDP2's "
+    "MixedPrecisionPolicy: bf16 gathers and compute, fp32 gradient reduce; with --zero 2 or 3).": (
+        "fp32, bf16-mixed, fp16-mixed, bf16-master, bf16-true, fp8 (float8 do torchao), bf16-fsdp "
+        "(MixedPrecisionPolicy do FSDP2: coleta e cálculo em bf16, redução dos gradientes em fp32; com --zero 2 ou 3)."
+    ),
+    "The training loop: plain (its `outputs` hold the logits through backward) or trainer (Hugging Face's Trainer, "
+    "which keeps only the loss).": (
+        "O laço de treino: plain (seus `outputs` retêm os logits durante o backward) ou trainer (o Trainer do Hugging "
+        "Face, que guarda só a loss)."
+    ),
+    "GPUs in each server, sharing its fabric ports.": "GPUs em cada servidor, que dividem suas portas de rede.",
 }

@@ -48,6 +48,7 @@ import math
 import os
 import re
 import shutil
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,9 @@ ERASED_ROWS_NAME = "erased-rows-{dataset}.parquet"  # in the job's folder: the e
 MEMORISATION_NAME = "memorisation.json"  # in the checkpoint folder: the check's figures, read by the server
 SHARDS_MAX = 64
 _NOT_ALNUM = re.compile(r"[\W_]+")  # what subject_key drops: anything but letters and digits
+_CPF_DIGITS = 11  # an all-digit key of at most this many digits is zero-padded to it (a CPF without its zeros)
+_DIGEST_PREFIX = b"treino-sisa:"
+_THREE_U64 = struct.Struct(">3Q")  # a digest's bytes 0-24 as three big-endian integers: shard, slice, holdout bucket
 SLICES_MAX = 1000
 
 
@@ -78,13 +82,35 @@ def subject_key(value: Any) -> str:
     """One canonical form of a subject identifier: letters and digits, lower case; all digits and at most 11 of
     them (a CPF, typed with or without punctuation and its leading zeros) zero-padded to 11."""
     text = _NOT_ALNUM.sub("", str(value)).lower()
-    if text.isdigit() and len(text) <= 11:
-        return text.zfill(11)
+    if text.isdigit() and len(text) <= _CPF_DIGITS:
+        return text.zfill(_CPF_DIGITS)
     return text
 
 
+def subject_keys(column: pa.ChunkedArray | pa.Array) -> list[str]:
+    """`subject_key` of every value of an Arrow column, in order: the same keys as `[subject_key(v) for v in
+    column.to_pylist()]`. A column of ASCII strings or of integers, without nulls (CPFs, customer ids), is keyed by
+    Arrow's compute functions in one pass, where Python's per-value loop costs ~2 µs a row (0.1 s CPU for 50,000
+    rows, on every retraining); on ASCII, `[\\W_]`, lower() and isdigit() mean what the patterns below do. Any
+    other column is keyed value by value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    kind = column.type
+    if column.null_count == 0 and (
+        pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    ):
+        text = column.cast(pa.string()) if pa.types.is_integer(kind) else column
+        if pc.all(pc.string_is_ascii(text)).as_py() is not False:
+            text = pc.ascii_lower(pc.replace_substring_regex(text, pattern="[^A-Za-z0-9]+", replacement=""))
+            digits = pc.match_substring_regex(text, pattern=f"^[0-9]{{1,{_CPF_DIGITS}}}$")
+            keys: list[str] = pc.if_else(digits, pc.utf8_lpad(text, width=_CPF_DIGITS, padding="0"), text).to_pylist()
+            return keys
+    return [subject_key(v) for v in column.to_pylist()]
+
+
 def _digest(key: str) -> bytes:
-    return hashlib.sha256(f"treino-sisa:{key}".encode()).digest()
+    return hashlib.sha256(_DIGEST_PREFIX + key.encode()).digest()
 
 
 def _bucket(digest: bytes, part: int, n: int) -> int:
@@ -115,18 +141,22 @@ class Assignment:
 
 
 def assign(keys: Sequence[str], shards: int, slices: int, holdout_buckets: int = DEFAULT_HOLDOUT_BUCKETS) -> Assignment:
-    """Each row (by its canonical subject key) to one shard and one slice, or to the held-out rows."""
+    """Each row (by its canonical subject key) to one shard and one slice, or to the held-out rows. Every retraining
+    runs it over every row, so the loop is kept lean: one digest per distinct key (its part lists cached), the three
+    buckets of _bucket read in one unpack, and rows visited in key order by a stable sort (ties in row order)."""
     _check_sizes(shards, slices)
     rows: list[list[list[int]]] = [[[] for _ in range(slices)] for _ in range(shards)]
     holdout: list[int] = []
-    order = sorted(range(len(keys)), key=lambda i: (keys[i], i))
-    digests: dict[str, bytes] = {}
-    for i in order:
-        digest = digests.get(keys[i]) or digests.setdefault(keys[i], _digest(keys[i]))
-        if _bucket(digest, 2, HOLDOUT_BUCKETS) < holdout_buckets:
-            holdout.append(i)
-        else:
-            rows[_bucket(digest, 0, shards)][_bucket(digest, 1, slices)].append(i)
+    part_of: dict[str, list[int]] = {}  # a key's list: its shard's slice, or `holdout`
+    sha256, unpack = hashlib.sha256, _THREE_U64.unpack_from
+    for i in sorted(range(len(keys)), key=keys.__getitem__):
+        key = keys[i]
+        part = part_of.get(key)
+        if part is None:
+            shard, slice_, bucket = unpack(sha256(_DIGEST_PREFIX + key.encode()).digest())
+            held = bucket % HOLDOUT_BUCKETS < holdout_buckets
+            part = part_of[key] = holdout if held else rows[shard % shards][slice_ % slices]
+        part.append(i)
     return Assignment(shards, slices, rows, holdout)
 
 
@@ -231,8 +261,7 @@ class SisaPlan:
                 raise JobError(f"{ENV_SISA}={raw!r} is not K:R. To fix: set it as shards:slices, e.g. 3:4.") from e
             shards = env_shards if shards is None else shards
             slices = env_slices if slices is None else slices
-        keys = [subject_key(v) for v in table.column(subject_column).to_pylist()]
-        assignment = assign(keys, shards, slices, holdout_buckets)
+        assignment = assign(subject_keys(table.column(subject_column)), shards, slices, holdout_buckets)
         digests = [[_row_digest(table, part) for part in shard] for shard in assignment.rows]
         folder = run.checkpoint_dir / SISA_DIR
         plan = cls(run, folder, assignment, digests, [Shard(k, assignment.rows[k]) for k in range(shards)])

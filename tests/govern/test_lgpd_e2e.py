@@ -196,6 +196,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("GET", "/api/v1/models/1/file", None, "lineage.read"),
     ("POST", "/api/v1/models/1/quarantine", None, "erasure.run"),
     ("POST", "/api/v1/models/1/delete", None, "erasure.run"),
+    ("POST", "/api/v1/models/1/lift", {"reason": "r"}, "erasure.run"),
     ("POST", "/api/v1/subjects/report", {"subject": "000.000.001-91"}, "subject.report"),
     ("POST", "/api/v1/erasures", {"subject": "000.000.001-91"}, "erasure.run"),
 ]

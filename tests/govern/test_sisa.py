@@ -47,6 +47,43 @@ def test_one_subject_one_shard_one_slice_whatever_the_cpf_formatting() -> None:
         sisa.assign(["a"], shards=0, slices=1)
 
 
+def test_keys_of_a_column_and_the_assignment_are_those_the_docstring_defines() -> None:
+    """subject_keys (Arrow's compute on ASCII and integer columns) gives subject_key's keys, and assign puts each row
+    where treino.sisa's docstring says: d = sha256("treino-sisa:" + key), shard = d[0:8] mod K, slice = d[8:16] mod
+    R, held out when d[16:24] mod 20 < holdout_buckets; rows of a part in key order, then row order."""
+    import hashlib
+    import random
+
+    import pyarrow as pa
+
+    rng = random.Random(7)
+    ids = [f"{rng.randrange(10**11):011d}" for _ in range(300)]
+    typed = [f"{i[:3]}.{i[3:6]}.{i[6:9]}-{i[9:]}" for i in ids[:100]] + [i.lstrip("0") for i in ids[100:150]]
+    texts = [*ids, *typed, "Cliente_42", " AB-cd 9 ", "", "123456789012", "--", *ids[:20]]  # repeats: one subject
+    columns = [
+        pa.chunked_array([texts[:200], texts[200:]]),
+        pa.array(texts, pa.large_string()),
+        pa.array([int(i) for i in ids] + [-5, 0]),
+        pa.array(["joão.silva", "ÉDER", "a٣b", *ids[:5]]),  # not ASCII: value by value
+        pa.array(["a", None, "b"]),  # nulls: value by value ("None" is a key, as str(None) makes it)
+    ]
+    for column in columns:
+        assert sisa.subject_keys(column) == [sisa.subject_key(v) for v in column.to_pylist()]
+
+    keys = sisa.subject_keys(pa.array(texts))
+    shards, slices, holdout_buckets = 3, 4, 2
+    want: list[list[list[int]]] = [[[] for _ in range(slices)] for _ in range(shards)]
+    held: list[int] = []
+    for i in sorted(range(len(keys)), key=lambda i: (keys[i], i)):
+        d = hashlib.sha256(f"treino-sisa:{keys[i]}".encode()).digest()
+        if int.from_bytes(d[16:24], "big") % 20 < holdout_buckets:
+            held.append(i)
+        else:
+            want[int.from_bytes(d[0:8], "big") % shards][int.from_bytes(d[8:16], "big") % slices].append(i)
+    got = sisa.assign(keys, shards, slices, holdout_buckets)
+    assert (got.rows, got.holdout) == (want, held) and held
+
+
 def test_the_ensemble_averages_probabilities_or_votes() -> None:
     probs = [torch.tensor([0.9, 0.2, 0.6]), torch.tensor([0.7, 0.4, 0.3]), torch.tensor([0.8, 0.9, 0.2])]
     assert torch.allclose(sisa.aggregate(probs), torch.tensor([0.8, 0.5, 1.1 / 3]))

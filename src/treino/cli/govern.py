@@ -747,6 +747,8 @@ def lineage_model(
     elif m.get("quarantined_at"):
         held = tr("quarantined {when} by {who}: not served", when=_when(m["quarantined_at"]), who=m["quarantined_by"])
         _print(_styled(held, "bold red"))
+    elif lifted := m.get("quarantine_lifted"):
+        _print(_styled(_lifted_line(lifted), "bold yellow"))
     table = _table(tr("trained on"), (N_("dataset"), N_("version"), "sha256", N_("purpose"), N_("state")))
     for r in m["trained_on"]:
         table.add_row(
@@ -771,7 +773,16 @@ def lineage_models(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt
     affected = sum(1 for m in rows if m["affected_by_erasure"])
     table = _table(
         tr("{n} model(s), {affected} affected by erasure", n=len(rows), affected=affected),
-        (N_("id"), N_("job"), N_("kind"), N_("step"), N_("trained on"), N_("personal"), N_("erasure")),
+        (
+            N_("id"),
+            N_("job"),
+            N_("kind"),
+            N_("step"),
+            N_("trained on"),
+            N_("personal"),
+            N_("erasure"),
+            N_("quarantine"),
+        ),
         right=("id", "job", "step"),
     )
     for m in rows:
@@ -783,9 +794,37 @@ def lineage_models(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt
             ", ".join(f"{r['dataset']} v{r['version']}" for r in m["trained_on"]) or "-",
             _yes_no(m["personal_data"]),
             f"#{m['affected_by_erasure']}" if m["affected_by_erasure"] else "",
-            style="bold red" if m["affected_by_erasure"] else "",
+            _quarantine_cell(m),
+            style="bold red" if m["affected_by_erasure"] and not m.get("quarantine_lifted") else "",
         )
     _print(table)
+
+
+def _quarantine_cell(m: dict[str, Any]) -> str:
+    """'deleted', 'quarantined', 'lifted DATE by WHO' or '' (never quarantined)."""
+    if m.get("deleted_at"):
+        return tr("deleted")
+    if m.get("quarantined_at"):
+        return tr("quarantined")
+    if lifted := m.get("quarantine_lifted"):
+        return tr("lifted {when} by {who}", when=_when(lifted["at"]), who=lifted["by"])
+    return ""
+
+
+def _lifted_line(lifted: dict[str, Any]) -> str:
+    """How a model's quarantine was lifted: when, by whom, why, and on what ground."""
+    ground = (
+        tr("its erasure carried through by retraining job {job}", job=lifted["retraining"])
+        if lifted.get("retraining")
+        else tr("legal basis: {basis}", basis=lifted["legal_basis"])
+    )
+    return tr(
+        "quarantine lifted {when} by {who} ({ground}): {reason}",
+        when=_when(lifted["at"]),
+        who=lifted["by"],
+        ground=ground,
+        reason=lifted["reason"],
+    )
 
 
 def _model_action(model_id: int, action: str, as_json: bool, url: str | None, token: str | None) -> None:
@@ -818,6 +857,40 @@ def lineage_quarantine(
 ) -> None:
     """Quarantine a model an erasure marked: it stays on disk, but its file is no longer served."""
     _model_action(model_id, "quarantine", as_json, url, token)
+
+
+@lineage_app.command("lift")
+def lineage_lift(
+    model_id: Annotated[int, typer.Argument(help="Id of a quarantined model ('treino lineage models').")],
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why it may be used again; kept in the audit chain.", show_default=False)
+    ],
+    legal_basis: Annotated[
+        str,
+        typer.Option(
+            "--legal-basis",
+            help="The legal basis for using it although its erasure has not been carried through (LGPD Art. 16).",
+        ),
+    ] = "",
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Lift a model's quarantine: its file is served again. Refused while the erasure that marked it has not been
+    carried through to it (its job retrained), unless --legal-basis names why the law keeps it in use."""
+    body = {"reason": reason, "legal_basis": legal_basis}
+    with _client(url, token) as client:
+        m = client.request("POST", f"/api/v1/models/{model_id}/lift", f"model {model_id}", json=body)
+    if as_json:
+        _print_json(m)
+        return
+    typer.echo(
+        tr(
+            "Model {id}'s quarantine lifted by {who}: its file is served again.",
+            id=m["id"],
+            who=m["quarantine_lifted"]["by"],
+        )
+    )
 
 
 @lineage_app.command("delete")
@@ -961,5 +1034,16 @@ def subject_report(
                     "  memorisation check, job #{job}: loss gap erased - held-out rows {sides}",
                     job=m["job"],
                     sides=", ".join(sides),
+                )
+            )
+        for mm in e.get("models", []):  # what became of each model it marked
+            state = _lifted_line(mm["lift"]) if mm["state"] == "lifted" and mm.get("lift") else tr(mm["state"])
+            _print(
+                tr(
+                    "  model #{id} ({kind}) of job #{job}: {state}",
+                    id=mm["id"],
+                    kind=mm["kind"],
+                    job=mm["job"],
+                    state=state,
                 )
             )

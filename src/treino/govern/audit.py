@@ -123,6 +123,10 @@ class Action(enum.StrEnum):
     MODEL_REGISTER = "model.register"
     MODEL_MARK = "model.mark"  # a model marked as affected by an erasure
     MODEL_QUARANTINE = "model.quarantine"  # detail: {"model", "erasure"}; its file is no longer served
+    # A quarantine lifted: the file is served again (treino.server.quarantine). subject: the erasure's; detail:
+    # {"model", "erasure", "reason", "legal_basis", "retraining": its job's retraining by the erasure or None,
+    # "quarantined_at", "quarantined_by"}
+    MODEL_LIFT = "model.lift"
     MODEL_DELETE = "model.delete"  # detail: {"model", "erasure", "paths": removed, "with": the model it went with}
     SUBJECT_ALIAS = "subject.alias"  # detail: {"old_pseudonym"}: a pseudonym from before canonical ids (aliases.py)
     ERASED_ROWS_STRIPPED = "erasure.reimport"  # detail: {"rows", "subjects", "strict"}: erased subjects kept out

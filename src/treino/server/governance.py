@@ -23,7 +23,7 @@ from treino.govern.audit import Action, pseudonym
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, Grant, JobDataset, Model, Role, User
 from treino.govern.tombstones import ErasedSubjectsRefused, KeepOut, bury
 from treino.i18n import Msg, to_data
-from treino.server import unlearning
+from treino.server import quarantine, unlearning
 from treino.server.auth import is_job_token
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, Job
@@ -37,6 +37,7 @@ from treino.server.schemas import (
     ErasureOut,
     ErasureRef,
     Holding,
+    MarkedModel,
     ModelOut,
     ModelRef,
     RetrainRefused,
@@ -190,6 +191,7 @@ def model_out(s: Session, m: Model) -> ModelOut:
         quarantined_by=m.quarantined_by,
         deleted_at=m.deleted_at,
         deleted_by=m.deleted_by,
+        quarantine_lifted=quarantine.last_lift(s, m),
         trained_on=[
             TrainedOn(dataset=n, version=v, sha256=sha, erased=purged is not None, purpose=purpose)
             for n, v, sha, purged, purpose in reads
@@ -208,7 +210,14 @@ def dataset_lineage(s: Session, d: Dataset) -> DatasetLineage:
                 **_version_out(v).model_dump(),
                 jobs=job_ids,
                 models=[
-                    ModelRef(id=m.id, job=m.job_id, kind=m.kind, step=m.step, affected_by_erasure=m.erasure_id)
+                    ModelRef(
+                        id=m.id,
+                        job=m.job_id,
+                        kind=m.kind,
+                        step=m.step,
+                        affected_by_erasure=m.erasure_id,
+                        quarantine=quarantine.state(s, m),
+                    )
                     for m in models
                 ],
             )
@@ -455,8 +464,11 @@ def _retraining(ctx: ServerContext, job_id: int, erasure_id: int, erased: dict[s
         s.flush()
         erasure = s.get(Erasure, erasure_id)
         assert erasure is not None
+        report = dict(erasure.report or {})  # which job retrains which (a lift of a quarantine asks)
+        report[quarantine.RETRAINED_KEY] = {**report.get(quarantine.RETRAINED_KEY, {}), str(job_id): job.id}
+        erasure.report = report
         if step is None and not erased:
-            return  # a plain retraining: nothing to record or give
+            return  # a plain retraining: nothing more to record or give
         key = unlearning.SISA_JOBS_KEY if step is not None else unlearning.CHECKED_JOBS_KEY
         report = dict(erasure.report or {})
         report[key] = [*report.get(key, []), job.id]
@@ -507,12 +519,25 @@ def subject_report(ctx: ServerContext, subject: str, actor: str) -> SubjectRepor
                     requested_at=e.requested_at,
                     deadline_at=e.deadline_at,
                     memorisation=(e.report or {}).get("memorisation", []),
+                    models=_marked_models(s, e),
                 )
                 for e in erasures
             ],
             generated_at=time.time(),
             audit_records=records or 0,
         )
+
+
+def _marked_models(s: Session, erasure: Erasure) -> list[MarkedModel]:
+    """The models `erasure` marked, and what became of each (quarantined, lifted and why, deleted)."""
+    listed = [i for i in (erasure.report or {}).get("models", []) if isinstance(i, int)]
+    rows = s.scalars(
+        select(Model).where((Model.erasure_id == erasure.id) | (Model.id.in_(listed))).order_by(Model.id)
+    ).all()
+    return [
+        MarkedModel(id=m.id, job=m.job_id, kind=m.kind, state=quarantine.state(s, m), lift=quarantine.last_lift(s, m))
+        for m in rows
+    ]
 
 
 def _granted_to(s: Session, dataset: str) -> list[str]:

@@ -6,10 +6,19 @@
                  (every checkpoint of that job: they hold the same data); each model whose files lived there becomes
                  a tombstone (deleted_at, deleted_by), never a dangling path. Its file then answers 410.
 
+    lift         the quarantine ends and the file is served again: LGPD's *bloqueio* (Art. 5 XIII, the temporary
+                 suspension a quarantine is) ends in elimination (`delete`) or in a documented decision to resume.
+                 Always with a reason. Refused (409) while the erasure that marked the model has not been carried
+                 through to it (`retraining`: its job was not retrained by that erasure, or the retraining has not
+                 succeeded), unless a legal basis is named under which the law keeps the data despite the erasure
+                 (Art. 16 I-IV, which Art. 18 VI defers to); docs/govern.md says why.
+
 Only a marked model (`erasure_id` set) may be quarantined or deleted: these are an erasure's consequences, not a
 general way to drop lineage. A model of a job still running may not be deleted (its files are still being written).
-Each is audited (model.quarantine, model.delete) in the transaction that sets it; the files are removed after the
-commit, so a crash in between leaves a tombstone whose files a second `delete` removes.
+Each is audited (model.quarantine, model.delete, model.lift) in the transaction that sets it; the files are removed
+after the commit, so a crash in between leaves a tombstone whose files a second `delete` removes. A lift is kept in
+the chain only (no column of its own): `last_lift` reads it back through the erasure's subject pseudonym, which the
+lift record carries, so the subject's records tell the whole story.
 """
 
 from __future__ import annotations
@@ -28,10 +37,16 @@ from sqlalchemy.orm import Session
 from treino.errors import Conflict, Forbidden, Gone, NotFound, PolicyViolation
 from treino.govern.access import Principal
 from treino.govern.audit import Action
-from treino.govern.models import Model, Role
+from treino.govern.models import AuditRecord, Erasure, Model, Role
+from treino.i18n import Msg
 from treino.server.context import ServerContext
-from treino.server.db import ACTIVE_STATES, FINAL_STATES, Job
+from treino.server.db import ACTIVE_STATES, FINAL_STATES, Job, JobState
+from treino.server.schemas import QuarantineLift
 from treino.server.settings import MODEL_READ_CHUNK_BYTES
+
+# In an erasure's report: {old job id (a string: JSON keys): its retraining job's id}, written at the retraining's
+# submit (treino.server.governance._retraining). A report from before it has only `retrain_jobs`: matched by name.
+RETRAINED_KEY = "retrained"
 
 
 def marked_model(s: Session, model_id: int) -> Model:
@@ -149,3 +164,138 @@ def open_file(ctx: ServerContext, s: Session, model_id: int, who: Principal) -> 
                 yield data
 
     return chunks(), path.name
+
+
+# --- lifting a quarantine ------------------------------------------------------------------------------------------
+def retraining(s: Session, erasure: Erasure, job_id: int) -> Job | None:
+    """The job that retrained job `job_id` for `erasure` (`erasure --retrain`), or None: not retrained by it (no
+    retraining asked for, the job refused at submit, or a retention erasure, which never retrains)."""
+    report = erasure.report or {}
+    mapped = (report.get(RETRAINED_KEY) or {}).get(str(job_id))
+    if isinstance(mapped, int):
+        return s.get(Job, mapped)
+    old = s.get(Job, job_id)
+    queued = [j for j in report.get("retrain_jobs", []) if isinstance(j, int)]
+    if old is None or not queued:
+        return None
+    name = f"{old.name}-retrain-e{erasure.id}"[:100]  # the name governance._retrain gives it
+    same = list(s.scalars(select(Job).where(Job.id.in_(queued), Job.name == name)))
+    return same[0] if len(same) == 1 else None  # two affected jobs of one name: which is which is not known
+
+
+def lift(ctx: ServerContext, model_id: int, actor: str, reason: str, legal_basis: str = "") -> None:
+    """Lift model `model_id`'s quarantine: its file is served again, audited (model.lift) with the reason, the legal
+    basis and the retraining that carried the erasure through. Conflict when it is deleted, not quarantined, or
+    still holds data of an erasure not carried through to it and no legal basis is named."""
+    with ctx.sessions.begin() as s:
+        m = s.get(Model, model_id)
+        if m is None:
+            raise NotFound(Msg("No model {model_id}. To fix: see 'treino lineage models'.", model_id=model_id))
+        if m.deleted_at is not None:
+            raise Conflict(
+                Msg(
+                    "Model {model_id} was deleted by {by}: its files are gone, so there is no quarantine to lift. "
+                    "To fix: use the retrained model of erasure #{erasure} (treino lineage models).",
+                    model_id=model_id,
+                    by=m.deleted_by,
+                    erasure=m.erasure_id,
+                )
+            )
+        if m.quarantined_at is None or m.erasure_id is None:
+            raise Conflict(
+                Msg(
+                    "Model {model_id} is not quarantined: there is nothing to lift. To fix: see 'treino lineage "
+                    "model {model_id}' for its state.",
+                    model_id=model_id,
+                )
+            )
+        erasure = s.get(Erasure, m.erasure_id)
+        assert erasure is not None  # a foreign key
+        again = retraining(s, erasure, m.job_id)
+        carried = again is not None and again.state == JobState.SUCCEEDED
+        if not carried and not legal_basis.strip():
+            raise Conflict(_not_carried_through(m, erasure, again))
+        detail = {
+            "model": m.id,
+            "erasure": erasure.id,
+            "reason": reason,
+            "legal_basis": legal_basis.strip(),
+            "retraining": again.id if carried and again is not None else None,
+            "quarantined_at": m.quarantined_at,
+            "quarantined_by": m.quarantined_by,
+        }
+        m.quarantined_at, m.quarantined_by = None, None
+        ctx.audit.append(
+            s, actor=actor, action=Action.MODEL_LIFT, subject=erasure.subject_pseudonym, job_id=m.job_id, detail=detail
+        )
+
+
+def _not_carried_through(m: Model, erasure: Erasure, again: Job | None) -> Msg:
+    if again is None:
+        why = Msg("its job {job} was not retrained by that erasure", job=m.job_id)
+        fix = Msg(
+            "retrain it (treino resubmit {job} --from-scratch) and use the new model, or delete this one (treino "
+            "lineage delete {model_id})",
+            job=m.job_id,
+            model_id=m.id,
+        )
+    else:
+        why = Msg("its retraining, job {job}, is {state}", job=again.id, state=Msg(again.state))
+        fix = (
+            Msg("wait for job {job} to succeed, then lift it", job=again.id)
+            if again.state not in FINAL_STATES
+            else Msg(
+                "retrain it (treino resubmit {job} --from-scratch) and use the new model, or delete this one "
+                "(treino lineage delete {model_id})",
+                job=m.job_id,
+                model_id=m.id,
+            )
+        )
+    return Msg(
+        "Model {model_id} still holds data of erasure #{erasure}, which has not been carried through to it: {why}. "
+        "Lifting its quarantine would put the erased subject's data back in use (LGPD Art. 18 VI). To fix: {fix}; "
+        "or, where the law requires keeping this model in use despite the erasure (LGPD Art. 16), name that basis "
+        "with --legal-basis.",
+        model_id=m.id,
+        erasure=erasure.id,
+        why=why,
+        fix=fix,
+    )
+
+
+def last_lift(s: Session, m: Model) -> QuarantineLift | None:
+    """The last model.lift record of `m` in the audit chain, or None (never lifted). Read through the erasure's
+    subject pseudonym (an indexed column: a model's lifts are among that subject's few records)."""
+    if m.erasure_id is None:
+        return None
+    subject = s.scalar(select(Erasure.subject_pseudonym).where(Erasure.id == m.erasure_id))
+    records = s.scalars(
+        select(AuditRecord)
+        .where(AuditRecord.subject == subject, AuditRecord.action == Action.MODEL_LIFT)
+        .order_by(AuditRecord.seq.desc())
+    )
+    for r in records:
+        d = r.detail
+        if d.get("model") == m.id:
+            return QuarantineLift(
+                at=r.time,
+                by=r.actor,
+                reason=str(d.get("reason", "")),
+                legal_basis=str(d.get("legal_basis", "")),
+                erasure=d.get("erasure"),
+                retraining=d.get("retraining"),
+                seq=r.seq,
+            )
+    return None
+
+
+def state(s: Session, m: Model) -> str:
+    """What became of a model an erasure marked: "deleted", "quarantined", "lifted" (its quarantine lifted),
+    "marked" (still in use), or "" when no erasure marked it."""
+    if m.erasure_id is None:
+        return ""
+    if m.deleted_at is not None:
+        return "deleted"
+    if m.quarantined_at is not None:
+        return "quarantined"
+    return "lifted" if last_lift(s, m) is not None else "marked"

@@ -19,11 +19,27 @@ from treino.i18n import Msg, to_data
 from treino.server import progress
 from treino.server.db import Job
 from treino.server.inventory import Device, Node
-from treino.server.settings import INT_MAX, METRIC_KEY_CHARS_MAX, METRIC_POINTS_PER_POST_MAX, NAME_PATTERN
+from treino.server.settings import (
+    INT_MAX,
+    LIFT_LEGAL_BASIS_CHARS_MAX,
+    LIFT_REASON_CHARS_MAX,
+    METRIC_KEY_CHARS_MAX,
+    METRIC_POINTS_PER_POST_MAX,
+    NAME_PATTERN,
+)
 from treino.server.spec import FsPath, no_nul
 from treino.server.waits import Wait, WaitReason
 
 Text = Annotated[str, AfterValidator(no_nul)]
+
+
+def not_blank(value: str) -> str:
+    """Refuse a text of spaces only where a person must say something (a reason)."""
+    if not value.strip():
+        raise ValueError("may not be blank: write it out")
+    return value
+
+
 Count = Annotated[int, Field(ge=0, le=INT_MAX)]
 Id = Annotated[int, Field(ge=1, le=INT_MAX)]
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
@@ -576,6 +592,7 @@ class ModelRef(BaseModel):
     kind: str
     step: int | None
     affected_by_erasure: int | None
+    quarantine: str = ""  # "quarantined", "lifted" (its quarantine lifted), "deleted", or "" (treino.server.quarantine)
 
 
 class VersionLineage(VersionOut):
@@ -608,6 +625,19 @@ class TrainedOn(BaseModel):
     purpose: str
 
 
+class QuarantineLift(BaseModel):
+    """A quarantine lifted (audit action model.lift): who, when, why, on which legal basis, and the erasure's
+    retraining of the model's job that carried the erasure through (None: lifted on a legal basis instead)."""
+
+    at: float
+    by: str
+    reason: str
+    legal_basis: str
+    erasure: int | None
+    retraining: int | None
+    seq: int  # its audit record
+
+
 class ModelOut(BaseModel):
     id: int
     job: int
@@ -626,6 +656,20 @@ class ModelOut(BaseModel):
     quarantined_by: str | None = None
     deleted_at: float | None = None  # its files are gone from disk; the row is a tombstone (treino models delete)
     deleted_by: str | None = None
+    quarantine_lifted: QuarantineLift | None = None  # the last lift of its quarantine (treino lineage lift)
+
+
+LiftReason = Annotated[
+    str, Field(min_length=1, max_length=LIFT_REASON_CHARS_MAX), AfterValidator(no_nul), AfterValidator(not_blank)
+]
+
+
+class LiftIn(Schema):
+    """Lift a model's quarantine: why (always), and the legal basis (LGPD Art. 16) when the erasure that marked it
+    has not been carried through to it (treino.server.quarantine.lift)."""
+
+    reason: LiftReason
+    legal_basis: Annotated[str, Field(max_length=LIFT_LEGAL_BASIS_CHARS_MAX), AfterValidator(no_nul)] = ""
 
 
 class ModelList(BaseModel):
@@ -702,12 +746,24 @@ class SubjectModel(BaseModel):
     kind: str
 
 
+class MarkedModel(BaseModel):
+    """A model an erasure marked, and what became of it: "marked" (still in use), "quarantined", "lifted" (its
+    quarantine lifted: `lift` says by whom, when and why) or "deleted"."""
+
+    id: int
+    job: int
+    kind: str
+    state: str
+    lift: QuarantineLift | None = None
+
+
 class ErasureRef(BaseModel):
     id: int
     requested_at: float
     deadline_at: float
     # After a retraining: each retraining job's memorisation check (treino.server.unlearning), what it proves included
     memorisation: list[dict[str, Any]] = []
+    models: list[MarkedModel] = []  # the models it marked, and their quarantine's story
 
 
 class SubjectReportOut(BaseModel):

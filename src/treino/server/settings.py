@@ -156,6 +156,8 @@ LOGS_VISIBLE_TO = ("owner", "admin", "dpo")
 
 # --- governance -------------------------------------------------------------------------------------------------
 ERASURE_DEADLINE_DAYS = 15  # LGPD Art. 19 II: a complete answer within 15 days of the request
+LIFT_REASON_CHARS_MAX = 1000  # why a model's quarantine is lifted (treino lineage lift --reason), kept in the audit
+LIFT_LEGAL_BASIS_CHARS_MAX = 200  # the LGPD basis it names (--legal-basis), as a retention extension's
 
 # --- notifications (treino.server.webhooks) -----------------------------------------------------------------------
 WEBHOOK_SECRET_FILE = "webhook-secret"  # the HMAC secret, mode 0600, made at the first start (or --webhook-secret-file)

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, defer
 
 from treino.govern.access import Principal, allowed
 from treino.govern.models import AuditRecord, Dataset, DatasetVersion, Erasure, JobDataset, Model, Role
-from treino.server import metric_series, progress
+from treino.server import metric_series, progress, quarantine
 from treino.server.context import ServerContext
 from treino.server.db import ACTIVE_STATES, FINAL_STATES, Attempt, Checkpoint, Job, JobState, MetricPoint
 from treino.server.schemas import WaitOut, path_exists
@@ -212,7 +212,19 @@ def job_page(ctx: ServerContext, s: Session, job: Job, show_log: bool = True) ->
         for n, v, sha, purged, jd in reads
     ]
     models = [
-        {"id": m.id, "kind": m.kind, "step": m.step, "path": m.path, "residency": m.residency}
+        {
+            "id": m.id,
+            "kind": m.kind,
+            "step": m.step,
+            "path": m.path,
+            "residency": m.residency,
+            "erasure": m.erasure_id,
+            # what became of a model an erasure marked: quarantined (by, at), its quarantine lifted (by, at, why)
+            "quarantine": quarantine.state(s, m),
+            "quarantined_by": m.quarantined_by,
+            "quarantined_at": m.quarantined_at,
+            "lift": quarantine.last_lift(s, m),
+        }
         for m in s.scalars(select(Model).where(Model.job_id == job.id).order_by(Model.id))
     ]
     data = curves(s, job.id)

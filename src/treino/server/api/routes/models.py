@@ -5,6 +5,9 @@ GET  /api/v1/models/{id}/file         lineage.read, its job's owner or an admin 
                                                                                   410 when deleted)
 POST /api/v1/models/{id}/quarantine   erasure.run                                  no longer served
 POST /api/v1/models/{id}/delete       erasure.run                                  files removed, row a tombstone
+POST /api/v1/models/{id}/lift         erasure.run                                  served again: {reason, legal_basis}
+                                                                                  (409 while its erasure is not
+                                                                                  carried through, without a basis)
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from fastapi.responses import StreamingResponse
 from treino.govern.models import Model
 from treino.server import governance, quarantine
 from treino.server.api.deps import Ctx, ReadLineage, RunErasure, SessionDep
-from treino.server.schemas import ModelOut, responses
+from treino.server.schemas import LiftIn, ModelOut, responses
 from treino.server.settings import INT_MAX
 
 router = APIRouter(prefix="/api/v1/models", tags=["lineage"], responses=responses(401, 403, 404, 422))
@@ -50,4 +53,10 @@ def quarantine_model(model_id: ModelId, ctx: Ctx, who: RunErasure) -> ModelOut:
 @router.post("/{model_id}/delete", response_model=ModelOut, responses=responses(409))
 def delete_model(model_id: ModelId, ctx: Ctx, who: RunErasure) -> ModelOut:
     quarantine.delete(ctx, model_id, who.name)
+    return _out(ctx, model_id)
+
+
+@router.post("/{model_id}/lift", response_model=ModelOut, responses=responses(409))
+def lift_quarantine(model_id: ModelId, body: LiftIn, ctx: Ctx, who: RunErasure) -> ModelOut:
+    quarantine.lift(ctx, model_id, who.name, body.reason, body.legal_basis)
     return _out(ctx, model_id)
