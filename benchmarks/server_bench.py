@@ -13,7 +13,9 @@
    of sequential submits through the API (target >= 30/s).
 4. GET /api/v1/jobs (the first page), 50 clients back to back, with 1,000 jobs (finished) and with the 10,000 of
    3 (queued): p50/p99 (target p99 <= 50 ms on the 2-core CI machine); also with each client polling once a second,
-   and, where Debian's wrk is installed, under wrk (the server alone, without the Python clients' own waiting).
+   and, where Debian's wrk is installed, under wrk (the server alone, without the Python clients' own waiting);
+   then the same Python clients against a bare ASGI app answering the same page: their own floor, no target (50
+   threads of one interpreter on the 2 cores the server also uses wait for each other, whatever the server does).
 5. Four concurrent 100 MB POSTs to /api/v1/jobs without a token, streamed chunked (no Content-Length) and with a
    Content-Length: the server's resident memory growth, its peak (VmRSS sampled every RSS_SAMPLE_S, and VmHWM
    after a reset through /proc/PID/clear_refs) over its RSS before (target <= 20 MB), each on a fresh server.
@@ -221,7 +223,7 @@ def seed_jobs(data_dir: Path, count: int, state: str) -> None:
     engine.dispose()
 
 
-def list_latency(server: Server, think_s: float, requests_per_client: int) -> list[float]:
+def list_latency(server: Server | BareApp, think_s: float, requests_per_client: int) -> list[float]:
     """50 clients asking GET /api/v1/jobs: back to back (think_s = 0: saturation), or each once per think_s."""
 
     def client_run(i: int) -> list[float]:
@@ -238,6 +240,57 @@ def list_latency(server: Server, think_s: float, requests_per_client: int) -> li
 
     with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
         return [t for ts in pool.map(client_run, range(CLIENTS)) for t in ts]
+
+
+# An ASGI app that answers every request with the same bytes, under the same Uvicorn: what the Python clients
+# measure against a server that does nothing (their own floor on the shared cores).
+BARE_APP = """
+import sys, uvicorn
+body = open(sys.argv[2], "rb").read()
+async def app(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", lifespan="off")
+"""
+
+
+class BareApp:
+    """BARE_APP serving `page` (a list page the real server answered), for list_latency."""
+
+    def __init__(self, page: bytes, folder: Path) -> None:
+        (folder / "page.json").write_bytes(page)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.client = httpx.Client(base_url=self.url, timeout=TIMEOUT_S)
+        argv = [sys.executable, "-c", BARE_APP, str(self.port), str(folder / "page.json")]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if self.client.get("/").status_code == 200:
+                    return
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the bare app did not start (exit status {self.proc.poll()})")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.client.close()
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def add_client_floor_row(rows: Rows, server: Server, requests: int, folder: Path) -> None:
+    """The 50 Python clients against BARE_APP answering the server's own first page: no target (a floor)."""
+    bare = BareApp(server.client.get("/api/v1/jobs").content, folder)
+    try:
+        times = list_latency(bare, 0.0, requests)
+    finally:
+        bare.stop()
+    rows.info(
+        f"the same {CLIENTS} Python clients against a bare ASGI app (Uvicorn, no routes) answering that page: "
+        "p50 / p99 (the clients' own floor on the shared cores)",
+        f"{statistics.median(times) * 1000:.0f} / {pct(times, 0.99) * 1000:.0f} ms",
+    )
 
 
 WRK_S = 10  # seconds of wrk's run
@@ -375,6 +428,10 @@ class Rows:
         verdict = "[green]PASS[/]" if ok else "[bold red]FAIL[/]"
         self.table.add_row(benchmark, measured, target_text, f"{ratio:.2f}", verdict)
 
+    def info(self, benchmark: str, measured: str) -> None:
+        """A row with no target: a figure that explains the others."""
+        self.table.add_row(benchmark, measured, "-", "-", "info")
+
     def error(self, benchmark: str, exc: Exception) -> None:
         """A measurement that failed: reported as its row, and the bench goes on to the next."""
         self.table.add_row(benchmark, f"{type(exc).__name__}: {exc}"[:200], "-", "-", "[bold red]ERROR[/]")
@@ -468,6 +525,7 @@ def main() -> int:
                     f"<= {TARGET_LIST_P99_S * 1000:g} ms",
                 )
             add_wrk_row(rows, server, f"{DB_JOBS:,} jobs (finished)")
+            add_client_floor_row(rows, server, requests, Path(tmp))
         finally:
             server.stop()
         # 5: each way on a fresh server, so neither starts from the other's grown heap.
