@@ -185,6 +185,10 @@ def test_usage_in_gpu_hours_and_brl_and_quotas(priced: ServerProcess) -> None:
     reason = held[0]["reason"]
     assert reason.startswith("quota: bia's jobs hold 1 of the 1 GPU(s)") and "(role engineer)" in reason
     assert usage(server, ana)["held"] == []  # not another user's
+    with httpx.Client(base_url=server.url, headers={"Accept-Language": "pt-BR"}, timeout=30) as browser:
+        assert browser.post("/login", data={"token": server.token, "next": "/"}).status_code == 303
+        page = browser.get("/").text  # the queue's wait, the quota's sentence in the page's language
+    assert "retido por uma cota: cota: os jobs de bia ocupam 1 das 1 GPU(s)" in page, page
     standing = usage(server, bia)["quota"]
     assert standing["set_for"] == "role engineer" and standing["concurrent_gpus"] == 1
     assert standing["gpus_running"] == 1 and standing["gpu_hours_month"] is None
