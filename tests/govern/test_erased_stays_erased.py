@@ -174,17 +174,26 @@ def test_an_expired_dataset_is_refused_to_jobs_and_reads_and_erased_when_enabled
     again = start_server(extra_args=extra, data_dir=server.data_dir)
     try:
         ((headers, body),) = receiver.wait(1)
+        assert headers["x-treino-event"] == "retention.expired" and json.loads(body)["dataset"] == "soon"
+        # One registered now whose period ends in a few seconds: noticed when it ends, not at the next hourly check.
+        brief_at = time.time() + 3.0
+        fresh = write(tmp_path / "b.csv", [(c, "Outra", "Recife") for c in OTHERS])  # not content purged before
+        body = dataset("brief", fresh, retention_days=1, collected_at=brief_at - DAY_S, residency="any")
+        assert not ok(api(again, "POST", "/api/v1/datasets", json=body), 201)["expired"]
+        (_, (headers, body)) = receiver.wait(2)
+        assert json.loads(body)["dataset"] == "brief" and time.time() < brief_at + 15
     finally:
         receiver.close()
-    assert headers["x-treino-event"] == "retention.expired" and json.loads(body)["dataset"] == "soon"
     deadline = time.monotonic() + 20
-    while not all(v["purged_at"] for v in ok(api(again, "GET", "/api/v1/datasets/soon"))["versions"]):
-        assert time.monotonic() < deadline, "the expired dataset was not erased"
-        time.sleep(0.2)
+    for name in ("soon", "brief"):
+        while not all(v["purged_at"] for v in ok(api(again, "GET", f"/api/v1/datasets/{name}"))["versions"]):
+            assert time.monotonic() < deadline, f"the expired dataset {name} was not erased"
+            time.sleep(0.2)
     assert not any(v["purged_at"] for v in ok(api(again, "GET", "/api/v1/datasets/old"))["versions"])
     records = [json.loads(line) for line in api(again, "GET", "/api/v1/audit/export").text.splitlines()]
     assert [(r["action"], r["dataset"], r["actor"]) for r in records if r["action"].startswith("retention.")] == [
         ("retention.extend", "old", "admin"),
         ("retention.erase", "soon", "treino"),
+        ("retention.erase", "brief", "treino"),
     ]
     assert ok(api(again, "GET", "/api/v1/audit/verify"))["ok"]

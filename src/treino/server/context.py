@@ -106,6 +106,9 @@ class ServerContext:
     job_lists: JobListCache = field(default_factory=JobListCache)
     webhooks: Webhooks | None = None
     anchors: Anchors | None = None
+    # Set when a dataset is registered or its retention extended: the retention check runs again at once and
+    # learns when the next period ends (treino.server.retention).
+    retention_changed: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
     def create(

@@ -74,7 +74,9 @@ def register_dataset(ctx: ServerContext, body: DatasetIn, actor: str) -> Dataset
             "collection date, or leave it out (retention then runs from the registration)."
         )
     try:
-        return _register(ctx, body, actor)
+        registered = _register(ctx, body, actor)
+        ctx.retention_changed.set()  # its period may end before the retention check's next run
+        return registered
     except ErasedSubjectsRefused as exc:
         with ctx.sessions.begin() as s:  # the refusal is audited; the request fails
             detail = {"rows": exc.rows, "subjects": exc.subjects, "strict": True}

@@ -6,7 +6,7 @@ checked (treino.server.governance, treino.server.submission: treino.govern.reten
 from __future__ import annotations
 
 import logging
-import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,8 @@ def extend(ctx: ServerContext, name: str, *, days: int, legal_basis: str, reason
             "reason": reason,
         }
         ctx.audit.append(s, actor=actor, action=Action.RETENTION_EXTEND, dataset=name, detail=detail)
-        return RetentionOut(dataset=name, expires_at=done.until, expired=False)
+    ctx.retention_changed.set()
+    return RetentionOut(dataset=name, expires_at=done.until, expired=False)
 
 
 def erase_dataset(ctx: ServerContext, name: str, *, actor: str, only_expired: bool = True) -> RetentionOut:
@@ -82,29 +83,34 @@ def erase_dataset(ctx: ServerContext, name: str, *, actor: str, only_expired: bo
     return RetentionOut(dataset=name, expires_at=end, expired=True, erasure=erasure.id, purged_versions=purged.versions)
 
 
-def _live_expired(ctx: ServerContext) -> list[tuple[str, float]]:
-    """The datasets past their retention period that still hold live versions (name, when it expired)."""
+def _live_periods(ctx: ServerContext) -> list[tuple[str, float]]:
+    """The datasets with a retention period that still hold live versions: (name, when the period ends)."""
     with ctx.sessions() as s:
         live = select(DatasetVersion.dataset_id).where(DatasetVersion.purged_at.is_(None))
         rows = s.scalars(
             select(Dataset).where(Dataset.retention_days.is_not(None), Dataset.id.in_(live)).order_by(Dataset.name)
         )
-        return [(d.name, end) for d in rows if (end := retention.expires_at(d)) is not None and retention.expired(d)]
+        return [(d.name, end) for d in rows if (end := retention.expires_at(d)) is not None]
 
 
-def check_expired(ctx: ServerContext) -> None:
-    """Notify each expired dataset once (per period); erase it when the server runs with --retention-erase."""
-    for name, end in _live_expired(ctx):
+def check_expired(ctx: ServerContext) -> float | None:
+    """Notify each expired dataset once (per period); erase it when the server runs with --retention-erase. The
+    seconds until the next live period ends (None: none will)."""
+    periods, now = _live_periods(ctx), time.time()
+    for name, end in periods:
+        if end > now:
+            continue
         if ctx.webhooks is not None:
             payload = {"event": "retention.expired", "dataset": name, "expired_at": end}
             ctx.webhooks.notify_once("retention.expired", payload, f"retention {name}:{end:.0f}")
         if ctx.settings.retention_erase:
             erase_dataset(ctx, name, actor="treino")
             log.info("dataset %s erased: its retention period expired on %s", name, retention.day(end))
+    return min((end - now for _, end in periods if end > now), default=None)
 
 
 def retention_task(ctx: ServerContext) -> PeriodicTask:
-    """check_expired at once, then every RETENTION_CHECK_S."""
-    first = threading.Event()
-    first.set()
-    return PeriodicTask("retention", RETENTION_CHECK_S, lambda: check_expired(ctx), wakeup=first)
+    """check_expired at once, then when the next period ends, when ctx.retention_changed is set, and at least
+    every RETENTION_CHECK_S."""
+    ctx.retention_changed.set()
+    return PeriodicTask("retention", RETENTION_CHECK_S, lambda: check_expired(ctx), wakeup=ctx.retention_changed)

@@ -173,8 +173,9 @@ WEBHOOK_COMPACT_DONE = 1000  # finished deliveries appended to the queue file be
 # (`treino server --erasure-warn-days`); open erasures are looked for at start and every ERASURE_WARN_CHECK_S.
 ERASURE_WARN_DAYS = 3.0
 ERASURE_WARN_CHECK_S = 3600.0
-# Datasets past their retention period are looked for at start and every RETENTION_CHECK_S: each is notified once
-# (webhook retention.expired) and, with `treino server --retention-erase`, erased (treino.server.retention).
+# Datasets past their retention period are looked for at start, when the next period ends, when a dataset is
+# registered or its period extended, and at least every RETENTION_CHECK_S: each is notified once (webhook
+# retention.expired) and, with `treino server --retention-erase`, erased (treino.server.retention).
 RETENTION_CHECK_S = 3600.0
 
 

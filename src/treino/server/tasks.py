@@ -22,11 +22,12 @@ log = logging.getLogger("treino.server")
 
 
 class PeriodicTask:
-    """`run()` every `interval_s` on a thread of its own, or at once when `wakeup` is set. An exception is logged
-    with its traceback and the task goes on: one bad run must not stop the server's scheduling."""
+    """`run()` every `interval_s` on a thread of its own, or at once when `wakeup` is set; sooner when `run` returns
+    the seconds until it is next due. An exception is logged with its traceback and the task goes on: one bad run
+    must not stop the server's scheduling."""
 
     def __init__(
-        self, name: str, interval_s: float, run: Callable[[], None], wakeup: threading.Event | None = None
+        self, name: str, interval_s: float, run: Callable[[], float | None], wakeup: threading.Event | None = None
     ) -> None:
         self.name = name
         self.interval_s = interval_s
@@ -46,15 +47,20 @@ class PeriodicTask:
             self._thread.join(timeout=TASK_STOP_S)
 
     def _loop(self) -> None:
+        wait_s = self.interval_s
         while not self._stop.is_set():
-            self.wakeup.wait(self.interval_s)
+            self.wakeup.wait(wait_s)
             self.wakeup.clear()
             if self._stop.is_set():
                 return
+            wait_s = self.interval_s
             try:
-                self.run()
+                due_s = self.run()
             except Exception:  # logged with its traceback; the next run may succeed (a locked database, say)
                 log.exception("periodic task %s failed", self.name)
+            else:
+                if due_s is not None:
+                    wait_s = min(max(due_s, 0.0), self.interval_s)
 
 
 def server_tasks(engine: Service, sessions: sessionmaker[Session], audit: AuditLog) -> list[PeriodicTask]:
