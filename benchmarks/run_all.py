@@ -4,7 +4,8 @@
     python benchmarks/run_all.py --skip-trace
 
 1. The analytic planner in-process: one plan, its advice, and a sweep of 10,000 configurations.
-2. `treino plan train ... --json` as a user runs it: cold-start wall time, and that no torch is imported.
+2. `treino plan train ... --json` as a user runs it: cold-start wall time, and that no torch is imported; the
+   wall time of `treino bench --quick --json` (every CPU stage).
 3. Trace mode on Llama-3-8B (fake tensors): wall time and peak resident memory of the process.
 
 Targets are the issue's. A target missed is reported, not raised; the exit code is 1 only when a
@@ -50,6 +51,8 @@ TARGET_SWEEP_S = 1.0
 TARGET_COLD_START_S = 0.5
 TARGET_TRACE_S = 60.0
 TARGET_TRACE_RSS_MIB = 2048.0
+TARGET_BENCH_QUICK_S = 60.0  # `treino bench --quick` on a 2-core machine (the bench issue's bound)
+BENCH_QUICK_TIMEOUT_S = 300
 
 # Wide enough for the detail column when piped (make bench | tee), the terminal's width otherwise.
 WIDTH_WHEN_PIPED = 150
@@ -289,10 +292,18 @@ def cli_rows() -> list[Row]:
             detail="'torch' and 'transformers' not in sys.modules after `plan train --json` in-process: ok",
         )
 
+    def bench_quick() -> Row:
+        result, seconds = _run([*_treino_argv(), "bench", "--quick", "--json"], BENCH_QUICK_TIMEOUT_S)
+        if result.returncode != 0:
+            raise RuntimeError(f"exit {result.returncode}: {result.stderr.strip()[-200:]}")
+        json.loads(result.stdout)
+        return Row("treino bench --quick --json, wall time", seconds, "s", TARGET_BENCH_QUICK_S, "every CPU stage")
+
     return [
         _guarded("treino plan train --json, cold start", "s", TARGET_COLD_START_S, cold_start),
         _guarded("of which: import treino.cli.app", "s", None, import_time),
         _guarded("no torch after an analytic plan", "", None, no_torch),
+        _guarded("treino bench --quick --json, wall time", "s", TARGET_BENCH_QUICK_S, bench_quick),
     ]
 
 

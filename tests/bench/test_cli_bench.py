@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from treino.errors import TreinoError
 
 JSON_KEYS = {"gpus", "collectives", "host", "storage", "dataloader", "verdicts"}
 COLLECTIVE_KEYS = {"op", "backend", "ranks", "bytes", "algbw_gb_s", "busbw_gb_s", "latency_us"}
-QUICK_LIMIT_S = 60  # the bound for --quick on a 2-core machine
+QUICK_TIMEOUT_S = 300  # a hang, not a speed check: the 60 s bound of --quick is benchmarks/run_all.py's row
 
 
 def treino(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -30,12 +29,9 @@ def treino(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
     )
 
 
-def test_quick_json_runs_every_cpu_stage_within_a_minute() -> None:
-    start = time.perf_counter()
-    out = treino("bench", "--quick", "--json", timeout=QUICK_LIMIT_S + 30)
-    seconds = time.perf_counter() - start
+def test_quick_json_runs_every_cpu_stage() -> None:
+    out = treino("bench", "--quick", "--json", timeout=QUICK_TIMEOUT_S)
     assert out.returncode == 0, out.stderr
-    assert seconds <= QUICK_LIMIT_S
     assert "Traceback" not in out.stderr
     result = json.loads(out.stdout)
     assert set(result) == JSON_KEYS
