@@ -321,6 +321,9 @@ def test_bad_input_is_refused(database: Database, tmp_path: Path) -> None:
             with pytest.raises(TreinoError, match="may not carry a CPF"):
                 log.append(s, actor="ana", action="dataset.read", detail={"row": {"cpf": cpf}})
         log.append(s, actor="ana", action="dataset.version", detail={"bytes": 12345678909, "sha256": "a1" * 32})
+        # shaped like CPFs, but not CPFs: one digit repeated, the first check digit wrong, the second one wrong
+        for not_a_cpf in ("111.111.111-11", "00000000000", "123.456.789-17", "12345678900"):
+            log.append(s, actor="ana", action="dataset.read", detail={"placeholder": not_a_cpf})
     with pytest.raises(TreinoError, match="at least 16 random bytes"):
         AuditLog(b"secret")
 
@@ -447,3 +450,353 @@ def test_processing_records(database: Database, tmp_path: Path) -> None:
     assert "- ana: churn, granted by dpo on 2023-11-14" in md
     assert "- #1: requested 2023-11-14, due 2023-11-29 (every dataset)" in md
     assert "- miami: anpd-scc SCC-1, signed 2025-01-01" in md
+
+
+def test_tail_cut_one_record_after_the_last_checkpoint(db: sessionmaker[Session]) -> None:
+    """The smallest cut: only the checkpointed head, record 200, deleted."""
+    sql(db, "DELETE FROM audit_records WHERE seq = 200")
+    result = check(db)
+    assert (result.ok, result.first_bad_seq, result.records) == (False, 200, 199)
+    assert result.reason == (
+        "record 200: missing: checkpoint #4 signed record 200, but the log ends at record 199 (tail deleted)"
+    )
+
+
+def test_checkpoint_of_a_record_that_cannot_exist_fails(db: sessionmaker[Session]) -> None:
+    """A checkpoint added for seq 0 (records start at 1), signed with the key or not: no record can match it."""
+    sql(
+        db,
+        "INSERT INTO audit_checkpoints (seq, hash, hmac, time) VALUES (0, :h, :hmac, 0)",
+        h=audit.GENESIS_HASH,
+        hmac=audit.checkpoint_hmac(KEY, 0, audit.GENESIS_HASH),
+    )
+    result = check(db)
+    assert (result.ok, result.first_bad_seq, result.records) == (False, 0, RECORDS)
+    assert result.reason == "record 0: checkpoint #5 names this record, which cannot exist"
+
+
+def test_detail_of_another_type_is_tampering(db: sessionmaker[Session], database: Database) -> None:
+    """A detail overwritten with a number (SQLite keeps any type in any column) is an edit, not a crash."""
+    number = "'56'" if database.postgres else "56"  # PostgreSQL's json column takes the JSON text of a number
+    sql(db, f"UPDATE audit_records SET detail = {number} WHERE seq = 57")
+    result = check(db)
+    assert (result.ok, result.first_bad_seq) == (False, 57)
+    assert result.reason == "record 57: its hash does not match its content (modified)"
+    with db() as s:  # the DPO's export shows the record as it is stored
+        out = io.StringIO()
+        assert export(s, out, since=row(db, 57)["time"], until=row(db, 58)["time"]) == 1
+    assert read_export(out.getvalue().splitlines(), "jsonl")[0]["detail"] == 56
+
+
+def test_bulk_appends_keep_every_field_and_export_follows_aliases(database: Database, tmp_path: Path) -> None:
+    """append_many stores each record's own fields; an export by subject brings the records of the pseudonyms
+    that subject.alias records tie to it, in seq order, and nobody else's; a CSV export reads back hashable."""
+    sessions = open_db(database, tmp_path / "a.db")
+    log = AuditLog(KEY, checkpoint_every=100)
+    # the old pseudonym sorts first, so rows read through the subject index would come out of seq order
+    new, old = sorted([pseudonym(KEY, "ana"), pseudonym(KEY, "bia")], reverse=True)
+    other = pseudonym(KEY, "caio")
+    with sessions.begin() as s:
+        assert log.checkpoint(s) is None  # nothing to sign yet
+        log.append(s, actor="dpo", action="subject.report", subject=new)
+        cp = log.checkpoint(s)
+        assert cp is not None and cp.seq == 1
+        bulk = [
+            {"actor": "ana", "action": "dataset.read", "dataset": "clientes", "subject": old, "job_id": 7,
+             "detail": {"nota": "ação"}, "time": 1_700_006_400.5},
+            {"actor": "bob", "action": "grant.create"},
+            {"actor": "server", "action": "subject.alias", "subject": new, "detail": {"old_pseudonym": old}},
+            {"actor": "server", "action": "subject.alias", "subject": other, "detail": {"old_pseudonym": "x" * 64}},
+        ]  # fmt: skip
+        before = time.time()
+        assert log.append_many(s, bulk) == 4
+    with sessions() as s:
+        out = io.StringIO()
+        assert export(s, out) == 5
+        lines = out.getvalue().splitlines()
+        assert '"nota": "ação"' in lines[1]  # readable text, not \\u escapes
+        recs = read_export(lines, "jsonl")
+        assert {k: recs[1][k] for k in ("actor", "dataset", "subject", "job_id", "detail", "time", "time_utc")} == {
+            "actor": "ana",
+            "dataset": "clientes",
+            "subject": old,
+            "job_id": 7,
+            "detail": {"nota": "ação"},
+            "time": 1_700_006_400.5,
+            "time_utc": "2023-11-15T00:00:00.500+00:00",
+        }
+        assert (recs[2]["actor"], recs[2]["dataset"], recs[2]["subject"], recs[2]["job_id"]) == (
+            "bob",
+            None,
+            None,
+            None,
+        )
+        assert recs[2]["detail"] == {} and before <= recs[2]["time"] <= time.time()
+        out = io.StringIO()
+        assert export(s, out, subject=new) == 3
+        assert [r["seq"] for r in read_export(out.getvalue().splitlines(), "jsonl")] == [1, 2, 4]
+        assert export(s, io.StringIO(), action="grant.create") == 1
+        out = io.StringIO()
+        assert export(s, out, fmt="csv") == 5
+        csv_recs = read_export(io.StringIO(out.getvalue()), "csv")
+        assert [r["job_id"] for r in csv_recs] == [None, 7, None, None, None]
+        assert all(record_hash(r) == r["hash"] for r in csv_recs)
+    assert check(sessions).ok
+
+
+MIDNIGHT = 1_700_006_400.0  # 2023-11-15 00:00:00 UTC: the day before in any time zone west of Greenwich
+
+
+def test_processing_records_render_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Markdown the DPO files, whole: every item, '- none' for empty lists, '-' for a date not set, and dates
+    in UTC whatever the server's time zone."""
+    monkeypatch.setenv("TZ", "BRT+3")  # São Paulo's offset, as a POSIX rule (no tz database needed)
+    time.tzset()
+    try:
+        dataset = {
+            "name": "saude",
+            "legal_basis": "art11-ii-f",
+            "purposes": ["triage", "research"],
+            "personal_data": True,
+            "sensitive": True,
+            "subject_column": "cpf",
+            "residency": "BR",
+            "retention_days": 30,
+            "registered_by": "ana",
+            "registered_at": MIDNIGHT,
+            "reads": 4,
+            "models": 2,
+            "versions": [
+                {"number": 1, "rows": 3, "sha256": "ab" * 32, "reason": "import", "created_at": MIDNIGHT, "purged": True},
+                {"number": 2, "rows": 5, "sha256": "cd" * 32, "reason": "append", "created_at": None, "purged": False},
+            ],
+            "jobs": [{"job_id": 3, "name": "t", "owner": "ana", "state": "done", "version": 2, "purpose": "triage"}],
+            "grants": [
+                {"user": "ana", "purposes": ["triage", "research"], "granted_by": "dpo", "created_at": MIDNIGHT,
+                 "active": True},
+                {"user": "bia", "purposes": ["triage"], "granted_by": "dpo", "created_at": MIDNIGHT, "active": False},
+            ],
+            "transfers": [{"site": "miami", "mechanism": "anpd-scc"}],
+            "erasures": [
+                {"id": 1, "requested_at": MIDNIGHT, "deadline_at": MIDNIGHT + 15 * 86400, "all_datasets": True},
+                {"id": 2, "requested_at": MIDNIGHT, "deadline_at": MIDNIGHT, "all_datasets": False},
+            ],
+        }  # fmt: skip
+        empty = {
+            **dataset,
+            "name": "logs",
+            "purposes": ["ops"],
+            "personal_data": False,
+            "sensitive": False,
+            "subject_column": None,
+            "retention_days": None,
+            "reads": 0,
+            "models": 0,
+            **{k: [] for k in ("versions", "jobs", "grants", "transfers", "erasures")},
+        }
+        personal = {**empty, "name": "web", "personal_data": True}
+        transfers = [
+            {"site": "miami", "mechanism": "anpd-scc", "reference": "SCC-1", "signed_on": "2025-01-01", "active": True},
+            {"site": "lisboa", "mechanism": "adequacy", "reference": "EU", "signed_on": "2024-02-02", "active": False},
+        ]  # fmt: skip
+        records = {"controller": "ACME", "generated_at": MIDNIGHT, "datasets": [dataset, empty, personal]}
+        md = audit.render_processing_records(records | {"transfers": transfers})
+        md_empty = audit.render_processing_records({**records, "datasets": [], "transfers": []})
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    none = ["- none", ""]
+    empty_sections = [
+        *["Versions:", "", *none, "Jobs that used it:", "", *none, "Who may access it (grants):", "", *none],
+        *["International transfers:", "", *none, "Erasures (Art. 18 VI):", "", *none],
+    ]
+    head = ["# Record of processing operations (LGPD Art. 37)", "", "- Controller: ACME"]
+    assert md.split("\n") == [
+        *head,
+        "- Generated: 2023-11-15T00:00:00+00:00",
+        "- Datasets: 3",
+        "",
+        "## saude",
+        "",
+        "| Item | Value |",
+        "|---|---|",
+        "| Legal basis | art11-ii-f |",
+        "| Purposes | triage, research |",
+        "| Data categories | sensitive personal data (Art. 11) |",
+        "| Subject column | cpf |",
+        "| Residency | BR |",
+        "| Retention | 30 days |",
+        "| Registered | 2023-11-15 by ana |",
+        "| Reads (audit log) | 4 |",
+        "| Models derived | 2 |",
+        "",
+        "Versions:",
+        "",
+        "- v1: 3 rows, sha256 abababababab, import, 2023-11-15 (bytes purged)",
+        "- v2: 5 rows, sha256 cdcdcdcdcdcd, append, -",
+        "",
+        "Jobs that used it:",
+        "",
+        "- job 3 (t, ana, done): v2 for triage",
+        "",
+        "Who may access it (grants):",
+        "",
+        "- ana: triage, research, granted by dpo on 2023-11-15",
+        "- bia: triage, granted by dpo on 2023-11-15 (revoked)",
+        "",
+        "International transfers:",
+        "",
+        '- {"mechanism": "anpd-scc", "site": "miami"}',
+        "",
+        "Erasures (Art. 18 VI):",
+        "",
+        "- #1: requested 2023-11-15, due 2023-11-30 (every dataset)",
+        "- #2: requested 2023-11-15, due 2023-11-15",
+        "",
+        "## logs",
+        "",
+        "| Item | Value |",
+        "|---|---|",
+        "| Legal basis | art11-ii-f |",
+        "| Purposes | ops |",
+        "| Data categories | no personal data |",
+        "| Subject column | - |",
+        "| Residency | BR |",
+        "| Retention | not set |",
+        "| Registered | 2023-11-15 by ana |",
+        "| Reads (audit log) | 0 |",
+        "| Models derived | 0 |",
+        "",
+        *empty_sections,
+        "## web",
+        "",
+        "| Item | Value |",
+        "|---|---|",
+        "| Legal basis | art11-ii-f |",
+        "| Purposes | ops |",
+        "| Data categories | personal data |",
+        "| Subject column | - |",
+        "| Residency | BR |",
+        "| Retention | not set |",
+        "| Registered | 2023-11-15 by ana |",
+        "| Reads (audit log) | 0 |",
+        "| Models derived | 0 |",
+        "",
+        *empty_sections,
+        "## Transfer mechanisms on record (Art. 33)",
+        "",
+        "- miami: anpd-scc SCC-1, signed 2025-01-01",
+        "- lisboa: adequacy EU, signed 2024-02-02 (revoked)",
+        "",
+    ]
+    assert md_empty.split("\n") == [
+        *head,
+        "- Generated: 2023-11-15T00:00:00+00:00",
+        "- Datasets: 0",
+        "",
+        "## Transfer mechanisms on record (Art. 33)",
+        "",
+        "- none",
+        "",
+    ]
+
+
+def test_processing_records_whole(database: Database, tmp_path: Path) -> None:
+    """Every item of the Art. 37 record, per dataset: in name order, each dataset's own versions (by number),
+    jobs (by id), grants, erasures (its own and those of every dataset), reads and transfers from the audit log."""
+    sessions = open_db(database, tmp_path / "a.db")
+    log = AuditLog(KEY)
+    base = {"legal_basis": "art7-ix", "personal_data": True, "sensitive": False, "residency": "BR"}
+    with sessions.begin() as s:
+        ana, bia = User(name="ana", role="engineer"), User(name="bia", role="engineer")
+        zeta = Dataset(name="zeta", format="csv", purposes=["ops"], created_by="bia", created_at=2.0, **base)
+        alfa = Dataset(name="alfa", format="parquet", purposes=["churn"], created_by="ana", created_at=1.0, **base)
+        s.add_all([ana, bia, zeta, alfa])  # zeta first: its id is the lower one
+        s.flush()
+        version = {"path": "/x", "created_by": "ana", "dataset_id": alfa.id}
+        v2 = DatasetVersion(number=2, sha256="cd" * 32, bytes=20, rows=5, reason="b", created_at=4.0, **version)
+        v1 = DatasetVersion(number=1, sha256="ab" * 32, bytes=10, rows=3, reason="a", created_at=3.0, **version)
+        s.add_all([v2, v1])
+        s.flush()
+        v1.purged_at = 5.0
+        jobs = [Job(name=f"j{n}", spec={}, owner="ana", gpus=1, job_token_hash="0" * 64) for n in (1, 2)]
+        s.add_all(jobs)
+        s.flush()
+        s.add_all(
+            [
+                JobDataset(job_id=jobs[1].id, version_id=v2.id, purpose="churn"),
+                JobDataset(job_id=jobs[0].id, version_id=v1.id, purpose="churn"),
+                Model(job_id=jobs[0].id, kind="final", path="/m", personal_data=True, sensitive=False, residency="BR"),
+                Grant(user_id=bia.id, dataset="zeta", purposes=["ops"], granted_by="dpo", created_at=6.0),
+                Grant(user_id=ana.id, dataset="alfa", purposes=["churn"], granted_by="dpo", created_at=7.0),
+                Transfer(site="miami", mechanism="anpd-scc", reference="SCC-1", signed_on="2025-01-01", created_by="d"),
+                Transfer(site="lisboa", mechanism="adequacy", reference="EU", signed_on="2024-01-01", created_by="d"),
+            ]
+        )
+        erasure = {"subject_pseudonym": pseudonym(KEY, "12345678909"), "requested_by": "dpo", "report": {}}
+        s.add_all(
+            [
+                Erasure(dataset="zeta", requested_at=8.0, deadline_at=9.0, **erasure),
+                Erasure(dataset=None, requested_at=10.0, deadline_at=11.0, **erasure),
+                Erasure(dataset="alfa", requested_at=12.0, deadline_at=13.0, **erasure),
+            ]
+        )
+        s.flush()
+        s.get(Transfer, 2).revoked_at = 14.0  # type: ignore[union-attr]
+        for _ in range(3):
+            log.append(s, actor="ana", action="dataset.read", dataset="alfa", detail={"site": "read"})
+        log.append(s, actor="ana", action="dataset.version", dataset="alfa")
+        log.append(s, actor="ana", action="dataset.read")
+        log.append(s, actor="dpo", action="transfer.record", dataset="alfa", detail={"site": "miami"})
+        log.append(s, actor="dpo", action="transfer.record", dataset="zeta", detail={"site": "lisboa"})
+    with sessions() as s:
+        before = time.time()
+        rec = audit.processing_records(s)
+    assert before <= rec.pop("generated_at") <= time.time()
+    assert [d["name"] for d in rec["datasets"]] == ["alfa", "zeta"]
+    alfa_rec, zeta_rec = rec["datasets"]
+    for d in rec["datasets"]:
+        for j in d["jobs"]:
+            j.pop("first_read_at")
+    assert alfa_rec == {
+        "name": "alfa",
+        **base,
+        "purposes": ["churn"],
+        "subject_column": None,
+        "retention_days": None,
+        "format": "parquet",
+        "registered_by": "ana",
+        "registered_at": 1.0,
+        "versions": [
+            {"number": 1, "sha256": "ab" * 32, "rows": 3, "bytes": 10, "reason": "a", "created_at": 3.0, "purged": True},
+            {"number": 2, "sha256": "cd" * 32, "rows": 5, "bytes": 20, "reason": "b", "created_at": 4.0, "purged": False},
+        ],
+        "jobs": [
+            {"job_id": 1, "name": "j1", "owner": "ana", "state": "queued", "version": 1, "purpose": "churn"},
+            {"job_id": 2, "name": "j2", "owner": "ana", "state": "queued", "version": 2, "purpose": "churn"},
+        ],
+        "models": 1,
+        "grants": [{"user": "ana", "purposes": ["churn"], "granted_by": "dpo", "created_at": 7.0, "active": True}],
+        "reads": 3,
+        "transfers": [{"site": "miami"}],
+        "erasures": [
+            {"id": 2, "requested_at": 10.0, "deadline_at": 11.0, "all_datasets": True},
+            {"id": 3, "requested_at": 12.0, "deadline_at": 13.0, "all_datasets": False},
+        ],
+    }  # fmt: skip
+    assert (zeta_rec["format"], zeta_rec["versions"], zeta_rec["jobs"], zeta_rec["models"], zeta_rec["reads"]) == (
+        "csv",
+        [],
+        [],
+        0,
+        0,
+    )
+    assert (zeta_rec["transfers"], [e["id"] for e in zeta_rec["erasures"]]) == ([{"site": "lisboa"}], [1, 2])
+    assert rec == {
+        "controller": audit.CONTROLLER_PLACEHOLDER,
+        "datasets": [alfa_rec, zeta_rec],
+        "transfers": [
+            {"site": "miami", "mechanism": "anpd-scc", "reference": "SCC-1", "signed_on": "2025-01-01", "active": True},
+            {"site": "lisboa", "mechanism": "adequacy", "reference": "EU", "signed_on": "2024-01-01", "active": False},
+        ],
+    }  # fmt: skip
