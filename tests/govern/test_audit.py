@@ -567,8 +567,8 @@ def test_processing_records_render_whole(monkeypatch: pytest.MonkeyPatch) -> Non
             "reads": 4,
             "models": 2,
             "versions": [
-                {"number": 1, "rows": 3, "sha256": "ab" * 32, "reason": "import", "created_at": MIDNIGHT, "purged": True},
-                {"number": 2, "rows": 5, "sha256": "cd" * 32, "reason": "append", "created_at": None, "purged": False},
+                {"number": 1, "rows": 3, "sha256": "ab" * 32, "reason": "new", "created_at": MIDNIGHT, "purged": True},
+                {"number": 2, "rows": 5, "sha256": "cd" * 32, "reason": "add", "created_at": None, "purged": False},
             ],
             "jobs": [{"job_id": 3, "name": "t", "owner": "ana", "state": "done", "version": 2, "purpose": "triage"}],
             "grants": [
@@ -632,8 +632,8 @@ def test_processing_records_render_whole(monkeypatch: pytest.MonkeyPatch) -> Non
         "",
         "Versions:",
         "",
-        "- v1: 3 rows, sha256 abababababab, import, 2023-11-15 (bytes purged)",
-        "- v2: 5 rows, sha256 cdcdcdcdcdcd, append, -",
+        "- v1: 3 rows, sha256 abababababab, new, 2023-11-15 (bytes purged)",
+        "- v2: 5 rows, sha256 cdcdcdcdcdcd, add, -",
         "",
         "Jobs that used it:",
         "",
@@ -768,8 +768,8 @@ def test_processing_records_whole(database: Database, tmp_path: Path) -> None:
         "registered_by": "ana",
         "registered_at": 1.0,
         "versions": [
-            {"number": 1, "sha256": "ab" * 32, "rows": 3, "bytes": 10, "reason": "a", "created_at": 3.0, "purged": True},
-            {"number": 2, "sha256": "cd" * 32, "rows": 5, "bytes": 20, "reason": "b", "created_at": 4.0, "purged": False},
+            {"number": 1, "sha256": "ab" * 32, "rows": 3, "bytes": 10, "reason": "a", "created_at": 3, "purged": True},
+            {"number": 2, "sha256": "cd" * 32, "rows": 5, "bytes": 20, "reason": "b", "created_at": 4, "purged": False},
         ],
         "jobs": [
             {"job_id": 1, "name": "j1", "owner": "ana", "state": "queued", "version": 1, "purpose": "churn"},
