@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import shutil
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -324,8 +326,19 @@ def test_bad_input_is_refused(database: Database, tmp_path: Path) -> None:
         # shaped like CPFs, but not CPFs: one digit repeated, the first check digit wrong, the second one wrong
         for not_a_cpf in ("111.111.111-11", "00000000000", "123.456.789-17", "12345678900"):
             log.append(s, actor="ana", action="dataset.read", detail={"placeholder": not_a_cpf})
-    with pytest.raises(TreinoError, match="at least 16 random bytes"):
-        AuditLog(b"secret")
+        with pytest.raises(TreinoError, match=r"Unknown audit action 'zzz'\. Known: dataset\.register, dataset\.vers"):
+            log.append(s, actor="ana", action="zzz")
+        for t in (float("nan"), float("inf")):
+            with pytest.raises(TreinoError, match=f"time must be unix seconds, not {t!r}"):
+                log.append_many(s, [{"actor": "ana", "action": "dataset.read", "time": t}])
+    for key in (b"secret", b"k" * 15, "k" * 32):
+        with pytest.raises(TreinoError, match="at least 16 random bytes"):
+            AuditLog(key)  # type: ignore[arg-type]
+        with sessions() as s, pytest.raises(TreinoError, match="at least 16 random bytes"):
+            verify(s, key)  # type: ignore[arg-type]
+    with pytest.raises(TreinoError, match="checkpoint_every must be >= 1 record, not 0"):
+        AuditLog(KEY, checkpoint_every=0)
+    assert AuditLog(b"k" * 16, checkpoint_every=1).checkpoint_every == 1
 
 
 def test_pseudonyms() -> None:
@@ -800,3 +813,36 @@ def test_processing_records_whole(database: Database, tmp_path: Path) -> None:
             {"site": "lisboa", "mechanism": "adequacy", "reference": "EU", "signed_on": "2024-01-01", "active": False},
         ],
     }  # fmt: skip
+
+
+def test_corrupt_database_is_a_verdict(
+    db: sessionmaker[Session], database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leaf page of the audit table overwritten with garbage (SQLite: "database disk image is malformed"): the
+    verdict says how many records were read intact before it and how to recover, instead of an error."""
+    if database.postgres:
+        pytest.skip("PostgreSQL checks its own pages: a file cannot be corrupted from outside in this way")
+    monkeypatch.setattr(audit, "VERIFY_BATCH_ROWS", 10)  # batches smaller than a page, so reading stops at it
+    path = tmp_path / "audit.db"
+    with sqlite3.connect(path) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        leaves = [
+            p
+            for (p,) in conn.execute(
+                "SELECT pageno FROM dbstat WHERE name = 'audit_records' AND pagetype = 'leaf' ORDER BY pageno"
+            )
+        ]
+    conn.close()
+    with path.open("r+b") as f:
+        f.seek((leaves[len(leaves) // 2] - 1) * page_size)
+        f.write(random.Random(20261202).randbytes(page_size))
+    result = check(db)
+    n = result.records
+    assert (result.ok, result.first_bad_seq) == (False, n + 1) and 0 < n < RECORDS
+    assert result.reason.startswith(
+        f"record {n + 1}: the database is corrupt, reading the audit log failed after {n:,} intact records ("
+    )
+    assert "malformed" in result.reason
+    assert result.reason.endswith(
+        "). To fix: restore the database from a backup; 'treino server' checks it at start and says how"
+    )
