@@ -106,6 +106,23 @@ def test_intact_chain_verifies(db: sessionmaker[Session]) -> None:
     assert result.last_hash == row(db, RECORDS)["hash"]
 
 
+def test_intact_chain_verifies_by_the_fast_path(db: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records as append stores them hash by concatenation (verify's 10 s per million records); the slow path,
+    which parses each detail, is only for details rewritten in another JSON form. A slip in the fast path would
+    only show as a slower verify, so: an intact chain verifies with the slow path unavailable."""
+
+    def slow(row: object) -> None:
+        raise AssertionError(f"the slow path hashed {row}")
+
+    monkeypatch.setattr(audit, "_slow_hash", slow)
+    assert check(db, checkpoint_every=EVERY).ok
+
+
+def test_empty_log_verifies(database: Database, tmp_path: Path) -> None:
+    result = check(open_db(database, tmp_path / "a.db"), checkpoint_every=EVERY)
+    assert result == audit.VerifyResult(True, 0, None, "the audit log is empty", 0, audit.GENESIS_HASH)
+
+
 @pytest.mark.parametrize(
     ("column", "value"), [("detail", '{"n":56,"nota":"ação","purpose":"fraud"}'), ("actor", "mallory")]
 )
@@ -128,6 +145,20 @@ def test_deleted_record_fails_at_the_next(db: sessionmaker[Session]) -> None:
     result = check(db)
     assert (result.ok, result.first_bad_seq) == (False, 58)
     assert result.reason == "record 58: record 57 is missing before it (deleted, or the log renumbered)"
+
+
+def test_deleted_records_fail_at_the_next(db: sessionmaker[Session]) -> None:
+    sql(db, "DELETE FROM audit_records WHERE seq IN (57, 58)")
+    result = check(db)
+    assert (result.ok, result.first_bad_seq, result.records) == (False, 59, 56)
+    assert result.reason == "record 59: records 57-58 are missing before it (deleted, or the log renumbered)"
+
+
+def test_first_record_links_to_the_genesis_hash(db: sessionmaker[Session]) -> None:
+    sql(db, "UPDATE audit_records SET prev_hash = :h WHERE seq = 1", h="1" * 64)
+    result = check(db)
+    assert (result.ok, result.first_bad_seq, result.records) == (False, 1, 0)
+    assert result.reason == "record 1: previous hash does not match the genesis hash (deleted, inserted or reordered)"
 
 
 def test_swapped_records_fail_at_the_first(db: sessionmaker[Session]) -> None:
@@ -227,8 +258,13 @@ def test_forged_checkpoint_and_wrong_key_fail(db: sessionmaker[Session]) -> None
 
 
 def test_deleted_checkpoint_fails_when_the_interval_is_known(db: sessionmaker[Session]) -> None:
-    sql(db, "DELETE FROM audit_checkpoints WHERE seq = 100")
-    assert check(db).ok  # alone, a missing checkpoint is not evidence
+    sql(db, "DELETE FROM audit_checkpoints WHERE seq IN (100, 200)")
+    result = check(db)  # alone, a missing checkpoint is not evidence
+    assert (result.ok, result.records, result.checkpoints, result.last_hash) == (True, 200, 2, row(db, 200)["hash"])
+    assert result.reason == (
+        "200 records and 2 signed checkpoints verified; the head is record 200 "
+        "(records 151-200 come after the last checkpoint)"
+    )
     result = check(db, checkpoint_every=EVERY)
     assert (result.ok, result.first_bad_seq) == (False, 100)
     assert result.reason == "record 100: its signed checkpoint (one every 50 records) is missing"
