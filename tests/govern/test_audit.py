@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import shutil
 import sqlite3
 import threading
@@ -257,6 +258,19 @@ def test_forged_checkpoint_and_wrong_key_fail(db: sessionmaker[Session]) -> None
     assert (result.ok, result.first_bad_seq) == (False, 150)
 
 
+def test_every_checkpoint_of_a_record_is_checked(db: sessionmaker[Session]) -> None:
+    """A forged checkpoint of record 100 next to its true one (#2): the true one does not vouch for it."""
+    sql(
+        db,
+        "INSERT INTO audit_checkpoints (seq, hash, hmac, time) VALUES (100, :h, :f, 0)",
+        h=row(db, 100)["hash"],
+        f="f" * 64,
+    )
+    result = check(db)
+    assert (result.ok, result.first_bad_seq, result.records) == (False, 100, 99)
+    assert result.reason == "record 100: checkpoint #5's HMAC does not verify (forged, or signed with another key)"
+
+
 def test_deleted_checkpoint_fails_when_the_interval_is_known(db: sessionmaker[Session]) -> None:
     sql(db, "DELETE FROM audit_checkpoints WHERE seq IN (100, 200)")
     result = check(db)  # alone, a missing checkpoint is not evidence
@@ -347,32 +361,59 @@ def test_a_transaction_appends_again_while_another_waits_for_the_chain(database:
     assert (result.ok, result.records) == (True, 3)
 
 
+def exactly(message: str) -> str:
+    """pytest.raises' `match` for the whole of `message`: the users read all of it, the "To fix" above all."""
+    return f"^{re.escape(message)}$"
+
+
+SUBJECT_REFUSED = (
+    "An audit record's subject must be a pseudonym (64 hex digits), never a raw identifier. "
+    "To fix: pass treino.govern.audit.pseudonym(key, subject_id)."
+)
+CPF_REFUSED = (
+    "An audit record may not carry a CPF (LGPD; lgpd-requirements.md R29). "
+    "To fix: put pseudonym(key, cpf) in subject, and keep identifiers out of detail."
+)
+KEY_REFUSED = (
+    "The audit key must be at least 16 random bytes. "
+    "To fix: generate one with 'python -c \"import secrets; print(secrets.token_hex(32))\"'."
+)
+
+
 def test_bad_input_is_refused(database: Database, tmp_path: Path) -> None:
     sessions = open_db(database, tmp_path / "a.db")
     log = AuditLog(KEY)
     with sessions.begin() as s:
-        with pytest.raises(TreinoError, match=r"Did you mean 'dataset\.read'"):
+        with pytest.raises(
+            TreinoError, match=exactly("Unknown audit action 'dataset.raed'. Did you mean 'dataset.read'?")
+        ):
             log.append(s, actor="ana", action="dataset.raed")
-        with pytest.raises(TreinoError, match="must be a pseudonym"):
+        known = ", ".join(a.value for a in Action)
+        with pytest.raises(TreinoError, match=exactly(f"Unknown audit action 'zzz'. Known: {known}.")):
+            log.append(s, actor="ana", action="zzz")
+        with pytest.raises(TreinoError, match=exactly(SUBJECT_REFUSED)):
             log.append(s, actor="ana", action="subject.report", subject="12345678909")
         for cpf in ("123.456.789-09", "12345678909"):
-            with pytest.raises(TreinoError, match="may not carry a CPF"):
+            with pytest.raises(TreinoError, match=exactly(CPF_REFUSED)):
                 log.append(s, actor="ana", action="dataset.read", detail={"row": {"cpf": cpf}})
+        for where in ({"actor": "123.456.789-09"}, {"actor": "ana", "dataset": "123.456.789-09"}):
+            with pytest.raises(TreinoError, match=exactly(CPF_REFUSED)):
+                log.append(s, action="dataset.read", **where)
         log.append(s, actor="ana", action="dataset.version", detail={"bytes": 12345678909, "sha256": "a1" * 32})
         # shaped like CPFs, but not CPFs: one digit repeated, the first check digit wrong, the second one wrong
         for not_a_cpf in ("111.111.111-11", "00000000000", "123.456.789-17", "12345678900"):
             log.append(s, actor="ana", action="dataset.read", detail={"placeholder": not_a_cpf})
-        with pytest.raises(TreinoError, match=r"Unknown audit action 'zzz'\. Known: dataset\.register, dataset\.vers"):
-            log.append(s, actor="ana", action="zzz")
         for t in (float("nan"), float("inf")):
-            with pytest.raises(TreinoError, match=f"time must be unix seconds, not {t!r}"):
+            with pytest.raises(TreinoError, match=exactly(f"An audit record's time must be unix seconds, not {t!r}.")):
                 log.append_many(s, [{"actor": "ana", "action": "dataset.read", "time": t}])
     for key in (b"secret", b"k" * 15, "k" * 32):
-        with pytest.raises(TreinoError, match="at least 16 random bytes"):
+        with pytest.raises(TreinoError, match=exactly(KEY_REFUSED)):
             AuditLog(key)  # type: ignore[arg-type]
-        with sessions() as s, pytest.raises(TreinoError, match="at least 16 random bytes"):
+        with sessions() as s, pytest.raises(TreinoError, match=exactly(KEY_REFUSED)):
             verify(s, key)  # type: ignore[arg-type]
-    with pytest.raises(TreinoError, match="checkpoint_every must be >= 1 record, not 0"):
+        with pytest.raises(TreinoError, match=exactly(KEY_REFUSED)):
+            pseudonym(key, "12345678909")  # type: ignore[arg-type]
+    with pytest.raises(TreinoError, match=exactly("checkpoint_every must be >= 1 record, not 0.")):
         AuditLog(KEY, checkpoint_every=0)
     assert AuditLog(b"k" * 16, checkpoint_every=1).checkpoint_every == 1
 
@@ -396,13 +437,19 @@ def test_export_filters_round_trip(db: sessionmaker[Session]) -> None:
             assert all(r["dataset"] == "clientes" and r["actor"] == "user1" for r in records)
             assert all(record_hash(r) == r["hash"] for r in records)  # the DPO can re-check each record
             assert records[0]["detail"] == {"n": 1, "nota": "ação", "purpose": "churn"}
+            assert (records[0]["seq"], records[0]["action"], records[0]["job_id"], records[0]["subject"]) == (
+                2,
+                "dataset.read",
+                1,
+                None,
+            )
             assert records[0]["time_utc"].endswith("+00:00")
         out = io.StringIO()
         assert export(s, out, subject=subject) == 40
         t = row(db, 101)["time"]
         assert export(s, io.StringIO(), since=t) == 100
         assert export(s, io.StringIO(), since=t, until=row(db, 111)["time"]) == 10
-        with pytest.raises(TreinoError, match="'jsonl' or 'csv'"):
+        with pytest.raises(TreinoError, match=exactly("Unknown export format 'xml'. To fix: use 'jsonl' or 'csv'.")):
             export(s, io.StringIO(), fmt="xml")  # type: ignore[arg-type]
 
 
