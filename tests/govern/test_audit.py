@@ -591,7 +591,7 @@ def test_bulk_appends_keep_every_field_and_export_follows_aliases(database: Data
     log = AuditLog(KEY, checkpoint_every=100)
     # the old pseudonym sorts first, so rows read through the subject index would come out of seq order
     new, old = sorted([pseudonym(KEY, "ana"), pseudonym(KEY, "bia")], reverse=True)
-    other = pseudonym(KEY, "caio")
+    other, others_old = pseudonym(KEY, "caio"), pseudonym(KEY, "davi")
     with sessions.begin() as s:
         assert log.checkpoint(s) is None  # nothing to sign yet
         log.append(s, actor="dpo", action="subject.report", subject=new)
@@ -602,13 +602,14 @@ def test_bulk_appends_keep_every_field_and_export_follows_aliases(database: Data
              "detail": {"nota": "ação"}, "time": 1_700_006_400.5},
             {"actor": "bob", "action": "grant.create"},
             {"actor": "server", "action": "subject.alias", "subject": new, "detail": {"old_pseudonym": old}},
-            {"actor": "server", "action": "subject.alias", "subject": other, "detail": {"old_pseudonym": "x" * 64}},
+            {"actor": "server", "action": "subject.alias", "subject": other, "detail": {"old_pseudonym": others_old}},
+            {"actor": "ana", "action": "dataset.read", "subject": others_old},
         ]  # fmt: skip
         before = time.time()
-        assert log.append_many(s, bulk) == 4
+        assert log.append_many(s, bulk) == 5
     with sessions() as s:
         out = io.StringIO()
-        assert export(s, out) == 5
+        assert export(s, out) == 6
         lines = out.getvalue().splitlines()
         assert '"nota": "ação"' in lines[1]  # readable text, not \\u escapes
         recs = read_export(lines, "jsonl")
@@ -633,9 +634,9 @@ def test_bulk_appends_keep_every_field_and_export_follows_aliases(database: Data
         assert [r["seq"] for r in read_export(out.getvalue().splitlines(), "jsonl")] == [1, 2, 4]
         assert export(s, io.StringIO(), action="grant.create") == 1
         out = io.StringIO()
-        assert export(s, out, fmt="csv") == 5
+        assert export(s, out, fmt="csv") == 6
         csv_recs = read_export(io.StringIO(out.getvalue()), "csv")
-        assert [r["job_id"] for r in csv_recs] == [None, 7, None, None, None]
+        assert [r["job_id"] for r in csv_recs] == [None, 7, None, None, None, None]
         assert all(record_hash(r) == r["hash"] for r in csv_recs)
     assert check(sessions).ok
 
