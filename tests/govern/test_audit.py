@@ -673,7 +673,7 @@ def test_processing_records_render_whole(monkeypatch: pytest.MonkeyPatch) -> Non
                  "active": True},
                 {"user": "bia", "purposes": ["triage"], "granted_by": "dpo", "created_at": MIDNIGHT, "active": False},
             ],
-            "transfers": [{"site": "miami", "mechanism": "anpd-scc"}],
+            "transfers": [{"site": "são paulo", "mechanism": "anpd-scc"}],
             "erasures": [
                 {"id": 1, "requested_at": MIDNIGHT, "deadline_at": MIDNIGHT + 15 * 86400, "all_datasets": True},
                 {"id": 2, "requested_at": MIDNIGHT, "deadline_at": MIDNIGHT, "all_datasets": False},
@@ -743,7 +743,7 @@ def test_processing_records_render_whole(monkeypatch: pytest.MonkeyPatch) -> Non
         "",
         "International transfers:",
         "",
-        '- {"mechanism": "anpd-scc", "site": "miami"}',
+        '- {"mechanism": "anpd-scc", "site": "são paulo"}',
         "",
         "Erasures (Art. 18 VI):",
         "",
