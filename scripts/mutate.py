@@ -69,6 +69,29 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "loop starts at free + stopping, already enough, and returns []",
         "treino.server.scheduler.x__victims__mutmut_5": "free + stopping > need: at equality the loop returns [] too",
     },
+    "audit": {
+        # the run leaves the [postgresql] variants out (see TARGETS): "SQLite:" marks what only they can tell apart
+        "treino.govern.audit.x__cpf_is_valid__mutmut_18": "zip() without strict: n digits, n weights",
+        "treino.govern.audit.x__slow_hash__mutmut_5": "zip(strict=None): a row has the 9 FIELDS and its hash",
+        "treino.govern.audit.x__slow_hash__mutmut_8": "zip() without strict: a row has the 9 FIELDS and its hash",
+        "treino.govern.audit.x__slow_hash__mutmut_11": "zip(strict=False): a row has the 9 FIELDS and its hash",
+        "treino.govern.audit.x__slow_hash__mutmut_16": "SQLite: detail is text, or a tampered value that fails both "
+        "ways (json.loads raises, or the canonical JSON differs)",
+        "treino.govern.audit.x__rows__mutmut_2": "yield_per=None: the same rows, fetched at once instead of in batches",
+        "treino.govern.audit.x__rows__mutmut_6": 'SQLite: the quoted "SEQ" still names the seq column',
+        "treino.govern.audit.x_export__mutmut_96": "json.dumps(ensure_ascii=None): falsy, as False",
+        "treino.govern.audit.x_render_processing_records__mutmut_178": "json.dumps(ensure_ascii=None): falsy, as False",
+        "treino.govern.audit.x_processing_records__mutmut_8": "reads of no dataset: a None key, never looked up",
+        "treino.govern.audit.x_processing_records__mutmut_33": "join(DatasetVersion) without ON: inferred from the one "
+        "foreign key, job_datasets.version_id",
+        "treino.govern.audit.x_processing_records__mutmut_35": "join(DatasetVersion, None): the same inferred ON",
+        "treino.govern.audit.x_processing_records__mutmut_53": "no jobs: count over an empty IN is 0 as well",
+        "treino.govern.audit.x_processing_records__mutmut_63": "join(User, None): inferred from grants.user_id's key",
+        "treino.govern.audit.x_processing_records__mutmut_65": "join(User) without ON: inferred from grants.user_id",
+        "treino.govern.audit.x_processing_records__mutmut_26": "SQLite: its plan reads the jobs in id order already",
+        "treino.govern.audit.x_processing_records__mutmut_74": "SQLite: a scan of erasures is in id (rowid) order",
+        "treino.govern.audit.x_processing_records__mutmut_195": "SQLite: a scan of transfers is in id (rowid) order",
+    },
 }
 
 
