@@ -50,6 +50,9 @@ TARGETS = {
 
 # Survivors that behave exactly as the original (no test can kill them), by target, with the reason. mutmut's names
 # stay the same while the function is unchanged; `mutmut show NAME` in the target's folder shows the change.
+# A reason that starts "SQLite:" is a mutant that behaves as the original on SQLite, the database of a target whose
+# tests leave their [postgresql] variants out (TARGETS), and "PostgreSQL only:" one in a branch only PostgreSQL takes:
+# the [postgresql] variants of the same tests (`make test`) are what would tell those apart.
 EQUIVALENT: dict[str, dict[str, str]] = {
     "cpf": {
         "treino.govern.cpf.x__check_digit__mutmut_7": "zip(strict=None): digits and weights always have one length",
@@ -70,8 +73,28 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "treino.server.scheduler.x__victims__mutmut_5": "free + stopping > need: at equality the loop returns [] too",
     },
     "audit": {
-        # the run leaves the [postgresql] variants out (see TARGETS): "SQLite:" marks what only they can tell apart
         "treino.govern.audit.x__cpf_is_valid__mutmut_18": "zip() without strict: n digits, n weights",
+        "treino.govern.audit.x__cpf_is_valid__mutmut_3": "digits[1] * 11 == digits only where digits[0] * 11 == digits",
+        "treino.govern.audit.x__cpf_is_valid__mutmut_15": "zip(strict=None): n digits, n weights",
+        "treino.govern.audit.x__cpf_is_valid__mutmut_30": "zip(strict=False): n digits, n weights",
+        "treino.govern.audit.x__fast_hash__mutmut_2": "SQLite: a detail that is not text was tampered with; its fast "
+        "hash, if built, differs, and the slow path finds the same",
+        "treino.govern.audit.x__fast_hash__mutmut_3": "SQLite: a REAL column gives time back as a float; any other "
+        "value was tampered with, and its fast hash, if built, differs",
+        "treino.govern.audit.x__chain_rows__mutmut_2": "SQLite: the Core path reads the same rows (slower)",
+        "treino.govern.audit.x__chain_rows__mutmut_3": "SQLite: the Core path reads the same rows (slower)",
+        "treino.govern.audit.x__chain_rows__mutmut_4": "SQLite: the Core path reads the same rows (slower)",
+        "treino.govern.audit.x__chain_rows__mutmut_5": "PostgreSQL only: the Core path",
+        "treino.govern.audit.x__chain_rows__mutmut_6": "PostgreSQL only: the Core path",
+        "treino.govern.audit.x__chain_rows__mutmut_7": "PostgreSQL only: the Core path",
+        "treino.govern.audit.x__chain_rows__mutmut_8": "PostgreSQL only: the Core path",
+        "treino.govern.audit.x__chain_rows__mutmut_11": "compile(dialect=None): the default dialect writes the same "
+        "SELECT for SQLite",
+        "treino.govern.audit.x__chain_rows__mutmut_12": "SQLite: seq is the rowid, so a scan is in seq order",
+        "treino.govern.audit.x__chain_rows__mutmut_15": 'SQLite: the quoted "SEQ" still names the seq column',
+        "treino.govern.audit.x__verify__mutmut_3": "checkpoints ordered by id alone: those of one seq still come in id "
+        "order, and they are looked up by seq",
+        "treino.govern.audit.x__verify__mutmut_4": "SQLite: the checkpoints of one seq come in id (rowid) order anyway",
         "treino.govern.audit.x__slow_hash__mutmut_5": "zip(strict=None): a row has the 9 FIELDS and its hash",
         "treino.govern.audit.x__slow_hash__mutmut_8": "zip() without strict: a row has the 9 FIELDS and its hash",
         "treino.govern.audit.x__slow_hash__mutmut_11": "zip(strict=False): a row has the 9 FIELDS and its hash",

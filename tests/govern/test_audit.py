@@ -57,7 +57,7 @@ def chain_db(tmp_path_factory: pytest.TempPathFactory, database: Database) -> st
                     action=Action.DATASET_READ if n % 2 else Action.JOB_ADMIT,
                     dataset="clientes" if n % 2 else None,
                     subject=subject if n % 5 == 0 else None,
-                    job_id=n,
+                    job_id=n if n % 4 else None,
                     detail={"n": n, "purpose": "churn", "nota": "ação"},
                 )
     engine = sessions.kw["bind"]
