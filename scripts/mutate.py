@@ -95,6 +95,8 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "treino.govern.audit.x__verify__mutmut_3": "checkpoints ordered by id alone: those of one seq still come in id "
         "order, and they are looked up by seq",
         "treino.govern.audit.x__verify__mutmut_4": "SQLite: the checkpoints of one seq come in id (rowid) order anyway",
+        "treino.govern.audit.x__verify__mutmut_5": "checkpoints ordered by id alone: as mutmut_3",
+        "treino.govern.audit.x__verify__mutmut_6": "SQLite: checkpoints ordered by seq alone: as mutmut_4",
         "treino.govern.audit.x__slow_hash__mutmut_5": "zip(strict=None): a row has the 9 FIELDS and its hash",
         "treino.govern.audit.x__slow_hash__mutmut_8": "zip() without strict: a row has the 9 FIELDS and its hash",
         "treino.govern.audit.x__slow_hash__mutmut_11": "zip(strict=False): a row has the 9 FIELDS and its hash",

@@ -207,7 +207,7 @@ def test_inserted_record_renumbering_the_rest_fails(db: sessionmaker[Session]) -
 def test_cut_tail_fails_by_the_checkpoint(db: sessionmaker[Session]) -> None:
     sql(db, "DELETE FROM audit_records WHERE seq > 190")
     result = check(db)
-    assert (result.ok, result.first_bad_seq, result.records) == (False, 191, 190)
+    assert (result.ok, result.first_bad_seq, result.records, result.checkpoints) == (False, 191, 190, 4)
     assert result.reason == (
         "record 191: missing: checkpoint #4 signed record 200, but the log ends at record 190 (tail deleted)"
     )
@@ -327,6 +327,9 @@ def test_concurrent_transactions_keep_one_chain(database: Database, tmp_path: Pa
     assert failures == []
     result = check(sessions)
     assert (result.ok, result.records) == (True, 8)
+    assert result.reason == (
+        "8 records and 0 signed checkpoints verified; the head is record 8 (records 1-8 come after the last checkpoint)"
+    )
 
 
 def test_a_transaction_appends_again_while_another_waits_for_the_chain(database: Database, tmp_path: Path) -> None:
