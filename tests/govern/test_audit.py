@@ -902,34 +902,45 @@ def test_processing_records_whole(database: Database, tmp_path: Path) -> None:
     }  # fmt: skip
 
 
+def corrupt(path: Path, table: str) -> None:
+    """Overwrite the middle leaf page of `table` in the SQLite file at `path` with garbage."""
+    with sqlite3.connect(path) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        leaves = conn.execute(
+            "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY pageno", (table,)
+        ).fetchall()
+    conn.close()
+    with path.open("r+b") as f:
+        f.seek((leaves[len(leaves) // 2][0] - 1) * page_size)
+        f.write(random.Random(20261202).randbytes(page_size))
+
+
+TO_RESTORE = "To fix: restore the database from a backup; 'treino server' checks it at start and says how"
+
+
 def test_corrupt_database_is_a_verdict(
-    db: sessionmaker[Session], database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db: sessionmaker[Session], chain_db: str, database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A leaf page of the audit table overwritten with garbage (SQLite: "database disk image is malformed"): the
+    """A page of the audit tables overwritten with garbage (SQLite: "database disk image is malformed"): the
     verdict says how many records were read intact before it and how to recover, instead of an error."""
     if database.postgres:
         pytest.skip("PostgreSQL checks its own pages: a file cannot be corrupted from outside in this way")
     monkeypatch.setattr(audit, "VERIFY_BATCH_ROWS", 10)  # batches smaller than a page, so reading stops at it
-    path = tmp_path / "audit.db"
-    with sqlite3.connect(path) as conn:
-        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        leaves = [
-            p
-            for (p,) in conn.execute(
-                "SELECT pageno FROM dbstat WHERE name = 'audit_records' AND pagetype = 'leaf' ORDER BY pageno"
-            )
-        ]
-    conn.close()
-    with path.open("r+b") as f:
-        f.seek((leaves[len(leaves) // 2] - 1) * page_size)
-        f.write(random.Random(20261202).randbytes(page_size))
+    corrupt(tmp_path / "audit.db", "audit_records")
     result = check(db)
     n = result.records
     assert (result.ok, result.first_bad_seq) == (False, n + 1) and 0 < n < RECORDS
-    assert result.reason.startswith(
-        f"record {n + 1}: the database is corrupt, reading the audit log failed after {n:,} intact records ("
+    assert result.reason == (
+        f"record {n + 1}: the database is corrupt, reading the audit log failed after {n:,} intact records "
+        f"(database disk image is malformed). {TO_RESTORE}"
     )
-    assert "malformed" in result.reason
-    assert result.reason.endswith(
-        "). To fix: restore the database from a backup; 'treino server' checks it at start and says how"
+    # the checkpoints, read before any record
+    engine = make_engine(f"sqlite:///{shutil.copy(chain_db, tmp_path / 'b.db')}")
+    corrupt(tmp_path / "b.db", "audit_checkpoints")
+    result = check(make_sessionmaker(engine))
+    engine.dispose()
+    assert (result.ok, result.first_bad_seq, result.records) == (False, 1, 0)
+    assert result.reason == (
+        "record 1: the database is corrupt, reading the audit log failed after 0 intact records "
+        f"(database disk image is malformed). {TO_RESTORE}"
     )
