@@ -100,23 +100,21 @@ def json_text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def test_intact_chain_verifies(db: sessionmaker[Session]) -> None:
+def test_intact_chain_verifies(db: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An intact chain verifies, and by the fast path: records as append stores them hash by concatenation
+    (verify's 10 s per million records); the slow path, which parses each detail, is only for details rewritten in
+    another JSON form. A slip in the fast path would only show as a slower verify, so the second check runs with
+    the slow path unavailable. (The first test on the chain: mutmut gives the fixture's appends to it.)"""
     result = check(db, checkpoint_every=EVERY)
     assert (result.ok, result.records, result.first_bad_seq, result.checkpoints) == (True, RECORDS, None, 4)
     assert result.reason == "200 records and 4 signed checkpoints verified; the head is record 200"
     assert result.last_hash == row(db, RECORDS)["hash"]
 
-
-def test_intact_chain_verifies_by_the_fast_path(db: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Records as append stores them hash by concatenation (verify's 10 s per million records); the slow path,
-    which parses each detail, is only for details rewritten in another JSON form. A slip in the fast path would
-    only show as a slower verify, so: an intact chain verifies with the slow path unavailable."""
-
     def slow(row: object) -> None:
         raise AssertionError(f"the slow path hashed {row}")
 
     monkeypatch.setattr(audit, "_slow_hash", slow)
-    assert check(db, checkpoint_every=EVERY).ok
+    assert check(db, checkpoint_every=EVERY) == result
 
 
 def test_empty_log_verifies(database: Database, tmp_path: Path) -> None:
@@ -597,7 +595,7 @@ def test_bulk_appends_keep_every_field_and_export_follows_aliases(database: Data
     other, others_old = pseudonym(KEY, "caio"), pseudonym(KEY, "davi")
     with sessions.begin() as s:
         assert log.checkpoint(s) is None  # nothing to sign yet
-        log.append(s, actor="dpo", action="subject.report", subject=new)
+        assert log.append(s, actor="dpo", action="subject.report", subject=new, job_id=3).job_id == 3
         cp = log.checkpoint(s)
         assert cp is not None and cp.seq == 1
         bulk = [
@@ -639,7 +637,7 @@ def test_bulk_appends_keep_every_field_and_export_follows_aliases(database: Data
         out = io.StringIO()
         assert export(s, out, fmt="csv") == 6
         csv_recs = read_export(io.StringIO(out.getvalue()), "csv")
-        assert [r["job_id"] for r in csv_recs] == [None, 7, None, None, None, None]
+        assert [r["job_id"] for r in csv_recs] == [3, 7, None, None, None, None]
         assert all(record_hash(r) == r["hash"] for r in csv_recs)
     assert check(sessions).ok
 
