@@ -703,7 +703,7 @@ def test_processing_records_render_whole(monkeypatch: pytest.MonkeyPatch) -> Non
         md = audit.render_processing_records(records | {"transfers": transfers})
         md_empty = audit.render_processing_records({**records, "datasets": [], "transfers": []})
     finally:
-        monkeypatch.delenv("TZ")
+        monkeypatch.undo()  # the server's own TZ back, and applied
         time.tzset()
     none = ["- none", ""]
     empty_sections = [
