@@ -50,6 +50,9 @@ TARGETS = {
 
 # Survivors that behave exactly as the original (no test can kill them), by target, with the reason. mutmut's names
 # stay the same while the function is unchanged; `mutmut show NAME` in the target's folder shows the change.
+# A reason that starts "SQLite:" is a mutant that behaves as the original on SQLite, the database of a target whose
+# tests leave their [postgresql] variants out (TARGETS), and "PostgreSQL only:" one in a branch only PostgreSQL takes:
+# the [postgresql] variants of the same tests (`make test`) are what would tell those apart.
 EQUIVALENT: dict[str, dict[str, str]] = {
     "cpf": {
         "treino.govern.cpf.x__check_digit__mutmut_7": "zip(strict=None): digits and weights always have one length",
@@ -68,6 +71,83 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "treino.server.scheduler.x__victims__mutmut_4": "free - stopping: where it is short of free + stopping, the "
         "loop starts at free + stopping, already enough, and returns []",
         "treino.server.scheduler.x__victims__mutmut_5": "free + stopping > need: at equality the loop returns [] too",
+    },
+    "audit": {
+        "treino.govern.audit.x__cpf_is_valid__mutmut_18": "zip() without strict: n digits, n weights",
+        "treino.govern.audit.x__cpf_is_valid__mutmut_3": "digits[1] * 11 == digits only where digits[0] * 11 == digits",
+        "treino.govern.audit.x__cpf_is_valid__mutmut_15": "zip(strict=None): n digits, n weights",
+        "treino.govern.audit.x__cpf_is_valid__mutmut_30": "zip(strict=False): n digits, n weights",
+        "treino.govern.audit.x__fast_hash__mutmut_2": "SQLite: a detail that is not text was tampered with; its fast "
+        "hash, if built, differs, and the slow path finds the same",
+        "treino.govern.audit.x__fast_hash__mutmut_3": "SQLite: a REAL column gives time back as a float; any other "
+        "value was tampered with, and its fast hash, if built, differs",
+        "treino.govern.audit.x__chain_rows__mutmut_2": "SQLite: the Core path reads the same rows (slower)",
+        "treino.govern.audit.x__chain_rows__mutmut_3": "SQLite: the Core path reads the same rows (slower)",
+        "treino.govern.audit.x__chain_rows__mutmut_4": "SQLite: the Core path reads the same rows (slower)",
+        "treino.govern.audit.x__chain_rows__mutmut_5": "PostgreSQL only: the Core path",
+        "treino.govern.audit.x__chain_rows__mutmut_6": "PostgreSQL only: the Core path",
+        "treino.govern.audit.x__chain_rows__mutmut_7": "PostgreSQL only: the Core path",
+        "treino.govern.audit.x__chain_rows__mutmut_8": "PostgreSQL only: the Core path",
+        "treino.govern.audit.x__chain_rows__mutmut_11": "compile(dialect=None): the default dialect writes the same "
+        "SELECT for SQLite",
+        "treino.govern.audit.x__chain_rows__mutmut_12": "SQLite: seq is the rowid, so a scan is in seq order",
+        "treino.govern.audit.x__chain_rows__mutmut_15": 'SQLite: the quoted "SEQ" still names the seq column',
+        "treino.govern.audit.x__verify__mutmut_3": "checkpoints ordered by id alone: those of one seq still come in id "
+        "order, and they are looked up by seq",
+        "treino.govern.audit.x__verify__mutmut_4": "SQLite: the checkpoints of one seq come in id (rowid) order anyway",
+        "treino.govern.audit.x__verify__mutmut_5": "checkpoints ordered by id alone: as mutmut_3",
+        "treino.govern.audit.x__verify__mutmut_6": "SQLite: checkpoints ordered by seq alone: as mutmut_4",
+        "treino.govern.audit.xǁAuditLogǁ_cached_head__mutmut_1": "no cached head: the same head is read from the table",
+        "treino.govern.audit.xǁAuditLogǁ_cached_head__mutmut_2": "no cached head: the same head is read from the table",
+        "treino.govern.audit.xǁAuditLogǁ_cached_head__mutmut_3": "no cached head: read from the table",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_9": "SQL keywords are case-insensitive",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_10": "SQL keywords and unquoted names are case-insensitive",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_11": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_12": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_13": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_14": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_15": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_16": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_17": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_18": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_19": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_20": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_21": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_22": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_23": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_24": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_25": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_26": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁhold_chain__mutmut_27": "PostgreSQL only: its advisory lock",
+        "treino.govern.audit.xǁAuditLogǁ_insert__mutmut_40": "no cached head: the same head is read from the table",
+        "treino.govern.audit.xǁAuditLogǁ_insert__mutmut_14": "PostgreSQL only: the ORM insert",
+        "treino.govern.audit.xǁAuditLogǁ_insert__mutmut_15": "PostgreSQL only: the ORM insert",
+        "treino.govern.audit.xǁAuditLogǁ_insert__mutmut_16": "PostgreSQL only: the ORM insert",
+        "treino.govern.audit.xǁAuditLogǁ_insert__mutmut_17": "PostgreSQL only: the ORM insert",
+        "treino.govern.audit.x__fields__mutmut_8": "get_close_matches without n: the best match still comes first",
+        "treino.govern.audit.x__fields__mutmut_10": "get_close_matches(n=2): the best match still comes first",
+        "treino.govern.audit.x__fields__mutmut_36": "json.dumps(ensure_ascii=None): falsy, as False",
+        "treino.govern.audit.x__fields__mutmut_38": "json.dumps() escapes parse back to the same detail",
+        "treino.govern.audit.x__fields__mutmut_41": "ensure_ascii=True: escapes parse back to the same detail",
+        "treino.govern.audit.x__slow_hash__mutmut_5": "zip(strict=None): a row has the 9 FIELDS and its hash",
+        "treino.govern.audit.x__slow_hash__mutmut_8": "zip() without strict: a row has the 9 FIELDS and its hash",
+        "treino.govern.audit.x__slow_hash__mutmut_11": "zip(strict=False): a row has the 9 FIELDS and its hash",
+        "treino.govern.audit.x__slow_hash__mutmut_16": "SQLite: detail is text, or a tampered value that fails both "
+        "ways (json.loads raises, or the canonical JSON differs)",
+        "treino.govern.audit.x__rows__mutmut_2": "yield_per=None: the same rows, fetched at once instead of in batches",
+        "treino.govern.audit.x__rows__mutmut_6": 'SQLite: the quoted "SEQ" still names the seq column',
+        "treino.govern.audit.x_export__mutmut_96": "json.dumps(ensure_ascii=None): falsy, as False",
+        "treino.govern.audit.x_render_processing_records__mutmut_178": "json.dumps(ensure_ascii=None): falsy, as False",
+        "treino.govern.audit.x_processing_records__mutmut_8": "reads of no dataset: a None key, never looked up",
+        "treino.govern.audit.x_processing_records__mutmut_33": "join(DatasetVersion) without ON: inferred from the one "
+        "foreign key, job_datasets.version_id",
+        "treino.govern.audit.x_processing_records__mutmut_35": "join(DatasetVersion, None): the same inferred ON",
+        "treino.govern.audit.x_processing_records__mutmut_53": "no jobs: count over an empty IN is 0 as well",
+        "treino.govern.audit.x_processing_records__mutmut_63": "join(User, None): inferred from grants.user_id's key",
+        "treino.govern.audit.x_processing_records__mutmut_65": "join(User) without ON: inferred from grants.user_id",
+        "treino.govern.audit.x_processing_records__mutmut_26": "SQLite: its plan reads the jobs in id order already",
+        "treino.govern.audit.x_processing_records__mutmut_74": "SQLite: a scan of erasures is in id (rowid) order",
+        "treino.govern.audit.x_processing_records__mutmut_195": "SQLite: a scan of transfers is in id (rowid) order",
     },
 }
 

@@ -176,8 +176,9 @@ def _check_key(key: bytes) -> None:
 
 
 def _cpf_is_valid(digits: str) -> bool:
-    """The check-digit test of lgpd-requirements.md §7.3 (DV1 weights 10..2, DV2 weights 11..2)."""
-    if len(digits) != 11 or digits == digits[0] * 11:
+    """The check-digit test of lgpd-requirements.md §7.3 (DV1 weights 10..2, DV2 weights 11..2), of the 11 digits
+    that _CPF_IN_TEXT_RE matches."""
+    if digits == digits[0] * 11:
         return False
     for n in (9, 10):
         r = sum(int(d) * w for d, w in zip(digits[:n], range(n + 1, 1, -1), strict=True)) % 11
