@@ -243,9 +243,9 @@ def stage_fraction(model: ModelSpec, pp: int) -> float:
     """Share of the parameters on the most loaded pipeline stage."""
     if pp == 1:
         return 1.0
-    outer = model.params - model.num_layers * model.layer_params
+    outer = model.params - model.blocks_params
     edge = max(model.embedding_params, outer - model.embedding_params)
-    return (model.num_layers * model.layer_params / pp + edge) / model.params
+    return (model.blocks_params / pp + edge) / model.params
 
 
 def pipeline_activation_factor(setup: TrainSetup) -> float:

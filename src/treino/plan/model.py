@@ -15,8 +15,8 @@ from typing import Any
 from treino.errors import PlanError, UnsupportedModelError
 
 LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "qwen2_moe")
-MOE_FAMILIES = ("mixtral", "qwen2_moe")
-SUPPORTED_FAMILIES = (*LLAMA_LIKE, "gpt2", "gpt_neox", "bert")
+MOE_FAMILIES = ("mixtral", "qwen2_moe", "deepseek_v3")
+SUPPORTED_FAMILIES = (*LLAMA_LIKE, "gpt2", "gpt_neox", "bert", "deepseek_v3")
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,16 @@ class ModelSpec:
     hidden_dropout: float = 0.0
     hidden_dropout_sites: int = 0
     embedding_dropout: float = 0.0
+    # DeepSeek-V3: multi-head latent attention's ranks (0 without MLA; q_lora_rank 0 when q is projected
+    # directly), and the first `dense_layers` blocks, whose tensors are `dense_layer_tensors` (a dense SwiGLU
+    # MLP in place of the MoE block); `num_layers` counts them too.
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    dense_layers: int = 0
+    dense_layer_tensors: tuple[Tensor, ...] = ()
+    dense_intermediate_size: int = 0
 
     @property
     def q_size(self) -> int:
@@ -98,8 +108,14 @@ class ModelSpec:
         return sum(t.numel for t in self.outer_tensors if t.name == "lm_head")
 
     @property
+    def blocks_params(self) -> int:
+        """Parameters of all the blocks (the MoE ones and any dense first ones)."""
+        dense = self.dense_layers * sum(t.numel for t in self.dense_layer_tensors)
+        return (self.num_layers - self.dense_layers) * self.layer_params + dense
+
+    @property
     def params(self) -> int:
-        return self.num_layers * self.layer_params + sum(t.numel for t in self.outer_tensors)
+        return self.blocks_params + sum(t.numel for t in self.outer_tensors)
 
     @property
     def active_params(self) -> int:
@@ -108,11 +124,13 @@ class ModelSpec:
             return self.params
         expert = sum(t.numel for t in self.layer_tensors if t.name.startswith("expert."))
         idle = expert * (self.num_experts - self.experts_per_token) // self.num_experts
-        return self.params - self.num_layers * idle
+        return self.params - (self.num_layers - self.dense_layers) * idle
 
     def all_tensors(self) -> list[tuple[Tensor, int]]:
         """Every tensor with how many copies of it the model holds."""
-        return [(t, self.num_layers) for t in self.layer_tensors] + [(t, 1) for t in self.outer_tensors]
+        moe = self.num_layers - self.dense_layers
+        dense = [(t, self.dense_layers) for t in self.dense_layer_tensors] if self.dense_layers else []
+        return [(t, moe) for t in self.layer_tensors] + dense + [(t, 1) for t in self.outer_tensors]
 
 
 def _int(cfg: Mapping[str, Any], *keys: str, default: int | None = None) -> int:
@@ -165,6 +183,10 @@ def model_from_config(cfg: Mapping[str, Any], name: str = "custom") -> ModelSpec
         spec = _gpt2(cfg, name)
     elif family == "gpt_neox":
         spec = _gpt_neox(cfg, name)
+    elif family == "deepseek_v3":
+        from treino.plan.deepseek import deepseek_v3_from_config
+
+        spec = deepseek_v3_from_config(cfg, name)
     else:
         spec = _bert(cfg, name)
     return spec
