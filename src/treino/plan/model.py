@@ -78,6 +78,8 @@ class ModelSpec:
     dense_layers: int = 0
     dense_layer_tensors: tuple[Tensor, ...] = ()
     dense_intermediate_size: int = 0
+    router_groups: int = 1  # DeepSeek-V3's grouped top-k: `n_group` groups of experts, `topk_group` chosen
+    router_topk_groups: int = 1
 
     @property
     def q_size(self) -> int:
