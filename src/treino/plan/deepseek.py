@@ -73,7 +73,7 @@ def deepseek_v3_from_config(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     experts = _int(cfg, "n_routed_experts", default=256)
     top_k = _int(cfg, "num_experts_per_tok", default=8)
     if top_k > experts:
-        raise PlanError(f"num_experts_per_tok ({top_k}) exceeds n_routed_experts ({experts}).")
+        raise PlanError(f"num_experts_per_tok ({top_k}) exceeds n_routed_experts ({experts}). To fix: correct the config.")
     groups = _int(cfg, "n_group", default=8)
     if experts % groups:
         raise PlanError(f"n_group ({groups}) does not divide n_routed_experts ({experts}). To fix: correct the config.")
@@ -84,7 +84,10 @@ def deepseek_v3_from_config(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     if shared is None:
         shared = 0
     if isinstance(shared, bool) or not isinstance(shared, int) or shared < 0:
-        raise PlanError(f"config.json field 'n_shared_experts' must be a non-negative integer, got {shared!r}.")
+        raise PlanError(
+            f"config.json field 'n_shared_experts' must be a non-negative integer, got {shared!r}. "
+            "To fix: correct the config."
+        )
     first_dense = cfg.get("first_k_dense_replace", 3)
     if isinstance(first_dense, bool) or not isinstance(first_dense, int) or not 0 <= first_dense <= L:
         raise PlanError(

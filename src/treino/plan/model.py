@@ -90,6 +90,12 @@ class ModelSpec:
         return self.num_kv_heads * self.head_dim
 
     @property
+    def attention_core_width(self) -> float:
+        """Per-token width of the attention core's two matmuls, averaged: q·kᵀ over heads·head_dim and the
+        probabilities times v over heads·v_head_dim (MLA: 192 and 128 per head; equal elsewhere)."""
+        return (self.q_size + self.num_heads * self.v_head_dim) / 2 if self.v_head_dim else self.q_size
+
+    @property
     def layer_params(self) -> int:
         return sum(t.numel for t in self.layer_tensors)
 
