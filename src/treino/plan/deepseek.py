@@ -73,7 +73,9 @@ def deepseek_v3_from_config(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     experts = _int(cfg, "n_routed_experts", default=256)
     top_k = _int(cfg, "num_experts_per_tok", default=8)
     if top_k > experts:
-        raise PlanError(f"num_experts_per_tok ({top_k}) exceeds n_routed_experts ({experts}). To fix: correct the config.")
+        raise PlanError(
+            f"num_experts_per_tok ({top_k}) exceeds n_routed_experts ({experts}). To fix: correct the config."
+        )
     groups = _int(cfg, "n_group", default=8)
     if experts % groups:
         raise PlanError(f"n_group ({groups}) does not divide n_routed_experts ({experts}). To fix: correct the config.")
@@ -172,9 +174,9 @@ def mla_kernel(kernel: str, model: ModelSpec) -> str:
     return "math" if kernel == "flash-cpu" else "efficient"
 
 
-def _mla_bytes(model: ModelSpec, compute: str, kernel: str, core: bool) -> float:
-    """One MLA block's attention half per token: input norm, q and kv projections, the attention core, o_proj's
-    input. `core=False` (selective checkpointing) drops the s x s tensors."""
+def _mla_bytes(model: ModelSpec, compute: str, kernel: str) -> float:
+    """One MLA block's attention half per token, but for its s x s tensors: input norm, q and kv projections,
+    the attention core's q, k and v, o_proj's input."""
     h, a, qk, v = model.hidden_size, model.num_heads, model.head_dim, model.v_head_dim
     kvr, rope = model.kv_lora_rank, model.qk_rope_head_dim
     act = 4 if compute == "fp32" else 2
@@ -208,7 +210,6 @@ def _score_bytes_per_key(compute: str, kernel: str) -> float:
 def _ffn_bytes(model: ModelSpec, compute: str, dense: bool) -> float:
     """The feed-forward half per token: post-attention norm, then the dense SwiGLU MLP (first blocks) or the MoE."""
     h = model.hidden_size
-    act = 4 if compute == "fp32" else 2
     swiglu = 16 if compute == "fp32" else 8  # gate and up outputs, SiLU output, their product
     if dense:
         return _norm(h, compute, compute != "16bit", consumers=2) + swiglu * model.dense_intermediate_size
@@ -236,8 +237,8 @@ def mla_block_bytes_per_token(model: ModelSpec, compute: str, kernel: str, seq_l
     """Saved bytes per token of one DeepSeek-V3 block, averaged over the dense first blocks and the MoE ones
     (their sum over the model is exact; a single recomputed block is the average)."""
     kernel = mla_kernel(kernel, model)
-    attention = _mla_bytes(model, compute, kernel, core)
-    if core:
+    attention = _mla_bytes(model, compute, kernel)
+    if core:  # selective checkpointing recomputes the attention core and drops its s x s tensors
         attention += _score_bytes_per_key(compute, kernel) * model.num_heads * seq_len
     L, dense = model.num_layers, model.dense_layers
     ffn = ((L - dense) * _ffn_bytes(model, compute, False) + dense * _ffn_bytes(model, compute, True)) / L

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from treino.errors import PlanError
 from treino.i18n import Msg
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
+from treino.plan.deepseek import mla_block_bytes_per_token, mla_kernel
 from treino.plan.encoder import mlm_backward_logits_bytes, mlm_outer_bytes
 from treino.plan.kernels import DEVICE_KINDS, Device, attention_kernel, device_of, dropout_mask_bytes
 from treino.plan.model import ModelSpec, Tensor
-from treino.plan.deepseek import mla_block_bytes_per_token, mla_kernel
 from treino.plan.moe import moe_block_bytes_per_token
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true", "fp8", "bf16-fsdp")
