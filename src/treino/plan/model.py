@@ -8,6 +8,7 @@ builds: Llama-2-7B 6,738,415,616; Llama-3-8B 8,030,261,248; GPT-2 124,439,808; B
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -95,11 +96,11 @@ class ModelSpec:
         probabilities times v over heads·v_head_dim (MLA: 192 and 128 per head; equal elsewhere)."""
         return (self.q_size + self.num_heads * self.v_head_dim) / 2 if self.v_head_dim else self.q_size
 
-    @property
+    @functools.cached_property  # a sweep asks for it many times per plan
     def layer_params(self) -> int:
         return sum(t.numel for t in self.layer_tensors)
 
-    @property
+    @functools.cached_property  # a sweep asks for it many times per plan
     def layer_linear_params(self) -> int:
         """Weights of one block's matrix multiplies that autocast casts to 16 bits. Routed experts are not:
         transformers runs them with `grouped_mm`, which autocast does not cover, in the weights' own dtype
@@ -115,13 +116,13 @@ class ModelSpec:
         """The untied LM head's weight (0 when tied to the embedding)."""
         return sum(t.numel for t in self.outer_tensors if t.name == "lm_head")
 
-    @property
+    @functools.cached_property  # a sweep asks for it many times per plan
     def blocks_params(self) -> int:
         """Parameters of all the blocks (the MoE ones and any dense first ones)."""
         dense = self.dense_layers * sum(t.numel for t in self.dense_layer_tensors)
         return (self.num_layers - self.dense_layers) * self.layer_params + dense
 
-    @property
+    @functools.cached_property  # a sweep asks for it many times per plan
     def params(self) -> int:
         return self.blocks_params + sum(t.numel for t in self.outer_tensors)
 
