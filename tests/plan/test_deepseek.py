@@ -10,7 +10,7 @@ import pytest
 
 from treino import catalog
 from treino.errors import PlanError
-from treino.plan import TrainSetup, estimate_training_memory, model_from_config
+from treino.plan import TrainSetup, estimate_inference, estimate_training_memory, model_from_config
 from treino.plan.memory import planned_attention_kernel
 from treino.plan.performance import model_flops_per_token
 
@@ -101,6 +101,18 @@ def test_mla_kernels() -> None:
     assert planned_attention_kernel(model_from_config(TINY), setup) == "math"
     same = model_from_config({**TINY, "v_head_dim": 40})
     assert planned_attention_kernel(same, setup) == "flash-cpu"
+
+
+def test_kv_cache_equals_transformers_cache() -> None:
+    """MLA caches the compressed latent (kv_lora_rank) and the shared rope key per token, not per head."""
+    engine = pytest.importorskip("treino.trace.engine")
+    model = engine.build_hf_model(TINY, precision="bf16-true", attention="sdpa").eval()
+    ids = torch.randint(0, TINY["vocab_size"], (3, 40))
+    with torch.no_grad():
+        cache = model(input_ids=ids, use_cache=True).past_key_values
+    measured = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
+    est = estimate_inference(model_from_config(TINY), catalog.gpu("l4"), batch=3, context=40)
+    assert est.kv_cache_bytes == measured
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,8 @@ class InferenceEstimate:
 
 
 def kv_cache_bytes_per_token(model: ModelSpec, kv_dtype: str = "bf16") -> int:
+    if model.kv_lora_rank:  # MLA caches the compressed latent and the shared rope key (DeepseekV3Attention)
+        return model.num_layers * (model.kv_lora_rank + model.qk_rope_head_dim) * KV_BYTES[kv_dtype]
     return 2 * model.num_layers * model.kv_size * KV_BYTES[kv_dtype]
 
 
