@@ -453,7 +453,8 @@ def block_activation_bytes(
     c = _coefficients(model, compute, kernel)
     t = setup.tp
     if model.kv_lora_rank:  # DeepSeek-V3: MLA and its MoE, tensor by tensor (deepseek.py)
-        weights = c.c_w * (0 if setup.lora or setup.precision == "fp8" else model.layer_linear_params) / t
+        linear = model.blocks_linear_params / model.num_layers  # autocast's copies, averaged over the blocks
+        weights = c.c_w * (0 if setup.lora or setup.precision == "fp8" else linear) / t
         return tokens * mla_block_bytes_per_token(model, compute, kernel, setup.seq_len, core) / t + weights
     h_bytes = c.c_h * model.hidden_size
     if model.hidden_dropout > 0:  # each hidden-size dropout keeps its mask (kernels.dropout_mask_bytes)

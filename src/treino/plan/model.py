@@ -116,6 +116,12 @@ class ModelSpec:
         """The untied LM head's weight (0 when tied to the embedding)."""
         return sum(t.numel for t in self.outer_tensors if t.name == "lm_head")
 
+    @functools.cached_property
+    def blocks_linear_params(self) -> int:
+        """`layer_linear_params` summed over all the blocks (the dense first ones have their own)."""
+        dense = sum(t.numel for t in self.dense_layer_tensors if len(t.shape) >= 2 and not t.name.startswith("expert."))
+        return (self.num_layers - self.dense_layers) * self.layer_linear_params + self.dense_layers * dense
+
     @functools.cached_property  # a sweep asks for it many times per plan
     def blocks_params(self) -> int:
         """Parameters of all the blocks (the MoE ones and any dense first ones)."""
