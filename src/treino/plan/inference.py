@@ -74,7 +74,7 @@ def estimate_inference(
     act = batch * context * (4 * model.hidden_size + 3 * model.intermediate_size) * 2 / gpus
     act += batch * model.vocab_size * 4
     w = weight_bytes / gpus
-    kv_gpu = kv / gpus
+    kv_gpu = kv if model.kv_lora_rank else kv / gpus  # MLA's latent is one per token: every rank holds it
     peak_tensor = w + kv_gpu + act
     overhead = cuda_context_bytes
     # Decode reads the weights a token uses (MoE: active experts only, an optimistic bound) and the cache.
