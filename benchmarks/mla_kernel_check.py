@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 from rich.console import Console
 from rich.table import Table
-
 from tests.plan.test_deepseek import TINY
+
 from treino.plan import TrainSetup, estimate_training_memory, model_from_config
 from treino.plan.kernels import Device, sdpa_kernel
 from treino.plan.memory import planned_attention_kernel
@@ -48,9 +48,7 @@ def kernel_table(console: Console, device: Device, where: str) -> int:
         chosen = CHOICE.get(backend.name, backend.name)
         if device.kind == "cpu" and chosen == "flash":
             chosen = "flash-cpu"
-        setup = TrainSetup(
-            precision="fp32" if dtype == "fp32" else f"{dtype}-mixed", device=device.kind, sm=device.sm
-        )
+        setup = TrainSetup(precision="fp32" if dtype == "fp32" else f"{dtype}-mixed", device=device.kind, sm=device.sm)
         planned = planned_attention_kernel(spec, setup)
         generic = sdpa_kernel(device, dtype, 0.0, False, 192)
         wrong += chosen != planned
