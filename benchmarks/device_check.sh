@@ -27,6 +27,7 @@ s=$SECONDS
 timeout 200 python3 benchmarks/gpu_plan_check.py --json "$OUT/plan_check.json" 2>&1 | tee "$OUT/plan_check.txt"
 echo "plan check in $((SECONDS - s)) s"
 timeout 120 python3 benchmarks/attention_kernels.py 2>&1 | tee "$OUT/attention_kernels.txt"
+timeout 120 python3 benchmarks/mla_kernel_check.py 2>&1 | tee "$OUT/mla_kernel_check.txt"
 treino plan train --model llama-3.1-8b --gpu h200-sxm --profile "$OUT/profile.json" --tokens 1e9 2>&1 | tail -25
 # NCCL code path smoke test: one rank per visible GPU (busbw is 0 by definition on one rank; algbw still moves).
 timeout 90 python3 -c '

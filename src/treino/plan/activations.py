@@ -94,6 +94,7 @@ FAMILY_GROUP = {
     # MoE blocks: Llama's attention and norms; the feed-forward half is counted tensor by tensor (moe.py).
     "mixtral": "llama",
     "qwen2_moe": "llama",
+    "deepseek_v3": "llama",  # only its kernel choice and weight copies: its blocks are counted in deepseek.py
     "phi3": "phi3",
     "gemma": "gemma",
     "gemma2": "gemma2",

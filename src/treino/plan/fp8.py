@@ -34,7 +34,7 @@ FP8_LINEAR_EFFICIENCY = 0.70
 def linear_flops_per_token(model: ModelSpec) -> float:
     """Training FLOPs (6 per weight) of the layers Float8Linear replaces: every block's Linear layers (not the
     MoE experts, which run through `grouped_mm`; not the LM head, left in bf16)."""
-    return 6 * model.num_layers * model.layer_linear_params
+    return 6 * model.blocks_linear_params
 
 
 def fp8_peak_tflops(model: ModelSpec, flops_per_token: float, bf16_tflops: float, fp8_tflops: float) -> float:

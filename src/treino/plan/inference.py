@@ -34,6 +34,8 @@ class InferenceEstimate:
 
 
 def kv_cache_bytes_per_token(model: ModelSpec, kv_dtype: str = "bf16") -> int:
+    if model.kv_lora_rank:  # MLA caches the compressed latent and the shared rope key (DeepseekV3Attention)
+        return model.num_layers * (model.kv_lora_rank + model.qk_rope_head_dim) * KV_BYTES[kv_dtype]
     return 2 * model.num_layers * model.kv_size * KV_BYTES[kv_dtype]
 
 
@@ -72,7 +74,7 @@ def estimate_inference(
     act = batch * context * (4 * model.hidden_size + 3 * model.intermediate_size) * 2 / gpus
     act += batch * model.vocab_size * 4
     w = weight_bytes / gpus
-    kv_gpu = kv / gpus
+    kv_gpu = kv if model.kv_lora_rank else kv / gpus  # MLA's latent is one per token: every rank holds it
     peak_tensor = w + kv_gpu + act
     overhead = cuda_context_bytes
     # Decode reads the weights a token uses (MoE: active experts only, an optimistic bound) and the cache.

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from treino.errors import PlanError
 from treino.i18n import Msg
 from treino.plan.activations import BLOCK_COEFFICIENTS, FAMILY_GROUP, BlockCoefficients
+from treino.plan.deepseek import mla_block_bytes_per_token, mla_kernel
 from treino.plan.encoder import mlm_backward_logits_bytes, mlm_outer_bytes
 from treino.plan.kernels import DEVICE_KINDS, Device, attention_kernel, device_of, dropout_mask_bytes
 from treino.plan.model import ModelSpec, Tensor
@@ -243,9 +244,9 @@ def stage_fraction(model: ModelSpec, pp: int) -> float:
     """Share of the parameters on the most loaded pipeline stage."""
     if pp == 1:
         return 1.0
-    outer = model.params - model.num_layers * model.layer_params
+    outer = model.params - model.blocks_params
     edge = max(model.embedding_params, outer - model.embedding_params)
-    return (model.num_layers * model.layer_params / pp + edge) / model.params
+    return (model.blocks_params / pp + edge) / model.params
 
 
 def pipeline_activation_factor(setup: TrainSetup) -> float:
@@ -396,7 +397,8 @@ def planned_attention_kernel(model: ModelSpec, setup: TrainSetup) -> str:
     if (FAMILY_GROUP[model.family], compute, "sdpa") not in BLOCK_COEFFICIENTS:
         return "eager"
     dtype = "fp32" if compute == "fp32" else ("fp16" if setup.precision == "fp16-mixed" else "bf16")
-    return attention_kernel(setup.target, setup.attention, dtype, model.attention_dropout, head_dim=model.head_dim)
+    kernel = attention_kernel(setup.target, setup.attention, dtype, model.attention_dropout, head_dim=model.head_dim)
+    return mla_kernel(kernel, model) if model.kv_lora_rank else kernel
 
 
 def _coefficients(model: ModelSpec, compute: str, kernel: str) -> BlockCoefficients:
@@ -450,6 +452,10 @@ def block_activation_bytes(
     kernel = kernel or planned_attention_kernel(model, setup)
     c = _coefficients(model, compute, kernel)
     t = setup.tp
+    if model.kv_lora_rank:  # DeepSeek-V3: MLA and its MoE, tensor by tensor (deepseek.py)
+        linear = model.blocks_linear_params / model.num_layers  # autocast's copies, averaged over the blocks
+        weights = c.c_w * (0 if setup.lora or setup.precision == "fp8" else linear) / t
+        return tokens * mla_block_bytes_per_token(model, compute, kernel, setup.seq_len, core) / t + weights
     h_bytes = c.c_h * model.hidden_size
     if model.hidden_dropout > 0:  # each hidden-size dropout keeps its mask (kernels.dropout_mask_bytes)
         h_bytes += (

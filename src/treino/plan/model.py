@@ -8,6 +8,7 @@ builds: Llama-2-7B 6,738,415,616; Llama-3-8B 8,030,261,248; GPT-2 124,439,808; B
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,8 +16,8 @@ from typing import Any
 from treino.errors import PlanError, UnsupportedModelError
 
 LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "qwen2_moe")
-MOE_FAMILIES = ("mixtral", "qwen2_moe")
-SUPPORTED_FAMILIES = (*LLAMA_LIKE, "gpt2", "gpt_neox", "bert")
+MOE_FAMILIES = ("mixtral", "qwen2_moe", "deepseek_v3")
+SUPPORTED_FAMILIES = (*LLAMA_LIKE, "gpt2", "gpt_neox", "bert", "deepseek_v3")
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,18 @@ class ModelSpec:
     hidden_dropout: float = 0.0
     hidden_dropout_sites: int = 0
     embedding_dropout: float = 0.0
+    # DeepSeek-V3: multi-head latent attention's ranks (0 without MLA; q_lora_rank 0 when q is projected
+    # directly), and the first `dense_layers` blocks, whose tensors are `dense_layer_tensors` (a dense SwiGLU
+    # MLP in place of the MoE block); `num_layers` counts them too.
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    dense_layers: int = 0
+    dense_layer_tensors: tuple[Tensor, ...] = ()
+    dense_intermediate_size: int = 0
+    router_groups: int = 1  # DeepSeek-V3's grouped top-k: `n_group` groups of experts, `topk_group` chosen
+    router_topk_groups: int = 1
 
     @property
     def q_size(self) -> int:
@@ -78,10 +91,16 @@ class ModelSpec:
         return self.num_kv_heads * self.head_dim
 
     @property
+    def attention_core_width(self) -> float:
+        """Per-token width of the attention core's two matmuls, averaged: q·kᵀ over heads·head_dim and the
+        probabilities times v over heads·v_head_dim (MLA: 192 and 128 per head; equal elsewhere)."""
+        return (self.q_size + self.num_heads * self.v_head_dim) / 2 if self.v_head_dim else self.q_size
+
+    @functools.cached_property  # a sweep asks for it many times per plan
     def layer_params(self) -> int:
         return sum(t.numel for t in self.layer_tensors)
 
-    @property
+    @functools.cached_property  # a sweep asks for it many times per plan
     def layer_linear_params(self) -> int:
         """Weights of one block's matrix multiplies that autocast casts to 16 bits. Routed experts are not:
         transformers runs them with `grouped_mm`, which autocast does not cover, in the weights' own dtype
@@ -97,9 +116,21 @@ class ModelSpec:
         """The untied LM head's weight (0 when tied to the embedding)."""
         return sum(t.numel for t in self.outer_tensors if t.name == "lm_head")
 
-    @property
+    @functools.cached_property
+    def blocks_linear_params(self) -> int:
+        """`layer_linear_params` summed over all the blocks (the dense first ones have their own)."""
+        dense = sum(t.numel for t in self.dense_layer_tensors if len(t.shape) >= 2 and not t.name.startswith("expert."))
+        return (self.num_layers - self.dense_layers) * self.layer_linear_params + self.dense_layers * dense
+
+    @functools.cached_property  # a sweep asks for it many times per plan
+    def blocks_params(self) -> int:
+        """Parameters of all the blocks (the MoE ones and any dense first ones)."""
+        dense = self.dense_layers * sum(t.numel for t in self.dense_layer_tensors)
+        return (self.num_layers - self.dense_layers) * self.layer_params + dense
+
+    @functools.cached_property  # a sweep asks for it many times per plan
     def params(self) -> int:
-        return self.num_layers * self.layer_params + sum(t.numel for t in self.outer_tensors)
+        return self.blocks_params + sum(t.numel for t in self.outer_tensors)
 
     @property
     def active_params(self) -> int:
@@ -108,11 +139,13 @@ class ModelSpec:
             return self.params
         expert = sum(t.numel for t in self.layer_tensors if t.name.startswith("expert."))
         idle = expert * (self.num_experts - self.experts_per_token) // self.num_experts
-        return self.params - self.num_layers * idle
+        return self.params - (self.num_layers - self.dense_layers) * idle
 
     def all_tensors(self) -> list[tuple[Tensor, int]]:
         """Every tensor with how many copies of it the model holds."""
-        return [(t, self.num_layers) for t in self.layer_tensors] + [(t, 1) for t in self.outer_tensors]
+        moe = self.num_layers - self.dense_layers
+        dense = [(t, self.dense_layers) for t in self.dense_layer_tensors] if self.dense_layers else []
+        return [(t, moe) for t in self.layer_tensors] + dense + [(t, 1) for t in self.outer_tensors]
 
 
 def _int(cfg: Mapping[str, Any], *keys: str, default: int | None = None) -> int:
@@ -165,6 +198,10 @@ def model_from_config(cfg: Mapping[str, Any], name: str = "custom") -> ModelSpec
         spec = _gpt2(cfg, name)
     elif family == "gpt_neox":
         spec = _gpt_neox(cfg, name)
+    elif family == "deepseek_v3":
+        from treino.plan.deepseek import deepseek_v3_from_config
+
+        spec = deepseek_v3_from_config(cfg, name)
     else:
         spec = _bert(cfg, name)
     return spec

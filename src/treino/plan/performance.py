@@ -96,14 +96,14 @@ def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
     """6N + 12·L·d_attn·s with N all parameters a token passes through (MoE: the active experts), as
     torchtitan and llm-foundry count MFU (PaLM App. B; planner-formulas §B7: this reproduces their published
     MFU to 0.1 pp)."""
-    return 6 * model.active_params + 12 * model.num_layers * model.q_size * seq_len
+    return 6 * model.active_params + 12 * model.num_layers * model.attention_core_width * seq_len
 
 
 def hardware_flops_per_token(model: ModelSpec, setup: TrainSetup) -> float:
     """What the GPUs execute: full recompute repeats the forward (8N + 16·L·d·s, §B3); LoRA skips the frozen
     weights' gradients (4N, §B5) and adds its adapters (6 per adapter parameter)."""
     base = model_flops_per_token(model, setup.seq_len)
-    attention = 12 * model.num_layers * model.q_size * setup.seq_len
+    attention = 12 * model.num_layers * model.attention_core_width * setup.seq_len
     dense = base - attention
     if setup.lora:
         dense = dense * 4 / 6 + 6 * lora_params(model, setup)

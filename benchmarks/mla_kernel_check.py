@@ -1,0 +1,108 @@
+"""DeepSeek-V3's multi-head latent attention on the device this runs on: the SDPA kernel PyTorch picks for MLA's
+shapes (queries and keys 192 wide per head, values 128) against the planner's choice (plan/deepseek.py
+`mla_kernel`), and a small DeepSeek-V3's peak of live tensors (MemTracker) against the plan for this device.
+
+    python benchmarks/mla_kernel_check.py
+
+Runs on the CPU too (the CPU row of the kernel table and the CPU peaks). Expected on CUDA (from PyTorch's
+sdp_utils.cpp, not yet run on a GPU): flash refuses a value head size different from the query's, so the
+memory-efficient kernel runs; cuDNN is planned like flash. The exit code is 1 if a choice differs from the plan.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch
+from rich.console import Console
+from rich.table import Table
+from tests.plan.test_deepseek import TINY
+
+from treino.plan import TrainSetup, estimate_training_memory, model_from_config
+from treino.plan.kernels import Device, sdpa_kernel
+from treino.plan.memory import planned_attention_kernel
+
+CHOICE = {"FLASH_ATTENTION": "flash", "EFFICIENT_ATTENTION": "efficient", "MATH": "math", "CUDNN_ATTENTION": "cudnn"}
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DEEPSEEK_V3 = {"model_type": "deepseek_v3"}  # transformers' defaults are DeepSeek-V3's: 128 heads, 192 / 128
+
+
+def kernel_table(console: Console, device: Device, where: str) -> int:
+    from torch.nn.attention import SDPBackend
+
+    spec = model_from_config(DEEPSEEK_V3)
+    table = Table(title=f"SDPA kernel for MLA training on {where} ({device})")
+    for col in ("dtype", "torch", "planner", ""):
+        table.add_column(col)
+    wrong = 0
+    for dtype, torch_dtype in DTYPES.items():
+        if device.kind == "cpu" and dtype == "fp16":
+            continue
+        shape = (1, 16, 512)
+        q = torch.randn(*shape, 192, device=where, dtype=torch_dtype, requires_grad=True)
+        v = torch.randn(*shape, 128, device=where, dtype=torch_dtype, requires_grad=True)
+        backend = SDPBackend(torch._fused_sdp_choice(q, q, v, dropout_p=0.0, is_causal=True))
+        chosen = CHOICE.get(backend.name, backend.name)
+        if device.kind == "cpu" and chosen == "flash":
+            chosen = "flash-cpu"
+        setup = TrainSetup(precision="fp32" if dtype == "fp32" else f"{dtype}-mixed", device=device.kind, sm=device.sm)
+        planned = planned_attention_kernel(spec, setup)
+        generic = sdpa_kernel(device, dtype, 0.0, False, 192)
+        wrong += chosen != planned
+        table.add_row(dtype, chosen, f"{planned} (equal heads: {generic})", "" if chosen == planned else "DIFFERS")
+    console.print(table)
+    return wrong
+
+
+def model_peaks(console: Console, device: Device, where: str) -> None:
+    from treino.trace import engine
+
+    table = Table(title=f"Small DeepSeek-V3 (tests/plan/test_deepseek.py), micro-batch 2 x 128, on {where}")
+    for col in ("precision", "attention", "checkpointing", "MemTracker", "planned", "error"):
+        table.add_column(col, justify="right")
+    for precision in ("fp32", "bf16-mixed", "bf16-true"):
+        for attention in ("sdpa", "eager"):
+            for checkpointing in ("none", "full"):
+                torch.manual_seed(0)
+                model = engine.build_hf_model(TINY, precision=precision, attention=attention).to(where)
+                batch = {k: t.to(where) for k, t in engine.lm_batch(TINY, 2, 128).items()}
+                measured = engine.measure_training_step(
+                    model, batch, precision=precision, checkpointing=checkpointing, device_type=device.kind
+                )
+                setup = TrainSetup(
+                    micro_batch=2,
+                    seq_len=128,
+                    precision=precision,
+                    attention=attention,
+                    checkpointing=checkpointing,
+                    device=device.kind,
+                    sm=device.sm,
+                )
+                planned = estimate_training_memory(model_from_config(TINY), setup).peak_tensor_bytes
+                error = planned / measured.peak_bytes - 1
+                table.add_row(
+                    precision, attention, checkpointing, f"{measured.peak_bytes:,}", f"{planned:,}", f"{error:+.1%}"
+                )
+    console.print(table)
+
+
+def main() -> int:
+    console = Console(width=120)
+    console.print(f"torch {torch.__version__}")
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        device, where = Device("cuda", 10 * major + minor), "cuda"
+        console.print(f"{torch.cuda.get_device_name()}, cuDNN {torch.backends.cudnn.version()}")
+    else:
+        device, where = Device("cpu", 0), "cpu"
+        console.print("No CUDA device: the CPU rows only.")
+    wrong = kernel_table(console, device, where)
+    model_peaks(console, device, where)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
