@@ -175,17 +175,18 @@ def test_a_second_async_save_reuses_the_cpu_copy_and_each_holds_the_state_of_its
     assert set(local_run._sharded().blocked_s) == {"wait", "folder", "write", "complete"}
 
 
+# Each line in one os.write: print's text and newline, written apart, interleave between the two threads.
 KILLED_MID_WRITE = """
-import threading, torch
+import os, threading, torch
 from treino import job
 class Stuck(str):  # DCP pickles it in its background thread, while writing: the write never ends
     def __reduce_ex__(self, protocol):
-        print("writing", flush=True)
+        os.write(1, b"writing\\n")
         threading.Event().wait()
 run = job.init(trackers=[])
 run.save_sharded({"w": torch.full((64,), 1.0)}, step=1)
 run.save_sharded({"w": torch.full((64,), 2.0), "note": Stuck("x")}, step=2, async_save=True)
-print("returned", flush=True)
+os.write(1, b"returned\\n")
 threading.Event().wait()
 """
 
