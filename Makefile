@@ -44,7 +44,8 @@ test: venv
 	@# PostgreSQL 15 from Debian for the tests' [postgresql] variants; as root only, else they skip and say why
 	@$(BIN)/python scripts/local_postgres.py install --if-root
 	@# two workers (pytest-xdist): most tests wait on real servers and jobs. Each file stays on one worker (its
-	@# module-scoped servers and Slurm cluster start once); tests/cluster's two clusters use their own ports; the 30 slowest tests are listed at the end (the suite must stay under 20 minutes)
+	@# module-scoped servers and Slurm cluster start once); tests/cluster's two clusters use their own ports. The
+	@# 30 slowest tests are listed at the end: the whole suite must stay under 20 minutes on two cores
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=30
 
 # Mutation testing (scripts/mutate.py, mutmut): each small change to a module users trust (the planner's memory and
