@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from treino.plan import TrainSetup, estimate_training_memory, model_from_config
+from treino.plan.memory import MemoryEstimate
+
 # Small enough that a step on two CPU cores takes a second or two (bf16 matmuls are slow on CPUs), large
 # enough that activations and logits make a third or more of the peak at micro-batch 2 x 256 tokens.
 H, FFN, LAYERS, HEADS, VOCAB = 128, 344, 3, 4, 2048
@@ -84,3 +87,31 @@ def with_dropout(cfg: dict[str, Any], p: float = 0.1) -> dict[str, Any]:
     if cfg["model_type"] == "bert":
         keys = ("hidden_dropout_prob", "attention_probs_dropout_prob")
     return {**cfg, **dict.fromkeys(keys, p)}
+
+
+def planned_against_measured(
+    cfg: dict[str, Any], precision: str, attention: str, checkpointing: str, micro_batch: int, seq_len: int
+) -> tuple[MemoryEstimate, int, float]:
+    """One training step of `cfg` built with transformers, measured by MemTracker on CPU, and the plan for the same
+    setup on the device measured (its kernels and dropout masks: CPU keeps a noise tensor, CUDA a bool mask): the
+    plan, the measured peak in bytes, and the plan's error against it."""
+    import torch
+
+    from treino.trace import engine
+
+    torch.manual_seed(0)
+    model = engine.build_hf_model(cfg, precision=precision, attention=attention)
+    measured = engine.measure_training_step(
+        model, engine.lm_batch(cfg, micro_batch, seq_len), precision=precision, checkpointing=checkpointing
+    )
+    setup = TrainSetup(
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        precision=precision,
+        attention=attention,
+        checkpointing=checkpointing,
+        device="cpu",
+        sm=0,
+    )
+    predicted = estimate_training_memory(model_from_config(cfg), setup)
+    return predicted, measured.peak_bytes, predicted.peak_tensor_bytes / measured.peak_bytes - 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plan.families import SMALL, without_dropout
+from tests.plan.families import SMALL, planned_against_measured, without_dropout
 from treino.plan import TrainSetup, estimate_training_memory, model_from_config
 
 torch = pytest.importorskip("torch")
@@ -33,25 +33,12 @@ RESULTS: list[tuple[str, int, int]] = []
 @pytest.mark.parametrize("family,precision,attention,checkpointing", CASES)
 def test_peak_within_10_percent_of_memtracker(family: str, precision: str, attention: str, checkpointing: str) -> None:
     cfg = SMALL[family]  # each family's default dropout: GPT-2 and BERT drop out 10 %, so CPU SDPA runs math
-    torch.manual_seed(0)
-    model = engine.build_hf_model(cfg, precision=precision, attention=attention)
-    measured = engine.measure_training_step(
-        model, engine.lm_batch(cfg, MICRO_BATCH, SEQ_LEN), precision=precision, checkpointing=checkpointing
+    predicted, measured, error = planned_against_measured(
+        cfg, precision, attention, checkpointing, MICRO_BATCH, SEQ_LEN
     )
-    setup = TrainSetup(
-        micro_batch=MICRO_BATCH,
-        seq_len=SEQ_LEN,
-        precision=precision,
-        attention=attention,
-        checkpointing=checkpointing,
-        device="cpu",  # the measurement's device: its kernels and dropout masks
-        sm=0,
-    )
-    predicted = estimate_training_memory(model_from_config(cfg), setup)
-    error = predicted.peak_tensor_bytes / measured.peak_bytes - 1
     assert abs(error) <= 0.10, (
         f"{family} {precision} {attention} {checkpointing}: predicted {predicted.peak_tensor_bytes:,} B "
-        f"({predicted.peak_phase}), measured {measured.peak_bytes:,} B: {error:+.1%}"
+        f"({predicted.peak_phase}), measured {measured:,} B: {error:+.1%}"
     )
 
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from tests.plan.families import planned_against_measured
 from treino import catalog
 from treino.errors import PlanError
-from treino.plan import TrainSetup, estimate_inference, estimate_training_memory, model_from_config
+from treino.plan import TrainSetup, estimate_inference, model_from_config
 from treino.plan.memory import block_activation_bytes, planned_attention_kernel
 from treino.plan.performance import model_flops_per_token
 
@@ -138,28 +139,13 @@ CASES = [
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=["-".join(map(str, c)) for c in CASES])
 def test_training_memory_within_10_percent(case: tuple[str, str, str, int]) -> None:
-    engine = pytest.importorskip("treino.trace.engine")
+    pytest.importorskip("treino.trace.engine")
     precision, attention, checkpointing, v_head_dim = case
     cfg = {**TINY, "v_head_dim": v_head_dim}
-    torch.manual_seed(0)
-    model = engine.build_hf_model(cfg, precision=precision, attention=attention)
-    measured = engine.measure_training_step(
-        model, engine.lm_batch(cfg, 2, 128), precision=precision, checkpointing=checkpointing
-    )
-    setup = TrainSetup(
-        micro_batch=2,
-        seq_len=128,
-        precision=precision,
-        attention=attention,
-        checkpointing=checkpointing,
-        device="cpu",
-        sm=0,
-    )
-    predicted = estimate_training_memory(model_from_config(cfg), setup)
-    error = predicted.peak_tensor_bytes / measured.peak_bytes - 1
+    predicted, measured, error = planned_against_measured(cfg, precision, attention, checkpointing, 2, 128)
     assert abs(error) <= 0.10, (
         f"{case}: predicted {predicted.peak_tensor_bytes:,} B ({predicted.peak_phase}), "
-        f"measured {measured.peak_bytes:,} B: {error:+.1%}"
+        f"measured {measured:,} B: {error:+.1%}"
     )
 
 

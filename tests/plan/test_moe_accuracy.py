@@ -12,8 +12,7 @@ import statistics
 
 import pytest
 
-from tests.plan.families import SMALL, without_dropout
-from treino.plan import TrainSetup, estimate_training_memory, model_from_config
+from tests.plan.families import SMALL, planned_against_measured, without_dropout
 
 torch = pytest.importorskip("torch")
 engine = pytest.importorskip("treino.trace.engine")
@@ -57,26 +56,13 @@ ERRORS: dict[str, float] = {}
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_untuned_moe_and_encoder_shapes_within_10_percent(case: tuple) -> None:
     name, cfg, micro_batch, seq_len, precision, attention, checkpointing = case
-    torch.manual_seed(0)
-    model = engine.build_hf_model(cfg, precision=precision, attention=attention)
-    measured = engine.measure_training_step(
-        model, engine.lm_batch(cfg, micro_batch, seq_len), precision=precision, checkpointing=checkpointing
+    predicted, measured, error = planned_against_measured(
+        cfg, precision, attention, checkpointing, micro_batch, seq_len
     )
-    setup = TrainSetup(  # the device measured: CPU (its dropout keeps a noise tensor, CUDA's a bool mask)
-        micro_batch=micro_batch,
-        seq_len=seq_len,
-        precision=precision,
-        attention=attention,
-        checkpointing=checkpointing,
-        device="cpu",
-        sm=0,
-    )
-    predicted = estimate_training_memory(model_from_config(cfg), setup)
-    error = predicted.peak_tensor_bytes / measured.peak_bytes - 1
     ERRORS[name] = error
     assert abs(error) <= 0.10, (
         f"{name}: predicted {predicted.peak_tensor_bytes:,} B ({predicted.peak_phase}), "
-        f"measured {measured.peak_bytes:,} B: {error:+.1%}"
+        f"measured {measured:,} B: {error:+.1%}"
     )
 
 
