@@ -1,7 +1,8 @@
 """Mutation testing of the modules whose numbers users trust: each small change mutmut makes to one of them must make
 one of its tests fail. `make mutate` runs it; `make mutate TARGETS=cpf` one target; `MUTANTS=` mutmut's names.
 
-    python scripts/mutate.py [--targets memory,cpf] [--mutants 'treino.govern.cpf.x__valid*'] [--table-only]
+    python scripts/mutate.py [--targets memory,cpf] [--mutants 'treino.govern.cpf.x__valid*'] [--max-children 1]
+                             [--table-only]
 
 Each target is a module and the tests that should catch its mutants (the fast ones: every mutant runs them). mutmut
 reads its settings from the pyproject.toml of the folder it runs in, so each target gets a folder of its own under
@@ -190,16 +191,17 @@ def prepare(name: str, target: Target) -> Path:
     return folder
 
 
-def run(folder: Path, mutants: str | None) -> None:
+def run(folder: Path, mutants: str | None, children: int | None = None) -> None:
     mutmut = Path(sys.executable).with_name("mutmut")
     env = {**os.environ, "PYTHONPATH": ""}  # the folder's own copy of src is what mutmut mutates
-    subprocess.run([str(mutmut), "run", *([mutants] if mutants else [])], cwd=folder, env=env, check=False)
+    limit = ["--max-children", str(children)] if children else []
+    subprocess.run([str(mutmut), "run", *limit, *([mutants] if mutants else [])], cwd=folder, env=env, check=False)
     # mutmut keeps a mutant's verdict until its function changes: the survivors are tried again, against the tests
     # as they are now (a test added since may kill them).
     equivalent = {name for names in EQUIVALENT.values() for name in names}
     left = [] if mutants else [m for m in survivors(folder) if m not in equivalent]
     if left:
-        subprocess.run([str(mutmut), "run", *left], cwd=folder, env=env, check=False)
+        subprocess.run([str(mutmut), "run", *limit, *left], cwd=folder, env=env, check=False)
 
 
 def score(folder: Path) -> dict[str, int] | None:
@@ -241,6 +243,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", default=",".join(TARGETS), help=f"comma-separated, of: {', '.join(TARGETS)}")
     parser.add_argument("--mutants", default=None, help="mutmut's mutant names (globs), e.g. 'treino.govern.cpf.x__*'")
+    parser.add_argument("--max-children", type=int, default=None, help="mutants tested at once (default: one per core)")
     parser.add_argument("--table-only", action="store_true", help="print the scores of earlier runs, run nothing")
     args = parser.parse_args()
     names = [n.strip() for n in args.targets.split(",") if n.strip()]
@@ -251,7 +254,7 @@ def main() -> int:
     if not args.table_only:
         for name in names:
             print(f"== {name}: mutants of {TARGETS[name].module}", flush=True)
-            run(prepare(name, TARGETS[name]), args.mutants)
+            run(prepare(name, TARGETS[name]), args.mutants, args.max_children)
     return table(names)
 
 
