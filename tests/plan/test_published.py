@@ -165,3 +165,53 @@ def test_pipeline_stages_divide_model_states() -> None:
     # the first stage also holds the 2.1 B-parameter embedding: +2.6 %
     assert split.model_state_bytes == pytest.approx(one.model_state_bytes / 56, rel=0.03)
     assert split.peak_tensor_bytes < one.peak_tensor_bytes / 40
+
+
+# Korthikanti et al. 2022 (arXiv 2205.05198), Table 2: activation bytes per transformer layer with 16-bit
+# activations, for GPT-3 175B's layer (Table 3: h 12288, a 96, s 2048), micro-batch 1, t = 8, so sbh = 25,165,824 and
+# 5as/h = 80 (5as/(ht) = 10). Each value is the table's formula evaluated by hand, in units of sbh:
+SBH = 2048 * 12288
+TABLE_2 = {  # (sequence parallel, checkpointing): bytes per layer
+    (False, "none"): 23 * SBH,  # tensor parallel:          sbh(10 + 24/t + 5as/(ht)) = sbh(10 + 3 + 10)
+    (False, "selective"): 13 * SBH,  # + selective recompute: sbh(10 + 24/t)
+    (True, "none"): 14.25 * SBH,  # + sequence parallel:        sbh/t · (34 + 5as/h) = sbh · 114/8
+    (True, "selective"): 4.25 * SBH,  # + both:                   sbh · 34/t
+    (False, "full"): 2 * SBH,  # full recompute: the layer's input, 2sbh (§5 of the paper)
+    (True, "full"): 0.25 * SBH,  # full recompute with sequence parallelism: 2sbh/t
+}
+
+
+@pytest.mark.parametrize("sequence_parallel,checkpointing", sorted(TABLE_2))
+@pytest.mark.parametrize("precision", ["bf16-master", "fp32"])
+def test_korthikanti_table_2_per_layer(sequence_parallel: bool, checkpointing: str, precision: str) -> None:
+    from treino.plan.memory import megatron_block_bytes
+
+    model = model_from_config(
+        {
+            "model_type": "gpt_neox",
+            "hidden_size": 12288,
+            "num_attention_heads": 96,
+            "num_hidden_layers": 96,
+            "intermediate_size": 4 * 12288,
+            "vocab_size": 51200,
+        }
+    )
+    setup = TrainSetup(
+        seq_len=2048,
+        gpus=8,
+        tp=8,
+        sequence_parallel=sequence_parallel,
+        kernels="megatron",
+        attention="eager",
+        precision=precision,
+    )
+    scale = 2 if precision == "fp32" else 1  # the table counts 2-byte activations; fp32 doubles every one
+    got = megatron_block_bytes(model, setup, 2048, checkpointing)
+    assert got == pytest.approx(scale * TABLE_2[sequence_parallel, checkpointing], rel=1e-9)
+    # With a flash kernel the 5as²b of softmax, its dropout mask and the attention output's input becomes the
+    # kernel's fp32 log-sum-exp, one float per (batch, head, query): 4·a·s·b bytes whatever the precision
+    # (FlashAttention-2's `softmax_lse`, shape (b, a, s), float32), split over t like the term it replaces.
+    flash = megatron_block_bytes(model, TrainSetup(**{**setup.__dict__, "attention": "sdpa"}), 2048, checkpointing)
+    lse = 4 * 96 * 2048 / 8 if checkpointing == "none" else 0
+    eager_core = 5 * 96 * 2048 * 2048 / 8 if checkpointing == "none" else 0
+    assert flash == pytest.approx(scale * (TABLE_2[sequence_parallel, checkpointing] - eager_core) + lse, rel=1e-9)

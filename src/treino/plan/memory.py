@@ -426,19 +426,19 @@ def _score_bytes(model: ModelSpec, setup: TrainSetup, kernel: str, compute: str)
 def megatron_block_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, checkpointing: str) -> float:
     """Megatron-LM's saved activations per block (Korthikanti et al. 2022, arXiv 2205.05198, Table 2), for
     16-bit activations (x2 in fp32). With SDPA (flash attention) the 5as²b attention-core term becomes the
-    kernel's fp32 log-sum-exp, 4·a·s·b (planner-formulas §B3)."""
-    sbh = tokens * model.hidden_size
+    kernel's fp32 log-sum-exp, 4·a·s·b (planner-formulas §B3), fp32 whatever the activations' precision."""
+    scale = 2 if setup.precision == "fp32" else 1
+    sbh = scale * tokens * model.hidden_size
     t = setup.tp
     a, s = model.num_heads, setup.seq_len
-    core = 5 * a * s * tokens if setup.attention == "eager" else 4 * a * tokens
-    scale = 2 if setup.precision == "fp32" else 1
+    core = scale * 5 * a * s * tokens if setup.attention == "eager" else 4 * a * tokens
     if checkpointing == "full":
         out = 2 * sbh / (t if setup.sequence_parallel else 1)
     elif setup.sequence_parallel:
         out = (34 * sbh + (core if checkpointing == "none" else 0)) / t
     else:
         out = sbh * (10 + 24 / t) + (core / t if checkpointing == "none" else 0)
-    return scale * out
+    return out
 
 
 def block_activation_bytes(
