@@ -38,6 +38,24 @@ def test_trainable_params_equal_peft(family: str, rank: int) -> None:
     assert estimate_training_memory(model_from_config(cfg), setup).trainable_params == trainable
 
 
+@pytest.mark.parametrize("family", ["mixtral", "qwen2_moe"])
+@pytest.mark.parametrize("rank", [4, 16])
+def test_fused_expert_adapters_equal_peft(family: str, rank: int) -> None:
+    """transformers holds a MoE layer's experts as 3-D parameters (experts, d_out, d_in); PEFT adapts them with
+    `target_parameters`, one A (r·E x d_in) and B (d_out x r·E) per parameter (peft 0.21 tuners/lora ParamWrapper).
+    The planner's target "experts" counts the same, next to the attention's own adapters."""
+    cfg = without_dropout(SMALL[family])
+    torch.manual_seed(0)
+    base = engine.build_hf_model(cfg, precision="bf16-true", attention="sdpa")
+    config = peft.LoraConfig(
+        r=rank, target_modules=["q_proj"], target_parameters=["experts.gate_up_proj", "experts.down_proj"]
+    )
+    model = peft.get_peft_model(base, config)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    setup = TrainSetup(lora_rank=rank, lora_targets=("q_proj", "experts"), seq_len=16)
+    assert estimate_training_memory(model_from_config(cfg), setup).trainable_params == trainable
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(TARGETS))
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])

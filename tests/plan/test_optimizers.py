@@ -121,3 +121,55 @@ def test_lora_adapters_state_and_step_temporaries_measured(name: str, rank: int)
     model = peft.get_peft_model(base, peft.LoraConfig(r=rank, target_modules=list(LORA_TARGETS)))
     setup = TrainSetup(precision="bf16-true", optimizer=name, seq_len=16, lora_rank=rank, lora_targets=LORA_TARGETS)
     _check(cfg, model, name, setup)
+
+
+@pytest.mark.parametrize("name", ["adamw", "sgd", "sgd-momentum", "adafactor"])
+def test_master_weights_state_and_step_temporaries_measured(name: str) -> None:
+    """bf16-master (Megatron's and DeepSpeed's BF16_Optimizer scheme, as treino's trace engine runs it): bf16
+    parameters and gradients, fp32 master copies that the optimizer (foreach) steps on. The state is the masters
+    plus the optimizer's own; the step's temporaries are the gradients cast to fp32 plus the optimizer's."""
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    cfg = _small("llama")
+    torch.manual_seed(0)
+    model = engine.build_hf_model(cfg, precision="bf16-master", attention="sdpa")
+    master = engine._MasterWeights([p for p in model.parameters() if p.requires_grad], name, "cuda")  # foreach
+    batch = engine.lm_batch(cfg, 1, 16)
+    model(**batch).loss.backward()
+    master.step()  # creates the state
+    model.zero_grad(set_to_none=True)
+    model(**batch).loss.backward()
+    tracker = MemTracker()
+    tracker.track_external(model, master.optimizer, *master.master)
+    with tracker:
+        master.step()
+    peak: dict[str, int] = {}
+    for per_device in tracker.get_tracker_snapshot("peak").values():
+        for kind, nbytes in per_device.items():
+            peak[str(kind).rsplit(".", 1)[-1]] = peak.get(str(kind).rsplit(".", 1)[-1], 0) + int(nbytes)
+    masters = sum(m.numel() * m.element_size() for m in master.master)
+    state = _storages(master.optimizer, counters=False) + masters
+    held = peak["PARAM"] + peak["BUFFER"] + peak["GRAD"] + _storages(master.optimizer, counters=True) + masters
+    predicted = estimate_training_memory(
+        model_from_config(cfg), TrainSetup(precision="bf16-master", optimizer=name, seq_len=16)
+    )
+    assert predicted.optimizer_bytes == state
+    predicted_temporaries = dict(predicted.phase_peaks_bytes)["optimizer step"] - predicted.model_state_bytes
+    assert predicted_temporaries == pytest.approx(peak["Total"] - held, rel=0.01, abs=512)
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_lora_keeps_no_master_copy(name: str) -> None:
+    """PEFT keeps the adapters in fp32 (its autocast_adapter_dtype default), so under bf16-master a LoRA plan is the
+    bf16-mixed one that tests/plan/test_lora.py measures: no fp32 copy of the adapters and no cast of their
+    gradients."""
+    cfg = _small("llama")
+    plans = [
+        estimate_training_memory(
+            model_from_config(cfg),
+            TrainSetup(precision=precision, optimizer=name, seq_len=16, lora_rank=8, lora_targets=LORA_TARGETS),
+        )
+        for precision in ("bf16-master", "bf16-mixed")
+    ]
+    assert plans[0].optimizer_bytes == plans[1].optimizer_bytes
+    assert plans[0].phase_peaks_bytes == plans[1].phase_peaks_bytes

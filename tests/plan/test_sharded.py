@@ -103,3 +103,84 @@ def test_each_ranks_model_states_as_measured(zero: int) -> None:
         assert predicted.optimizer_bytes * RANKS == sum(optimizer)
     else:
         assert predicted.optimizer_bytes == optimizer[0]
+
+
+# The unsharded parameters FSDP2 holds besides each rank's shards ("Unsharded Param" + "All Gather" of
+# FSDPMemTracker), at the loss (after forward) and at the peak of backward, on 2 ranks (torch 2.13; measured on CPU
+# by the slow test below; kept here for the fast suite and `make mutate`). ZeRO-2 keeps every unit gathered from its
+# forward to its backward; ZeRO-3 only the root at the loss, then the root, the block in backward and the one
+# prefetched, and with full checkpointing also the block being recomputed.
+GATHERED_2_RANKS = {  # (checkpointing, zero): (at the loss, at the peak, the plan's phase at that peak)
+    ("none", 2): (4_287_488, 4_287_488, "backward"),
+    ("none", 3): (2_101_760, 2_830_336, "backward"),
+    ("full", 2): (4_287_488, 4_287_488, "backward"),
+    ("full", 3): (2_101_760, 3_558_912, "backward, recompute"),
+}
+
+
+def _gathered(zero: int, checkpointing: str, config: dict[str, Any] = CONFIG, **more: Any) -> dict[str, float]:
+    """The plan's gathered bytes by moment of the step (fp32 parameters), `more` TrainSetup's other fields."""
+    from treino.plan.memory import _fsdp_gathered_bytes
+
+    setup = TrainSetup(
+        micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision="fp32", gpus=RANKS, zero=zero, checkpointing=checkpointing
+    )
+    return _fsdp_gathered_bytes(model_from_config(config), TrainSetup(**{**setup.__dict__, **more}), 4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("checkpointing", ["none", "full"])
+def test_gathered_units_at_the_loss_and_at_the_peak_exact(checkpointing: str) -> None:
+    ranks_by_zero = sharded.measure_sharded_steps(
+        CONFIG, ranks=RANKS, zeros=(2, 3), micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, checkpointing=checkpointing
+    )
+    for zero, ranks in ranks_by_zero.items():
+        at_loss, at_peak, phase = GATHERED_2_RANKS[checkpointing, zero]
+        planned = _gathered(zero, checkpointing)
+        assert (planned["loss"], planned[phase]) == (at_loss, at_peak)
+        for rank in ranks:
+            loss, peak = rank.loss_by_kind, rank.peak_by_kind
+            assert loss["Unsharded Param"] + loss["All Gather"] == at_loss, loss
+            assert peak["Unsharded Param"] + peak["All Gather"] == at_peak, peak
+
+
+@pytest.mark.parametrize("checkpointing,zero", sorted(GATHERED_2_RANKS))
+def test_gathered_units_as_measured(checkpointing: str, zero: int) -> None:
+    at_loss, at_peak, phase = GATHERED_2_RANKS[checkpointing, zero]
+    planned = _gathered(zero, checkpointing)
+    assert (planned["loss"], planned[phase]) == (at_loss, at_peak)
+    # every phase of the plan is one of the measured moments: ZeRO-2 holds all units throughout; ZeRO-3 the root,
+    # plus one block in backward and two while one is recomputed
+    block = GATHERED_2_RANKS["none", 3][1] - GATHERED_2_RANKS["none", 3][0]
+    expected = [at_loss] * 3 if zero == 2 else [at_loss, at_loss + block, at_loss + 2 * block]
+    assert [planned[k] for k in ("loss", "backward", "backward, recompute")] == expected
+
+
+def test_gathered_units_split_over_tensor_and_pipeline_parallelism() -> None:
+    """With tensor parallelism each rank gathers its 1/t slice of every unit. With pipeline stages a stage's root
+    is its part of the model's outer tensors: the first stage the embedding, the last the final norm and the LM head
+    (the larger, planned); ZeRO-2 holds the stage's L/pp blocks. FSDP2 pads each tensor's dim 0 to a multiple of the
+    ranks: 2051 vocabulary rows are 1026 a rank, so a 128-wide (2051, 128) matrix gathers 2 x 1026 x 128 floats."""
+    for zero in (2, 3):
+        whole = _gathered(zero, "full")
+        halves = _gathered(zero, "full", gpus=2 * RANKS, tp=2)
+        assert halves == {k: v / 2 for k, v in whole.items()}
+    matrix, norm = 4 * 2 * 1026 * 128, 4 * 128  # fp32 bytes of a gathered (2051, 128) matrix and (128,) norm
+    staged = _gathered(3, "none", gpus=2 * RANKS, pp=2)
+    assert staged["loss"] == matrix + norm  # the last stage: final norm + head, larger than the embedding
+    tied = {**CONFIG, "tie_word_embeddings": True}
+    assert _gathered(3, "none", gpus=2 * RANKS, pp=2, config=tied)["loss"] == matrix  # the first: the embedding
+    assert _gathered(3, "none", config=tied)["loss"] == matrix + norm
+    block = GATHERED_2_RANKS["none", 3][1] - GATHERED_2_RANKS["none", 3][0]
+    layers = CONFIG["num_hidden_layers"]
+    assert _gathered(2, "none", gpus=3 * RANKS, pp=3)["loss"] == matrix + norm + block * layers / 3
+
+
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_one_rank_shards_nothing(zero: int) -> None:
+    """ZeRO on one GPU: each rank's share is the whole model (FSDP2 over a world of one keeps whole tensors)."""
+    whole = estimate_training_memory(
+        model_from_config(CONFIG), TrainSetup(seq_len=SEQ_LEN, precision="fp32", zero=0)
+    ).rank_model_state_bytes
+    setup = TrainSetup(seq_len=SEQ_LEN, precision="fp32", zero=zero)
+    assert estimate_training_memory(model_from_config(CONFIG), setup).rank_model_state_bytes == whole

@@ -53,6 +53,7 @@ class RankMeasurement:
     optimizer_state_bytes: int  # its optimizer state
     peak_bytes: int
     peak_by_kind: dict[str, int]
+    loss_by_kind: dict[str, int]  # the live tensors by category at the loss (after forward, before backward)
 
 
 def _free_port() -> int:
@@ -145,6 +146,8 @@ def _measure_rank(rank: int, world: int, config: dict[str, Any], setup: dict[str
         opt = engine.make_optimizer("adamw", params)
     cast = engine.autocast_dtype(precision)
     grads_after_backward = 0
+    tracker: Any = None
+    at_loss: dict[str, int] = {}
 
     def step() -> None:
         nonlocal grads_after_backward
@@ -152,13 +155,15 @@ def _measure_rank(rank: int, world: int, config: dict[str, Any], setup: dict[str
         with ctx:
             # bound to a name, as in a training loop: the outputs (the logits) stay live until the step ends
             outputs = wrapped(**batch)
-        engine._loss_of(outputs).backward()  # type: ignore[no-untyped-call]  # unannotated (torch 2.13)
+        loss = engine._loss_of(outputs)
+        if tracker is not None:
+            at_loss.update(_by_kind(tracker.get_tracker_snapshot()))
+        loss.backward()  # type: ignore[no-untyped-call]  # unannotated (torch 2.13)
         grads_after_backward = _storage_bytes([p.grad for p in params if p.grad is not None])
         opt.step()
         opt.zero_grad(set_to_none=True)
 
     step()  # creates the optimizer state
-    tracker: Any
     if zero >= 2:
         tracker = FSDPMemTracker(model, opt)  # fully_shard made `model` an FSDPModule
         tracker.track_inputs(tuple(batch.values()))
@@ -167,11 +172,7 @@ def _measure_rank(rank: int, world: int, config: dict[str, Any], setup: dict[str
         tracker.track_external(wrapped, getattr(opt, "optim", opt), *batch.values())
     with tracker:
         step()
-    by_kind: dict[str, int] = {}
-    for per_device in tracker.get_tracker_snapshot("peak").values():
-        for kind, nbytes in per_device.items():
-            key = str(getattr(kind, "value", kind))
-            by_kind[key] = by_kind.get(key, 0) + int(nbytes)
+    by_kind = _by_kind(tracker.get_tracker_snapshot("peak"))
     inner = getattr(opt, "optim", opt)  # ZeroRedundancyOptimizer keeps its rank's state in an inner optimizer
     state = [v for s in inner.state.values() for v in s.values() if isinstance(v, torch.Tensor) and v.dim()]
     return RankMeasurement(
@@ -182,7 +183,18 @@ def _measure_rank(rank: int, world: int, config: dict[str, Any], setup: dict[str
         optimizer_state_bytes=_storage_bytes(state),
         peak_bytes=by_kind.get("Total", 0),
         peak_by_kind=by_kind,
+        loss_by_kind=at_loss,
     )
+
+
+def _by_kind(snapshot: dict[Any, dict[Any, int]]) -> dict[str, int]:
+    """A MemTracker snapshot's bytes by category ("Sharded Param", "All Gather", "Total", ...), over devices."""
+    by_kind: dict[str, int] = {}
+    for per_device in snapshot.values():
+        for kind, nbytes in per_device.items():
+            key = str(getattr(kind, "value", kind))
+            by_kind[key] = by_kind.get(key, 0) + int(nbytes)
+    return by_kind
 
 
 def measure_sharded_steps(
