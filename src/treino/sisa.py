@@ -167,7 +167,10 @@ class Assignment:
 
 
 def assign(
-    keys: Sequence[str] | pa.Array, shards: int, slices: int, holdout_buckets: int = DEFAULT_HOLDOUT_BUCKETS
+    keys: Sequence[str] | pa.Array | pa.ChunkedArray,
+    shards: int,
+    slices: int,
+    holdout_buckets: int = DEFAULT_HOLDOUT_BUCKETS,
 ) -> Assignment:
     """Each row (by its canonical subject key) to one shard and one slice, or to the held-out rows. Every retraining
     runs it over every row, so only the digests are a Python loop (one SHA-256 a distinct key, ~0.4 µs): the keys
@@ -178,7 +181,9 @@ def assign(
     import pyarrow.compute as pc
 
     _check_sizes(shards, slices)
-    array = keys if isinstance(keys, pa.Array) else pa.array(keys, pa.string())
+    array = keys if isinstance(keys, pa.Array | pa.ChunkedArray) else pa.array(keys, pa.string())
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
     n, parts = len(array), shards * slices  # part k * slices + j: shard k's slice j; part `parts`: held out
     order = pc.sort_indices(array).to_numpy()
     if n:
@@ -186,7 +191,8 @@ def assign(
         new_key = np.ones(n, dtype=bool)
         new_key[1:] = pc.not_equal(ordered[1:], ordered[:-1]).to_numpy(zero_copy_only=False)
         starts = np.flatnonzero(new_key)  # the first row of each distinct key, in key order
-        prefixed = pc.binary_join_element_wise(_DIGEST_PREFIX.decode(), ordered.take(starts), "")
+        prefix, empty = (pa.scalar(v, array.type) for v in (_DIGEST_PREFIX.decode(), ""))  # string or large_string
+        prefixed = pc.binary_join_element_wise(prefix, ordered.take(starts), empty)
         sha256 = hashlib.sha256
         digests = b"".join([sha256(m).digest() for m in prefixed.cast(pa.large_binary()).to_pylist()])
         d = np.frombuffer(digests, dtype=">u8").reshape(-1, 4).astype(np.uint64)  # (distinct keys, 4) u64 each

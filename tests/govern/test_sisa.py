@@ -83,6 +83,12 @@ def test_keys_of_a_column_and_the_assignment_are_those_the_docstring_defines() -
             want[int.from_bytes(d[0:8], "big") % shards][int.from_bytes(d[8:16], "big") % slices].append(i)
     got = sisa.assign(keys, shards, slices, holdout_buckets)
     assert (got.rows, got.holdout) == (want, held) and held
+    # The keys as Arrow gives them (subject_key_array: string, or large_string for such a column), in chunks or not
+    for column in (pa.array(keys, pa.large_string()), pa.chunked_array([keys[:100], keys[100:]]), pa.array(texts)):
+        arrow = sisa.assign(sisa.subject_key_array(column), shards, slices, holdout_buckets)
+        assert (arrow.rows, arrow.holdout) == (want, held)
+    arrow = sisa.assign(pa.chunked_array([keys[:100], keys[100:]], pa.large_string()), shards, slices, holdout_buckets)
+    assert (arrow.rows, arrow.holdout) == (want, held)
 
 
 def test_the_ensemble_averages_probabilities_or_votes() -> None:
