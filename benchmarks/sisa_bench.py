@@ -153,15 +153,13 @@ def open_parts(table: pa.Table, shards: int) -> dict[str, float]:
     shards and slices, and the digest of every slice's rows (the rest of open: checking the seeded folder)."""
     parts: dict[str, float] = {}
     start = time.process_time()
-    keys = sisa.subject_keys(table.column("cpf"))
+    keys = sisa.subject_key_array(table.column("cpf"))
     parts[KEYS] = time.process_time() - start
     start = time.process_time()
     assignment = sisa.assign(keys, shards, SLICES)
     parts[ASSIGN] = time.process_time() - start
     start = time.process_time()
-    for shard in assignment.rows:
-        for part in shard:
-            sisa._row_digest(table, part)
+    sisa.slice_digests(table, assignment)
     parts[DIGESTS] = time.process_time() - start
     return parts
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,12 @@ def test_keys_of_a_column_and_the_assignment_are_those_the_docstring_defines() -
             want[int.from_bytes(d[0:8], "big") % shards][int.from_bytes(d[8:16], "big") % slices].append(i)
     got = sisa.assign(keys, shards, slices, holdout_buckets)
     assert (got.rows, got.holdout) == (want, held) and held
+    # The keys as Arrow gives them (subject_key_array: string, or large_string for such a column), in chunks or not
+    for column in (pa.array(keys, pa.large_string()), pa.chunked_array([keys[:100], keys[100:]]), pa.array(texts)):
+        arrow = sisa.assign(sisa.subject_key_array(column), shards, slices, holdout_buckets)
+        assert (arrow.rows, arrow.holdout) == (want, held)
+    arrow = sisa.assign(pa.chunked_array([keys[:100], keys[100:]], pa.large_string()), shards, slices, holdout_buckets)
+    assert (arrow.rows, arrow.holdout) == (want, held)
 
 
 def test_the_ensemble_averages_probabilities_or_votes() -> None:
@@ -170,3 +177,127 @@ def test_the_spec_takes_sisa_shards_and_slices_and_refuses_nonsense() -> None:
     for bad in ({"shards": 0}, {"shards": 3, "slices": 0}, {"shards": sisa.SHARDS_MAX + 1}, {"shards": "3"}, {}):
         with pytest.raises(ValidationError):
             JobSpec.model_validate({**base, "sisa": bad})
+
+
+def test_keys_of_values_with_many_kinds_of_punctuation_are_subject_keys() -> None:
+    """subject_key_array strips punctuation kind by kind (literal replaces) up to a limit, then by one regex: past
+    that limit, on empty and all-punctuation values, and on underscores ([\\W_] drops them), the keys are
+    subject_key's."""
+    import pyarrow as pa
+
+    marks = "._-/ ,;:+*#()[]"  # more kinds than the literal replaces take
+    assert len(marks) > sisa._LITERAL_STRIPS_MAX
+    values = [f"{m}063{m}469{m}421{m}90" for m in marks] + ["", "--", "_a_B_", "x" + marks + "9", "ABC", "00042"]
+    for column in (pa.array(values), pa.chunked_array([values[:5], values[5:]]), pa.array(values[-3:])):
+        assert sisa.subject_key_array(column).to_pylist() == [sisa.subject_key(v) for v in column.to_pylist()]
+
+
+def test_a_slice_digest_is_its_rows_in_key_order_as_one_ipc_stream_whatever_the_chunks() -> None:
+    """treino.sisa's docstring: a slice's digest is sha256 of its rows, every column, in key order (then row order),
+    as one Arrow IPC stream. Computed here from the rows as Python values, against the plan's digests of a table
+    read in several chunks (as a Parquet file's row groups are): a manifest written from one reading still matches
+    another."""
+    import hashlib
+
+    import pyarrow as pa
+
+    table = _people(120)
+    chunked = pa.Table.from_batches(table.to_batches(max_chunksize=37))
+    assert chunked.column("cpf").num_chunks > 1
+    assignment = sisa.assign(sisa.subject_key_array(chunked.column("cpf")), 3, 2)
+    got = sisa.slice_digests(chunked, assignment)
+    records = table.to_pylist()
+    for k in range(3):
+        for j in range(2):
+            part = sorted(
+                (i for i, r in enumerate(records) if _place(r["cpf"], 3, 2) == (k, j) and not _held(r["cpf"])),
+                key=lambda i: (sisa.subject_key(records[i]["cpf"]), i),
+            )
+            rows = pa.Table.from_pylist([records[i] for i in part], schema=table.schema)
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, rows.schema) as writer:
+                writer.write_table(rows)
+            assert got[k][j] == hashlib.sha256(sink.getvalue()).hexdigest(), (k, j)
+
+
+SHARDS_LOCAL, SLICES_LOCAL = 3, 4
+
+
+def test_an_erasure_reuses_only_slices_whose_rows_are_unchanged(tmp_path: Path, local_run: Any) -> None:
+    """Local runs of the SDK: a first SISA training, then three retrainings, each on a fresh copy of its folder and
+    on the data read in other chunks. Each shard model here is the list of rows it was trained on (its checkpoints
+    chain slice after slice), so a kept checkpoint that saw a row no longer in the data shows. Erasing one subject
+    retrains its shard from its slice; a row changed in an earlier slice of that shard, or in another shard, makes
+    the plan retrain from that slice too: every reused slice is checked, not only the erased subject's."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from treino import job
+
+    table = _people(400)
+    base = local_run.checkpoint_dir
+    _train_rows(local_run, pa.Table.from_batches(table.to_batches(max_chunksize=150)))
+    cpfs = table.column("cpf").to_pylist()
+    trained = [c for c in cpfs if not _held(c)]
+    erased = next(c for c in trained if _place(c, SHARDS_LOCAL, SLICES_LOCAL)[1] == 2)
+    k = _place(erased, SHARDS_LOCAL, SLICES_LOCAL)[0]
+    same_shard = next(c for c in trained if _place(c, SHARDS_LOCAL, SLICES_LOCAL) == (k, 0))
+    other = next(c for c in trained if _place(c, SHARDS_LOCAL, SLICES_LOCAL) == ((k + 1) % SHARDS_LOCAL, 1))
+
+    def retrain(name: str, changed: str | None) -> tuple[list[int], list[int]]:
+        folder = tmp_path / name
+        shutil.copytree(base, folder)
+        kept = table.filter(pc.invert(pc.equal(table.column("cpf"), erased)))
+        if changed is not None:  # one row of a subject rectified: its x is a value no row had
+            x = pc.if_else(pc.equal(kept.column("cpf"), changed), pc.add(kept.column("x"), 10**6), kept.column("x"))
+            kept = kept.set_column(kept.schema.get_field_index("x"), "x", x)
+        plan = _train_rows(job.init(checkpoint_dir=folder), kept.combine_chunks())
+        for shard in plan.shards:  # every shard model saw exactly its rows of the new data, nothing else
+            saw = plan.final_state(shard)["x"].tolist()
+            assert sorted(saw) == sorted(kept.take(shard.rows).column("x").to_pylist()), shard.index
+        return plan.reused_from["retrained_shards"], plan.reused_from["start_slices"]
+
+    starts = [SLICES_LOCAL] * SHARDS_LOCAL
+    starts[k] = 2
+    assert retrain("erased", None) == ([k], starts)
+    starts[k] = 0
+    assert retrain("erased-and-same-shard-changed", same_shard) == ([k], starts)
+    starts[k], starts[(k + 1) % SHARDS_LOCAL] = 2, 1
+    assert retrain("erased-and-other-shard-changed", other) == (sorted([k, (k + 1) % SHARDS_LOCAL]), starts)
+
+
+def _people(subjects: int) -> Any:
+    """`subjects` people with two rows each (x: distinct per row), their CPF typed with punctuation in one row and
+    without it (nor its leading zeros) in the other: one subject, one key."""
+    import random
+
+    import pyarrow as pa
+
+    rng = random.Random(11)
+    ids = [f"{rng.randrange(10**10):011d}" for _ in range(subjects)]
+    cpfs = [f"{i[:3]}.{i[3:6]}.{i[6:9]}-{i[9:]}" for i in ids] + [i.lstrip("0") for i in ids]
+    return pa.table({"cpf": cpfs, "x": list(range(len(cpfs)))})
+
+
+def _held(cpf: str) -> bool:
+    return sisa.held_out(sisa.subject_key(cpf))
+
+
+def _place(cpf: str, shards: int, slices: int) -> tuple[int, int]:
+    key = sisa.subject_key(cpf)
+    return sisa.shard_of(key, shards), sisa.slice_of(key, slices)
+
+
+def _train_rows(run: Any, table: Any) -> sisa.SisaPlan:
+    """A SISA training whose shard model is the x of the rows it was trained on, slice after slice."""
+    plan = sisa.SisaPlan.open(run, table, subject_column="cpf", shards=SHARDS_LOCAL, slices=SLICES_LOCAL)
+    assert plan is not None
+    for shard in plan.shards:
+        state = plan.restore(shard)
+        for j in range(shard.start_slice, plan.slices):
+            seen = [] if state is None else state["x"].tolist()
+            new = table.take(shard.slice_rows[j]).column("x").to_pylist()
+            state = {"x": torch.tensor(seen + new, dtype=torch.int64)}
+            plan.save(shard, j, state)
+    plan.finish()
+    return plan
