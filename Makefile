@@ -54,10 +54,13 @@ test: venv
 # mutmut keeps its results in .mutate/ and, run again, tests only the mutants of functions that changed. E.g.
 #   make mutate TARGETS=cpf
 #   make mutate TARGETS=memory MUTANTS='treino.plan.memory.x__adamw_8bit_state_bytes*'
+# CHILDREN=1 tests one mutant at a time (default: one per core), leaving a core to other work.
 TARGETS ?= memory,performance,audit,cpf,scheduler
 MUTANTS ?=
+CHILDREN ?=
 mutate: venv
-	$(BIN)/python scripts/mutate.py --targets '$(TARGETS)' $(if $(MUTANTS),--mutants '$(MUTANTS)')
+	$(BIN)/python scripts/mutate.py --targets '$(TARGETS)' $(if $(MUTANTS),--mutants '$(MUTANTS)') \
+		$(if $(CHILDREN),--max-children $(CHILDREN))
 
 lint: venv
 	$(BIN)/ruff check src tests benchmarks
