@@ -153,11 +153,13 @@ EQUIVALENT: dict[str, dict[str, str]] = {
 }
 
 
-def survivors(folder: Path) -> list[str]:
-    """The names of the mutants in `folder` that survived (or that no test ran)."""
+def survivors(folder: Path, *, timeouts: bool = False) -> list[str]:
+    """The names of the mutants in `folder` that survived (or that no test ran; with `timeouts`, or whose tests ran
+    past mutmut's time limit, as a loaded machine makes them)."""
     mutmut = Path(sys.executable).with_name("mutmut")
     out = subprocess.run([str(mutmut), "results"], cwd=folder, capture_output=True, text=True, check=False).stdout
-    return [line.split(":")[0].strip() for line in out.splitlines() if line.rstrip().endswith(("survived", "no tests"))]
+    ends = ("survived", "no tests", "timeout") if timeouts else ("survived", "no tests")
+    return [line.split(":")[0].strip() for line in out.splitlines() if line.rstrip().endswith(ends)]
 
 
 def settings(target: Target) -> str:
@@ -196,10 +198,10 @@ def run(folder: Path, mutants: str | None, children: int | None = None) -> None:
     env = {**os.environ, "PYTHONPATH": ""}  # the folder's own copy of src is what mutmut mutates
     limit = ["--max-children", str(children)] if children else []
     subprocess.run([str(mutmut), "run", *limit, *([mutants] if mutants else [])], cwd=folder, env=env, check=False)
-    # mutmut keeps a mutant's verdict until its function changes: the survivors are tried again, against the tests
-    # as they are now (a test added since may kill them).
+    # mutmut keeps a mutant's verdict until its function changes: the survivors and timeouts are tried again,
+    # against the tests as they are now (a test added since may kill them).
     equivalent = {name for names in EQUIVALENT.values() for name in names}
-    left = [] if mutants else [m for m in survivors(folder) if m not in equivalent]
+    left = [] if mutants else [m for m in survivors(folder, timeouts=True) if m not in equivalent]
     if left:
         subprocess.run([str(mutmut), "run", *limit, *left], cwd=folder, env=env, check=False)
 
