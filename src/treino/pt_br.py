@@ -1393,6 +1393,67 @@ PT: dict[str, str] = {
     "Try [blue]'{command_path} {help_option}'[/] for help.": (
         "Tente [blue]'{command_path} {help_option}'[/] para ver a ajuda."
     ),
+    # Click's, Typer's and pydantic's usage errors (treino.cli.i18n.USAGE_ERRORS)
+    "Error: {message}": "Erro: {message}",
+    "Try '{command} {option}' for help.": "Tente '{command} {option}' para ver a ajuda.",
+    "Invalid value for {param_hint}: {message}": "Valor inválido para {param_hint}: {message}",
+    "Invalid value: {message}": "Valor inválido: {message}",
+    "Missing argument {param_hint}. {message}": "Falta o argumento {param_hint}. {message}",
+    "Missing option {param_hint}. {message}": "Falta a opção {param_hint}. {message}",
+    "Missing parameter {param_hint}. {message}": "Falta o parâmetro {param_hint}. {message}",
+    "Missing argument {param_hint}.": "Falta o argumento {param_hint}.",
+    "Missing option {param_hint}.": "Falta a opção {param_hint}.",
+    "Missing parameter {param_hint}.": "Falta o parâmetro {param_hint}.",
+    "Missing argument.": "Falta um argumento.",
+    "Missing option.": "Falta uma opção.",
+    "Missing parameter.": "Falta um parâmetro.",
+    "Choose from:\n\t{choices}": "Escolha entre:\n\t{choices}",
+    "No such option: {name} (Possible options: {possibilities})": (
+        "Opção inexistente: {name} (opções parecidas: {possibilities})"
+    ),
+    "No such option: {name}": "Opção inexistente: {name}",
+    "Option {name} does not take a value.": "A opção {name} não aceita valor.",
+    "Option {name} requires an argument.": "A opção {name} precisa de um valor.",
+    "Option {name} requires {nargs} arguments.": "A opção {name} precisa de {nargs} valores.",
+    "Argument {name} takes {nargs} values.": "O argumento {name} recebe {nargs} valores.",
+    "Got unexpected extra argument(s) ({args})": "Argumento(s) inesperado(s) a mais: {args}",
+    "Missing command.": "Falta o comando.",
+    "No such command {name}.": "Comando inexistente: {name}.",
+    "No such command {name}. Did you mean {suggestions}?": (
+        "Comando inexistente: {name}. Você quis dizer {suggestions}?"
+    ),
+    "{message}. Did you mean {suggestions}?": "{message}. Você quis dizer {suggestions}?",
+    "Could not open file {filename}: {message}": "Não foi possível abrir o arquivo {filename}: {message}",
+    "unknown error": "erro desconhecido",
+    "Value must be an iterable.": "O valor deve ser uma lista.",
+    "Value {value} is not a valid {type_name}.": "O valor {value} não é um {type_name} válido.",
+    "{value} is not one of {choices}.": "{value} não está entre {choices}.",
+    "{label} {filename} does not exist.": "O {label} {filename} não existe.",
+    "{label} {filename} is a file.": "O {label} {filename} é um arquivo.",
+    "{label} {filename} is a directory.": "O {label} {filename} é um diretório.",
+    "{label} {filename} is not readable.": "O {label} {filename} não pode ser lido.",
+    "{label} {filename} is not writable.": "O {label} {filename} não pode ser escrito.",
+    "file": "arquivo",
+    "directory": "diretório",
+    "Input should be a valid integer, unable to parse string as an integer": (
+        "Deveria ser um número inteiro; o texto não pode ser lido como um inteiro"
+    ),
+    "Input should be a valid integer, got a number with a fractional part": (
+        "Deveria ser um número inteiro; recebeu um número com parte fracionária"
+    ),
+    "Input should be a valid integer": "Deveria ser um número inteiro",
+    "Input should be a valid number, unable to parse string as a number": (
+        "Deveria ser um número; o texto não pode ser lido como um número"
+    ),
+    "Input should be a valid number": "Deveria ser um número",
+    "Input should be a finite number": "Deveria ser um número finito",
+    "Input should be a valid boolean, unable to interpret input": (
+        "Deveria ser um booleano (true/false); o texto não pode ser interpretado"
+    ),
+    "Input should be a valid boolean": "Deveria ser um booleano (true/false)",
+    "Input should be a valid string": "Deveria ser um texto",
+    "Input should be {expected}": "Deveria ser {expected}",
+    "Value error, {error}": "{error}",  # inside "Invalid value for ...: " already
     # the governance commands (treino.cli.govern): users, tokens, grants, transfer, data, audit, lineage, erase, subject
     "Added user {name} ({role}), id {id}.": "Usuário {name} ({role}) adicionado, id {id}.",
     "{n} user(s)": "{n} usuário(s)",
