@@ -195,7 +195,7 @@ def _http_error(response: httpx.Response, what: str) -> TreinoError:
         return JobError(
             Msg(
                 "The server refused {what} ({status}):\n{lines}",
-                what=what if isinstance(what, Msg) else Msg(what),  # catalog text (N_), worded in the CLI's language
+                what=what if isinstance(what, Msg) else Msg(what.replace("{", "{{").replace("}", "}}")),  # N_ text
                 status=str(response.status_code),
                 lines=Joined("\n", lines),
             )
