@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from treino.i18n import Msg
+
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2  # Click's own exit code for usage errors
@@ -105,7 +107,9 @@ class PolicyViolation(TreinoError):
     http_status = 403
 
     def __init__(self, rule: str, detail: str) -> None:
-        super().__init__(f"{rule}: {detail}")
+        # a Msg detail stays one (treino.i18n.Msg: the same English text), for the views to word in their language
+        message = Msg("{rule}: {detail}", rule=rule, detail=detail) if isinstance(detail, Msg) else f"{rule}: {detail}"
+        super().__init__(message)
         self.rule = rule
         self.detail = detail
 

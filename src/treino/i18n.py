@@ -72,10 +72,20 @@ def to_data(text: Any) -> Any:
     """A Msg as JSON data a client renders in its own language (`from_data`): {"template", "params"}, a field that is
     itself a Msg or Joined nested the same way; a Joined as {"sep", "parts"}; any other value as it is."""
     if isinstance(text, Msg):
-        return {"template": text.template, "params": {k: to_data(v) for k, v in text.params.items()}}
+        return {"template": text.template, "params": {k: _param(v) for k, v in text.params.items()}}
     if isinstance(text, Joined):
         return {"sep": text.sep, "parts": [to_data(p) for p in text.parts]}
     return text
+
+
+def _param(value: Any) -> Any:
+    """A Msg's field as JSON: a Msg or Joined as data, a number or text as it is, anything else (a Path, an
+    exception) as its text."""
+    if isinstance(value, Msg | Joined):
+        return to_data(value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
 
 
 def from_data(data: Any) -> Any:

@@ -1393,6 +1393,697 @@ PT: dict[str, str] = {
     "Try [blue]'{command_path} {help_option}'[/] for help.": (
         "Tente [blue]'{command_path} {help_option}'[/] para ver a ajuda."
     ),
+    # Click's, Typer's and pydantic's usage errors (treino.cli.i18n.USAGE_ERRORS)
+    "Error: {message}": "Erro: {message}",
+    "Try '{command} {option}' for help.": "Tente '{command} {option}' para ver a ajuda.",
+    "Invalid value for {param_hint}: {message}": "Valor inválido para {param_hint}: {message}",
+    "Invalid value: {message}": "Valor inválido: {message}",
+    "Missing argument {param_hint}. {message}": "Falta o argumento {param_hint}. {message}",
+    "Missing option {param_hint}. {message}": "Falta a opção {param_hint}. {message}",
+    "Missing parameter {param_hint}. {message}": "Falta o parâmetro {param_hint}. {message}",
+    "Missing argument {param_hint}.": "Falta o argumento {param_hint}.",
+    "Missing option {param_hint}.": "Falta a opção {param_hint}.",
+    "Missing parameter {param_hint}.": "Falta o parâmetro {param_hint}.",
+    "Missing argument.": "Falta um argumento.",
+    "Missing option.": "Falta uma opção.",
+    "Missing parameter.": "Falta um parâmetro.",
+    "Choose from:\n\t{choices}": "Escolha entre:\n\t{choices}",
+    "No such option: {name} (Possible options: {possibilities})": (
+        "Opção inexistente: {name} (opções parecidas: {possibilities})"
+    ),
+    "No such option: {name}": "Opção inexistente: {name}",
+    "Option {name} does not take a value.": "A opção {name} não aceita valor.",
+    "Option {name} requires an argument.": "A opção {name} precisa de um valor.",
+    "Option {name} requires {nargs} arguments.": "A opção {name} precisa de {nargs} valores.",
+    "Argument {name} takes {nargs} values.": "O argumento {name} recebe {nargs} valores.",
+    "Got unexpected extra argument(s) ({args})": "Argumento(s) inesperado(s) a mais: {args}",
+    "Missing command.": "Falta o comando.",
+    "No such command {name}.": "Comando inexistente: {name}.",
+    "No such command {name}. Did you mean {suggestions}?": (
+        "Comando inexistente: {name}. Você quis dizer {suggestions}?"
+    ),
+    "{message}. Did you mean {suggestions}?": "{message}. Você quis dizer {suggestions}?",
+    "Could not open file {filename}: {message}": "Não foi possível abrir o arquivo {filename}: {message}",
+    "unknown error": "erro desconhecido",
+    "Value must be an iterable.": "O valor deve ser uma lista.",
+    "Value {value} is not a valid {type_name}.": "O valor {value} não é um {type_name} válido.",
+    "{value} is not one of {choices}.": "{value} não está entre {choices}.",
+    "{label} {filename} does not exist.": "O {label} {filename} não existe.",
+    "{label} {filename} is a file.": "O {label} {filename} é um arquivo.",
+    "{label} {filename} is a directory.": "O {label} {filename} é um diretório.",
+    "{label} {filename} is not readable.": "O {label} {filename} não pode ser lido.",
+    "{label} {filename} is not writable.": "O {label} {filename} não pode ser escrito.",
+    "file": "arquivo",
+    "directory": "diretório",
+    "Input should be a valid integer, unable to parse string as an integer": (
+        "Deveria ser um número inteiro; o texto não pode ser lido como um inteiro"
+    ),
+    "Input should be a valid integer, got a number with a fractional part": (
+        "Deveria ser um número inteiro; recebeu um número com parte fracionária"
+    ),
+    "Input should be a valid integer": "Deveria ser um número inteiro",
+    "Input should be a valid number, unable to parse string as a number": (
+        "Deveria ser um número; o texto não pode ser lido como um número"
+    ),
+    "Input should be a valid number": "Deveria ser um número",
+    "Input should be a finite number": "Deveria ser um número finito",
+    "Input should be a valid boolean, unable to interpret input": (
+        "Deveria ser um booleano (true/false); o texto não pode ser interpretado"
+    ),
+    "Input should be a valid boolean": "Deveria ser um booleano (true/false)",
+    "Input should be a valid string": "Deveria ser um texto",
+    "Input should be {expected}": "Deveria ser {expected}",
+    "Value error, {error}": "{error}",  # inside "Invalid value for ...: " already
+    # the server's errors, as the CLI and the dashboard show them (sent as data too: treino.server.api.errors)
+    "Only the job's own token (TREINO_JOB_TOKEN) or an admin may write this.": (
+        "Só o token do próprio job (TREINO_JOB_TOKEN) ou um admin pode escrever aqui."
+    ),
+    "Job {job_id} is {state}: its processes may no longer write to it.": (
+        "O job {job_id} está {state}: seus processos não podem mais escrever nele."
+    ),
+    "Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token).": (
+        "Falta o token. Como corrigir: envie 'Authorization: Bearer <token>' (treino --token)."
+    ),
+    "the database could not write ({error})": "o banco de dados não conseguiu escrever ({error})",
+    "a write failed ({error})": "uma escrita falhou ({error})",
+    (
+        "The server's disk is full: {what}; the request was not done. Free now: {place}. To fix: free space on that "
+        "disk (old checkpoints and logs of finished jobs in {jobs}), then retry. Reads still work."
+    ): (
+        "O disco do servidor está cheio: {what}; o pedido não foi feito. Livre agora: {place}. Como corrigir: libere"
+        " espaço nesse disco (checkpoints e logs antigos de jobs terminados em {jobs}) e tente de novo. As leituras"
+        " continuam funcionando."
+    ),
+    "Not this job's token. To fix: post with the job's own TREINO_JOB_TOKEN, or an admin's token.": (
+        "Este não é o token deste job. Como corrigir: envie com o TREINO_JOB_TOKEN do próprio job, ou com o token de"
+        " um admin."
+    ),
+    "the PostgreSQL database": "o banco de dados PostgreSQL",
+    (
+        "The database is corrupt: {error}. To fix: stop the server and restore {where} from a backup ('treino "
+        "server' checks it at start and says how)."
+    ): (
+        "O banco de dados está corrompido: {error}. Como corrigir: pare o servidor e restaure {where} de um backup"
+        " ('treino server' o verifica ao iniciar e diz como)."
+    ),
+    "PostgreSQL's data directory": "o diretório de dados do PostgreSQL",
+    'Give the new retention period in days, or erase: true. To fix: e.g. {{"days": 365, ...}}.': (
+        'Informe o novo prazo de retenção em dias, ou erase: true. Como corrigir: p. ex. {{"days": 365, ...}}.'
+    ),
+    "dataset {name} allows {allowed}, not {asked} (LGPD Art. 6 I). To fix: grant one of the dataset's purposes.": (
+        "o dataset {name} permite {allowed}, não {asked} (LGPD Art. 6 I). Como corrigir: conceda uma das finalidades"
+        " do dataset."
+    ),
+    "No grant {grant_id}. To fix: see 'treino grants'.": (
+        "Não há concessão {grant_id}. Como corrigir: veja 'treino grants'."
+    ),
+    "a checkpoint of job {job_id} must be under {checkpoints}": (
+        "um checkpoint do job {job_id} precisa estar em {checkpoints}"
+    ),
+    'give exactly one of user and role. To fix: e.g. {{"user": "ana"}}.': (
+        'informe exatamente um entre user e role. Como corrigir: p. ex. {{"user": "ana"}}.'
+    ),
+    "Only admins see other users' usage. To fix: leave out user, or use {name!r}.": (
+        "Só admins veem o uso de outros usuários. Como corrigir: omita user, ou use {name!r}."
+    ),
+    "No user {name!r}. To fix: create it with 'treino users add {name} --role ...'.": (
+        "Não há usuário {name!r}. Como corrigir: crie-o com 'treino users add {name} --role ...'."
+    ),
+    "a token's name may not start with {prefix!r}. To fix: pick another name.": (
+        "o nome de um token não pode começar com {prefix!r}. Como corrigir: escolha outro nome."
+    ),
+    "User {name!r} exists. To fix: pick another name, or see 'treino users list'.": (
+        "O usuário {name!r} já existe. Como corrigir: escolha outro nome, ou veja 'treino users list'."
+    ),
+    "{name} is you: an admin may not disable their own account. To fix: ask another admin.": (
+        "{name} é você: um admin não pode desativar a própria conta. Como corrigir: peça a outro admin."
+    ),
+    "No token {token_id}. To fix: see 'treino tokens list'.": (
+        "Não há token {token_id}. Como corrigir: veja 'treino tokens list'."
+    ),
+    "Role {role} may not {permission}. To fix: use a token of a user with role {roles}.": (
+        "O papel {role} não tem a permissão {permission}. Como corrigir: use um token de um usuário com papel {roles}."
+    ),
+    "Invalid, expired or revoked token. To fix: use a valid API token.": (
+        "Token inválido, expirado ou revogado. Como corrigir: use um token da API válido."
+    ),
+    "Session expired or logged out. To fix: log in at /login.": (
+        "Sessão expirada ou encerrada. Como corrigir: entre em /login."
+    ),
+    (
+        "Too many failed authentications from {address}: {max_failures} bad tokens in {window_s:g} s. To fix: check "
+        "the token (treino tokens list), and retry in {wait_s} s."
+    ): (
+        "Autenticações falhas demais a partir de {address}: {max_failures} tokens inválidos em {window_s:g} s. Como"
+        " corrigir: confira o token (treino tokens list) e tente de novo em {wait_s} s."
+    ),
+    "{path} (filesystem at {mount}): {free} free of {total}": (
+        "{path} (sistema de arquivos em {mount}): {free} livres de {total}"
+    ),
+    "{path} (its free space unknown: {error})": "{path} (espaço livre desconhecido: {error})",
+    "No dataset {name!r}. To fix: see 'treino data list'.": (
+        "Não há dataset {name!r}. Como corrigir: veja 'treino data list'."
+    ),
+    (
+        "this server accepts no dataset imports. To fix: start it with --import-root DIR (the folders datasets may "
+        "be registered from)."
+    ): (
+        "este servidor não aceita importar datasets. Como corrigir: inicie-o com --import-root DIR (as pastas de onde"
+        " datasets podem ser registrados)."
+    ),
+    (
+        "collected_at is in the future: retention runs from when the data was collected. To fix: give the collection "
+        "date, or leave it out (retention then runs from the registration)."
+    ): (
+        "collected_at está no futuro: a retenção conta a partir da coleta dos dados. Como corrigir: informe a data da"
+        " coleta, ou omita-a (a retenção então conta a partir do registro)."
+    ),
+    "Only the job's own token (TREINO_JOB_TOKEN) may read its datasets.": (
+        "Só o token do próprio job (TREINO_JOB_TOKEN) pode ler os datasets dele."
+    ),
+    "job {job_id} did not declare dataset {name!r} at submit. To fix: list it under 'datasets:' in the job spec.": (
+        "o job {job_id} não declarou o dataset {name!r} ao ser submetido. Como corrigir: liste-o em 'datasets:' na"
+        " especificação do job."
+    ),
+    "Job {job_id} is {state}: only a running job reads its datasets.": (
+        "O job {job_id} está {state}: só um job em execução lê seus datasets."
+    ),
+    (
+        "Version {number} of {name} was erased (Art. 18 VI) after this job was admitted. To fix: resubmit the job; "
+        "it will get the current version."
+    ): (
+        "A versão {number} de {name} foi eliminada (Art. 18 VI) depois que este job foi admitido. Como corrigir:"
+        " submeta o job de novo; ele receberá a versão atual."
+    ),
+    "the job's owner {owner} is no longer an active user.": "o dono do job, {owner}, não é mais um usuário ativo.",
+    (
+        "Job {job_id} would log {total:,} distinct metric keys (it has {had:,}; this batch adds {added:,}, such as "
+        "{example!r}); a job may log at most {max_keys:,}. To fix: log fewer distinct keys (a per-item value belongs "
+        "in one key's series, not in the key's name)."
+    ): (
+        "O job {job_id} registraria {total:,} chaves de métrica distintas (tem {had:,}; este lote acrescenta"
+        " {added:,}, como {example!r}); um job pode registrar no máximo {max_keys:,}. Como corrigir: registre menos"
+        " chaves distintas (um valor por item vai na série de uma chave, não no nome da chave)."
+    ),
+    (
+        "Model {model_id} is not marked by an erasure: quarantine and deletion are for models trained on an erased "
+        "subject's data. To fix: see 'treino lineage model ID' for which models an erasure marked."
+    ): (
+        "O modelo {model_id} não foi marcado por uma eliminação: quarentena e exclusão são para modelos treinados com"
+        " dados de um titular eliminado. Como corrigir: veja em 'treino lineage model ID' quais modelos uma"
+        " eliminação marcou."
+    ),
+    "Model {model_id} was deleted by {deleted_by} (erasure #{erasure_id}): its files are gone.": (
+        "O modelo {model_id} foi excluído por {deleted_by} (eliminação #{erasure_id}): seus arquivos não existem mais."
+    ),
+    (
+        "model {model_id} is quarantined since {since} by {quarantined_by}: it was trained on data of a subject "
+        "erased by erasure #{erasure_id} (LGPD Art. 18 VI). To fix: use the retrained model of that erasure (treino "
+        "lineage models)."
+    ): (
+        "o modelo {model_id} está em quarentena desde {since} por {quarantined_by}: foi treinado com dados de um"
+        " titular eliminado pela eliminação #{erasure_id} (LGPD Art. 18 VI). Como corrigir: use o modelo retreinado"
+        " dessa eliminação (treino lineage models)."
+    ),
+    "Model {model_id}'s file is its job owner's and admins' only, not {name}'s.": (
+        "O arquivo do modelo {model_id} é só do dono do job e dos admins, não de {name}."
+    ),
+    "Model {model_id} is not a file in its job's checkpoint folder. To fix: read it on the server.": (
+        "O modelo {model_id} não é um arquivo na pasta de checkpoints do job. Como corrigir: leia-o no servidor."
+    ),
+    "Model {model_id} is a folder checkpoint, not one file. To fix: read it on the server.": (
+        "O modelo {model_id} é um checkpoint em pasta, não um arquivo. Como corrigir: leia-o no servidor."
+    ),
+    (
+        "Model {model_id} comes from job {job_id}, which is {state}: its checkpoints are still being written. To "
+        "fix: cancel it first (treino cancel {job_id})."
+    ): (
+        "O modelo {model_id} vem do job {job_id}, que está {state}: seus checkpoints ainda estão sendo escritos. Como"
+        " corrigir: cancele-o antes (treino cancel {job_id})."
+    ),
+    (
+        "Model {model_id}'s checkpoints are where job {heir} continues from, and it has not ended. To fix: wait for "
+        "job {heir} to end (or cancel it: treino cancel {heir}), then delete the model."
+    ): (
+        "Os checkpoints do modelo {model_id} são de onde o job {heir} continua, e ele não terminou. Como corrigir:"
+        " espere o job {heir} terminar (ou cancele-o: treino cancel {heir}) e então exclua o modelo."
+    ),
+    "Model {model_id}'s file {path} is no longer on disk ({strerror}).": (
+        "O arquivo {path} do modelo {model_id} não está mais no disco ({strerror})."
+    ),
+    "the month's GPU-hours are spent": "as GPU-horas do mês acabaram",
+    "wait for the reset on {resets}": "espere a renovação em {resets}",
+    (
+        "this job may use up to {worst:.2f} more ({need} GPU(s) x timeout_minutes={timeout_minutes:g}), and "
+        "{left:.2f} are left"
+    ): (
+        "este job pode usar até mais {worst:.2f} ({need} GPU(s) x timeout_minutes={timeout_minutes:g}), e restam"
+        " {left:.2f}"
+    ),
+    "submit it with a shorter timeout_minutes or on fewer GPUs, or wait for the reset on {resets}": (
+        "submeta-o com um timeout_minutes menor ou em menos GPUs, ou espere a renovação em {resets}"
+    ),
+    (
+        "{user} has used {used:.2f} of {gpu_hours_month:g} GPU-hours this month ({set_for}): {what}. The quota "
+        "resets on {resets}. To fix: {fix}, or ask an admin to raise it ({how})."
+    ): (
+        "{user} usou {used:.2f} de {gpu_hours_month:g} GPU-horas neste mês ({set_for}): {what}. A cota se renova em"
+        " {resets}. Como corrigir: {fix}, ou peça a um admin para aumentá-la ({how})."
+    ),
+    (
+        "the job asks for {need} GPU(s), but {user}'s quota ({set_for}) allows {concurrent_gpus} at once, so it "
+        "could never start. To fix: ask for at most {concurrent_gpus} GPU(s), or ask an admin to raise "
+        "concurrent_gpus ({how})."
+    ): (
+        "o job pede {need} GPU(s), mas a cota de {user} ({set_for}) permite {concurrent_gpus} ao mesmo tempo, então"
+        " ele nunca poderia começar. Como corrigir: peça no máximo {concurrent_gpus} GPU(s), ou peça a um admin para"
+        " aumentar concurrent_gpus ({how})."
+    ),
+    (
+        "Job {job_id} is {state}: its checkpoints may still change. To fix: wait for it to end (or cancel it), or "
+        "resubmit it with --from-scratch."
+    ): (
+        "O job {job_id} está {state}: seus checkpoints ainda podem mudar. Como corrigir: espere ele terminar (ou"
+        " cancele-o), ou submeta-o de novo com --from-scratch."
+    ),
+    (
+        "Job {job_id} left no checkpoint to continue from. To fix: resubmit it with --from-scratch (treino resubmit "
+        "{job_id} --from-scratch)."
+    ): (
+        "O job {job_id} não deixou checkpoint de onde continuar. Como corrigir: submeta-o de novo com --from-scratch"
+        " (treino resubmit {job_id} --from-scratch)."
+    ),
+    (
+        "job {old_id}'s checkpoints were trained on {erased}, erased since (Art. 18 VI): continuing would carry the "
+        "erased data into a new model. To fix: treino resubmit {old_id} --from-scratch."
+    ): (
+        "os checkpoints do job {old_id} foram treinados com {erased}, eliminado(s) desde então (Art. 18 VI):"
+        " continuar levaria os dados eliminados a um novo modelo. Como corrigir: treino resubmit {old_id}"
+        " --from-scratch."
+    ),
+    (
+        "Dataset {name}'s retention period has not expired (it ends on {day}). To fix: erase subjects with 'treino "
+        "erase', or wait until it expires."
+    ): (
+        "O prazo de retenção do dataset {name} não expirou (termina em {day}). Como corrigir: elimine titulares com"
+        " 'treino erase', ou espere até que expire."
+    ),
+    (
+        "Dataset {name}'s retention period has not expired (it has none). To fix: erase subjects with 'treino "
+        "erase', or wait until it expires."
+    ): (
+        "O prazo de retenção do dataset {name} não expirou (ele não tem prazo). Como corrigir: elimine titulares com"
+        " 'treino erase', ou espere até que expire."
+    ),
+    (
+        "asks for {asked} nodes, but this server runs jobs on one machine. To fix: nodes: 1, or start the server on "
+        "a Slurm cluster with 'treino server --backend slurm' (docs/cluster.md)."
+    ): (
+        "pede {asked} nós, mas este servidor roda jobs em uma só máquina. Como corrigir: nodes: 1, ou inicie o"
+        " servidor em um cluster Slurm com 'treino server --backend slurm' (docs/cluster.md)."
+    ),
+    "asks for {asked} nodes but {inventory}. To fix: nodes <= {nodes}.": (
+        "pede {asked} nós, mas {inventory}. Como corrigir: nodes <= {nodes}."
+    ),
+    "asks for {gpus} {has} ({inventory}). To fix: gpus <= {per_node}{more}.": (
+        "pede {gpus} {has} ({inventory}). Como corrigir: gpus <= {per_node}{more}."
+    ),
+    (
+        "asks for {asked} node(s) x {gpus} GPU(s), more than the partitions its data may be processed in "
+        "({partitions}) have up now ({inventory}). To fix: fewer nodes or GPUs per node, or bring nodes of those "
+        "partitions back (sinfo -R tells why they are down)."
+    ): (
+        "pede {asked} nó(s) x {gpus} GPU(s), mais do que as partições onde seus dados podem ser processados"
+        " ({partitions}) têm no ar agora ({inventory}). Como corrigir: menos nós ou GPUs por nó, ou traga de volta nós"
+        " dessas partições (sinfo -R diz por que estão fora)."
+    ),
+    (
+        "{path} is over {kib} KiB; a job spec is a few lines. To fix: put large inputs in files the job reads, and "
+        "their paths in the spec."
+    ): (
+        "{path} passa de {kib} KiB; uma especificação de job tem poucas linhas. Como corrigir: ponha entradas grandes"
+        " em arquivos que o job lê, e os caminhos deles na especificação."
+    ),
+    "{path} must hold a mapping (name, script or command, gpus, ...), not {type_name}.": (
+        "{path} precisa conter um mapeamento (name, script ou command, gpus, ...), não {type_name}."
+    ),
+    "Cannot read the job spec {path}: {strerror}. To fix: check the path.": (
+        "Não foi possível ler a especificação do job {path}: {strerror}. Como corrigir: confira o caminho."
+    ),
+    "{path} is not valid {kind}: {exc}": "{path} não é {kind} válido: {exc}",
+    "{path} is nested too deeply to be a job spec. To fix: write it as a flat mapping.": (
+        "{path} tem aninhamento fundo demais para uma especificação de job. Como corrigir: escreva-a como um"
+        " mapeamento plano."
+    ),
+    (
+        "{path} would expand to over {max_values:,} values through its aliases (a 'billion laughs' file). To fix: "
+        "write the values out instead of aliasing them."
+    ): (
+        "{path} se expandiria para mais de {max_values:,} valores pelos seus aliases (um arquivo 'billion laughs')."
+        " Como corrigir: escreva os valores em vez de usar aliases."
+    ),
+    "Invalid job spec: {lines}.": "Especificação de job inválida: {lines}.",
+    (
+        "{path} has more than {max_aliases} YAML aliases (*name), as a 'billion laughs' file has to expand to "
+        "gigabytes. To fix: write the values out instead of aliasing them."
+    ): (
+        "{path} tem mais de {max_aliases} aliases YAML (*name), como um arquivo 'billion laughs' precisa ter para se"
+        " expandir a gigabytes. Como corrigir: escreva os valores em vez de usar aliases."
+    ),
+    (
+        "{path} nests lists and mappings more than {max_depth} deep; a job spec is 3 deep. To fix: write it as the "
+        "flat mapping of treino.server.spec."
+    ): (
+        "{path} aninha listas e mapeamentos a mais de {max_depth} níveis; uma especificação de job tem 3. Como"
+        " corrigir: escreva-a como o mapeamento plano de treino.server.spec."
+    ),
+    (
+        "The Idempotency-Key {key!r} was sent with another job spec (job {job_id}) within the last {hours} h. To "
+        "fix: send a new key with each new spec (treino submit does)."
+    ): (
+        "A Idempotency-Key {key!r} foi enviada com outra especificação de job (job {job_id}) nas últimas {hours} h."
+        " Como corrigir: envie uma chave nova a cada especificação nova (treino submit faz isso)."
+    ),
+    "no partition of this cluster may process it: {detail}": (
+        "nenhuma partição deste cluster pode processá-lo: {detail}"
+    ),
+    "unknown dataset {name!r}. To fix: see 'treino data list'.": (
+        "dataset desconhecido {name!r}. Como corrigir: veja 'treino data list'."
+    ),
+    "the submitter has no user record to hold a grant on {name}.": (
+        "quem submeteu não tem registro de usuário que possa ter uma concessão sobre {name}."
+    ),
+    "dataset {name} has no version with its bytes present.": (
+        "o dataset {name} não tem versão com seus bytes presentes."
+    ),
+    (
+        "the job's Python {python} failed to check the trackers' packages (exit {returncode}: {output}). To fix: "
+        "check that Python, or drop 'trackers' from the spec."
+    ): (
+        "o Python do job, {python}, falhou ao verificar os pacotes dos trackers (saída {returncode}: {output}). Como"
+        " corrigir: confira esse Python, ou tire 'trackers' da especificação."
+    ),
+    (
+        "the job's Python {python} cannot import {packages}, which the tracker(s) {trackers} need. To fix: {pip} "
+        "with that Python (\"pip install 'treino[trackers]'\" brings all three), or drop them from 'trackers'."
+    ): (
+        "o Python do job, {python}, não consegue importar {packages}, de que o(s) tracker(s) {trackers} precisa(m)."
+        " Como corrigir: {pip} com esse Python (\"pip install 'treino[trackers]'\" traz os três), ou tire-os de"
+        " 'trackers'."
+    ),
+    (
+        "the job's Python {python} did not say within {timeout_s:g} s whether it has the trackers' packages "
+        "({modules}). To fix: check that '{python} -c pass' starts, or drop 'trackers' from the spec."
+    ): (
+        "o Python do job, {python}, não disse em {timeout_s:g} s se tem os pacotes dos trackers ({modules}). Como"
+        " corrigir: confira se '{python} -c pass' inicia, ou tire 'trackers' da especificação."
+    ),
+    (
+        "cannot run the job's Python {python} to check the trackers' packages ({strerror}). To fix: install Python "
+        "there (readable by the job's user), or drop 'trackers' from the spec."
+    ): (
+        "não foi possível rodar o Python do job, {python}, para verificar os pacotes dos trackers ({strerror}). Como"
+        " corrigir: instale o Python lá (legível pelo usuário do job), ou tire 'trackers' da especificação."
+    ),
+    "must be a positive number of BRL, not {brl_per_gpu_hour}. To fix: e.g. 12.50.": (
+        "precisa ser um número positivo de BRL, não {brl_per_gpu_hour}. Como corrigir: p. ex. 12.50."
+    ),
+    "Give --offer or --gpu-hour-brl, not both. To fix: drop one of them.": (
+        "Informe --offer ou --gpu-hour-brl, não os dois. Como corrigir: retire um deles."
+    ),
+    "{text!r} is before 1970 or in the future. To fix: a past date, or e.g. 30d.": (
+        "{text!r} é anterior a 1970 ou está no futuro. Como corrigir: uma data passada, ou p. ex. 30d."
+    ),
+    "{text!r} is neither a date nor a duration. To fix: e.g. 2026-11-01, 2026-11-01T08:00 or 30d.": (
+        "{text!r} não é nem uma data nem uma duração. Como corrigir: p. ex. 2026-11-01, 2026-11-01T08:00 ou 30d."
+    ),
+    "Not logged in. To fix: log in at /login.": "Sessão não iniciada. Como corrigir: entre em /login.",
+    "Job {job_id} has logged no metrics. To fix: log some with run.log(step, name=value).": (
+        "O job {job_id} não registrou métricas. Como corrigir: registre algumas com run.log(step, name=value)."
+    ),
+    "{names} and {more} more": "{names} e mais {more}",
+    (
+        "Job {job_id} never logged a metric {key!r}. Did you mean {close!r}? It logged: {shown}. To fix: name one "
+        "of those (treino metrics {job_id} lists them)."
+    ): (
+        "O job {job_id} nunca registrou uma métrica {key!r}. Você quis dizer {close!r}? Ele registrou: {shown}. Como "
+        "corrigir: indique uma delas (treino metrics {job_id} as lista)."
+    ),
+    (
+        "Job {job_id} never logged a metric {key!r}. It logged: {shown}. To fix: name one of those (treino metrics "
+        "{job_id} lists them)."
+    ): (
+        "O job {job_id} nunca registrou uma métrica {key!r}. Ele registrou: {shown}. Como corrigir: indique uma delas "
+        "(treino metrics {job_id} as lista)."
+    ),
+    (
+        "The logs of job {job_id} are visible to {whom}, not to {name} ({role}). To fix: ask {owner} or an admin for "
+        "them, or have the server started with --logs-visible-to all."
+    ): (
+        "Os logs do job {job_id} são visíveis para {whom}, não para {name} ({role}). Como corrigir: peça-os a {owner}"
+        " ou a um admin, ou inicie o servidor com --logs-visible-to all."
+    ),
+    (
+        "dataset {dataset} must stay in {residency} (LGPD Art. 33), but this server's site {site} ({city}) is in "
+        "{country}, and no transfer mechanism is recorded for it. To fix: run the job on a site in {residency}, or "
+        "record ANPD standard contractual clauses with 'treino transfer add --site {site} ...'."
+    ): (
+        "o dataset {dataset} precisa ficar em {residency} (LGPD Art. 33), mas o local deste servidor, {site} ({city}),"
+        " fica em {country}, e nenhum mecanismo de transferência está registrado para ele. Como corrigir: rode o job"
+        " em um local em {residency}, ou registre as cláusulas-padrão contratuais da ANPD com 'treino transfer add"
+        " --site {site} ...'."
+    ),
+    (
+        "{user} has no grant on dataset {dataset} for {purpose!r}. To fix: a DPO or admin runs 'treino grant {user} "
+        "{dataset} --purpose {purpose}'."
+    ): (
+        "{user} não tem concessão sobre o dataset {dataset} para {purpose!r}. Como corrigir: um DPO ou admin roda"
+        " 'treino grant {user} {dataset} --purpose {purpose}'."
+    ),
+    (
+        "--logs-visible-to {spec!r}: {unknown} is not 'owner', 'all' or a role. To fix: give a comma-separated list "
+        "of {known} (e.g. owner,admin,dpo)."
+    ): (
+        "--logs-visible-to {spec!r}: {unknown} não é 'owner', 'all' nem um papel. Como corrigir: dê uma lista"
+        " separada por vírgulas de {known} (p. ex. owner,admin,dpo)."
+    ),
+    (
+        "dataset {dataset} must stay in {residency}, and this server has no site configured. To fix: start the "
+        "server with --site (e.g. --site eveo-sp1)."
+    ): (
+        "o dataset {dataset} precisa ficar em {residency}, e este servidor não tem local configurado. Como corrigir:"
+        " inicie o servidor com --site (p. ex. --site eveo-sp1)."
+    ),
+    (
+        "a job that reads dataset {dataset} must state its purpose (LGPD Art. 6 I). To fix: add 'purpose:' to the "
+        "spec, one of {allowed}."
+    ): (
+        "um job que lê o dataset {dataset} precisa declarar sua finalidade (LGPD Art. 6 I). Como corrigir: acrescente"
+        " 'purpose:' à especificação, uma de {allowed}."
+    ),
+    (
+        "dataset {dataset} was collected for {allowed}, not {purpose!r} (LGPD Art. 6 I, purpose limitation). To fix: "
+        "use an allowed purpose, or register a new legal basis."
+    ): (
+        "o dataset {dataset} foi coletado para {allowed}, não para {purpose!r} (LGPD Art. 6 I, limitação da"
+        " finalidade). Como corrigir: use uma finalidade permitida, ou registre uma nova base legal."
+    ),
+    "nobody": "ninguém",
+    "Dataset '{name}' has no version {number} (it has v1 to v{last}).": (
+        "O dataset '{name}' não tem a versão {number} (tem de v1 a v{last})."
+    ),
+    (
+        "a dataset needs a legal basis for its processing (Art. 7; Art. 11 for sensitive data). To fix: pass one of "
+        "{bases} (or not-personal for data about no one)."
+    ): (
+        "um dataset precisa de uma base legal para seu tratamento (Art. 7; Art. 11 para dados sensíveis). Como"
+        " corrigir: informe uma de {bases} (ou not-personal para dados que não são de ninguém)."
+    ),
+    "sensitive data is personal data by definition. To fix: flag the dataset as personal data too.": (
+        "dados sensíveis são dados pessoais por definição. Como corrigir: marque o dataset também como dados pessoais."
+    ),
+    (
+        "the dataset is flagged as personal data, so 'not-personal' is no legal basis for it. To fix: pass one of "
+        "{bases}."
+    ): (
+        "o dataset está marcado como dados pessoais, então 'not-personal' não é base legal para ele. Como corrigir:"
+        " informe uma de {bases}."
+    ),
+    "{why}. To fix: {fix}.": "{why}. Como corrigir: {fix}.",
+    (
+        "processing needs legitimate, specific and explicit purposes (purpose principle). To fix: name at least one "
+        "purpose, e.g. --purpose churn-model."
+    ): (
+        "o tratamento precisa de finalidades legítimas, específicas e explícitas (princípio da finalidade). Como"
+        " corrigir: indique ao menos uma finalidade, p. ex. --purpose churn-model."
+    ),
+    "Residency '{residency}' is neither an ISO 3166-1 alpha-2 country code nor 'any'. To fix: e.g. BR.": (
+        "A residência '{residency}' não é um código de país ISO 3166-1 alfa-2 nem 'any'. Como corrigir: p. ex. BR."
+    ),
+    "Retention of {retention_days} days: it must be a positive number of days, or none.": (
+        "Retenção de {retention_days} dias: precisa ser um número positivo de dias, ou nenhum."
+    ),
+    (
+        "{target} is outside the allowed import roots: {shown}. To fix: copy the file under one of them, or ask an "
+        "admin to add its directory as an import root."
+    ): (
+        "{target} está fora das raízes de importação permitidas: {shown}. Como corrigir: copie o arquivo para dentro"
+        " de uma delas, ou peça a um admin para acrescentar o diretório dele como raiz de importação."
+    ),
+    "No such file: {path}. To fix: check the path (it is read on the server).": (
+        "Arquivo inexistente: {path}. Como corrigir: confira o caminho (ele é lido no servidor)."
+    ),
+    "Unknown dataset format '{suffix}' ({file}). To fix: use .parquet, .csv or .jsonl.": (
+        "Formato de dataset desconhecido '{suffix}' ({file}). Como corrigir: use .parquet, .csv ou .jsonl."
+    ),
+    (
+        "this content (sha256 {sha}…) was purged from the store by an erasure; importing it again would restore "
+        "erased subjects' data. To fix: import the data without the erased subjects' rows."
+    ): (
+        "este conteúdo (sha256 {sha}…) foi expurgado do armazenamento por uma eliminação; importá-lo de novo"
+        " restauraria dados de titulares eliminados. Como corrigir: importe os dados sem as linhas dos titulares"
+        " eliminados."
+    ),
+    (
+        "Unknown dataset '{name}'. {hint}See 'treino data list'."
+    ): "Dataset desconhecido '{name}'. {hint}Veja 'treino data list'.",
+    "Dataset '{name}' has no versions.": "O dataset '{name}' não tem versões.",
+    "Dataset name '{name}': use lowercase letters, digits, '.', '_' and '-' (at most 100).": (
+        "Nome de dataset '{name}': use letras minúsculas, dígitos, '.', '_' e '-' (no máximo 100)."
+    ),
+    "Dataset '{name}' exists. To fix: add a version of it, or pick another name.": (
+        "O dataset '{name}' já existe. Como corrigir: acrescente uma versão dele, ou escolha outro nome."
+    ),
+    "unknown legal basis '{legal_basis}'. {hint}To fix: use one of {bases}.": (
+        "base legal desconhecida '{legal_basis}'. {hint}Como corrigir: use uma de {bases}."
+    ),
+    "Cannot read {path} as {fmt}: {e}. To fix: check the file's format.": (
+        "Não foi possível ler {path} como {fmt}: {e}. Como corrigir: confira o formato do arquivo."
+    ),
+    "Subject column '{subject_column}' is not in {file} (columns: {columns}).{hint}": (
+        "A coluna de titular '{subject_column}' não está em {file} (colunas: {columns}).{hint}"
+    ),
+    (
+        "dataset {dataset}'s retention period ({days} days) expired on {day}; it may no longer be read (LGPD Art. "
+        "15-16). To fix: a DPO extends it with a documented legal basis (treino data retain {dataset} --days N "
+        "--legal-basis BASIS --reason TEXT), or erases it (treino data retain {dataset} --erase)."
+    ): (
+        "o prazo de retenção do dataset {dataset} ({days} dias) expirou em {day}; ele não pode mais ser lido (LGPD"
+        " Art. 15-16). Como corrigir: um DPO o estende com uma base legal documentada (treino data retain {dataset}"
+        " --days N --legal-basis BASIS --reason TEXT), ou o elimina (treino data retain {dataset} --erase)."
+    ),
+    "Retention of {days} days: it must be a positive number of days. To fix: e.g. --days 365.": (
+        "Retenção de {days} dias: precisa ser um número positivo de dias. Como corrigir: p. ex. --days 365."
+    ),
+    (
+        "keeping data past its retention period needs a documented legal basis and reason. To fix: pass "
+        "--legal-basis (e.g. 'Art. 16 I: legal obligation') and --reason."
+    ): (
+        "manter dados além do prazo de retenção precisa de uma base legal e de um motivo documentados. Como corrigir:"
+        " informe --legal-basis (p. ex. 'Art. 16 I: obrigação legal') e --reason."
+    ),
+    "Did you mean '{name}'? ": "Você quis dizer '{name}'? ",
+    " Did you mean '{name}'?": " Você quis dizer '{name}'?",
+    # the failure details treino words (treino.server.failures)
+    "the attempt's supervisor vanished without an exit status (crash or reboot)": (
+        "o supervisor da tentativa sumiu sem código de saída (queda ou reinício)"
+    ),
+    "the attempt's supervisor vanished without an exit status": "o supervisor da tentativa sumiu sem código de saída",
+    "(hidden: it quotes the job's log, which your role may not read)": (
+        "(oculto: cita o log do job, que seu papel não pode ler)"
+    ),
+    "killed by signal {signal}": "morto pelo sinal {signal}",
+    "exit code {code}": "código de saída {code}",
+    "ran past timeout_minutes={minutes}": "passou de timeout_minutes={minutes}",
+    # the audit chain's verdicts (treino.govern.audit.verify, treino.govern.anchors.check)
+    "record {seq}: {reason}": "registro {seq}: {reason}",
+    "record {n} is missing before it (deleted, or the log renumbered)": (
+        "o registro {n} falta antes dele (apagado, ou o log foi renumerado)"
+    ),
+    "records {first}-{last} are missing before it (deleted, or the log renumbered)": (
+        "os registros {first}-{last} faltam antes dele (apagados, ou o log foi renumerado)"
+    ),
+    "previous hash does not match the genesis hash (deleted, inserted or reordered)": (
+        "o hash anterior não confere com o hash gênese (apagado, inserido ou reordenado)"
+    ),
+    "previous hash does not match record {prev} (deleted, inserted or reordered)": (
+        "o hash anterior não confere com o registro {prev} (apagado, inserido ou reordenado)"
+    ),
+    "its hash does not match its content (modified)": "seu hash não confere com seu conteúdo (modificado)",
+    "its signed checkpoint (one every {every} records) is missing": (
+        "falta seu checkpoint assinado (um a cada {every} registros)"
+    ),
+    "checkpoint #{cp_id}'s HMAC does not verify (forged, or signed with another key)": (
+        "o HMAC do checkpoint #{cp_id} não confere (forjado, ou assinado com outra chave)"
+    ),
+    (
+        "its hash is not the one checkpoint #{cp_id} signed: the chain was rewritten after record {good} "
+        "(records {first}-{seq}), by someone without the key"
+    ): (
+        "seu hash não é o que o checkpoint #{cp_id} assinou: a cadeia foi reescrita depois do registro {good} "
+        "(registros {first}-{seq}), por alguém sem a chave"
+    ),
+    "missing: checkpoint #{cp_id} signed record {beyond}, but the log ends at record {last} (tail deleted)": (
+        "faltando: o checkpoint #{cp_id} assinou o registro {beyond}, mas o log termina no registro {last} (final "
+        "apagado)"
+    ),
+    "checkpoint #{cp_id} names this record, which cannot exist": (
+        "o checkpoint #{cp_id} cita este registro, que não pode existir"
+    ),
+    (
+        "record {seq}: the database is corrupt, reading the audit log failed after {n:,} intact records ({error}). "
+        "To fix: restore the database from a backup; 'treino server' checks it at start and says how"
+    ): (
+        "registro {seq}: o banco de dados está corrompido, a leitura do log de auditoria falhou após {n:,} registros "
+        "íntegros ({error}). Como corrigir: restaure o banco de dados de um backup; 'treino server' o verifica ao "
+        "iniciar e diz como"
+    ),
+    "anchor at line {line}: its HMAC does not verify (not written by this server)": (
+        "âncora na linha {line}: seu HMAC não confere (não foi escrita por este servidor)"
+    ),
+    "record {seq}: the chain does not link here; run 'treino audit verify' for why": (
+        "registro {seq}: a cadeia não se encadeia aqui; rode 'treino audit verify' para saber por quê"
+    ),
+    (
+        "anchor at line {line} ({reason}, {when}) names record {seq}, but the log ends at record {n}: records were "
+        "deleted after it was written"
+    ): (
+        "a âncora na linha {line} ({reason}, {when}) cita o registro {seq}, mas o log termina no registro {n}: "
+        "registros foram apagados depois que ela foi escrita"
+    ),
+    (
+        "anchor at line {line} ({reason}, {when}) disagrees: record {seq}'s hash is now {got}..., the anchor holds "
+        "{held}...: a record up to {seq} was changed after {when}, and the chain was rewritten consistently (by "
+        "someone holding the database and the key)"
+    ): (
+        "a âncora na linha {line} ({reason}, {when}) discorda: o hash do registro {seq} agora é {got}..., a âncora "
+        "guarda {held}...: um registro até o {seq} foi alterado depois de {when}, e a cadeia foi reescrita de forma "
+        "consistente (por alguém com o banco de dados e a chave)"
+    ),
+    "interval": "intervalo",
+    "shutdown": "desligamento",
+    "its owner ({owner})": "seu dono ({owner})",
+    "roles {roles}": "os papéis {roles}",
+    "{a} and {b}": "{a} e {b}",
+    # the server's refusals as the CLI shows them (treino.cli.client._http_error)
+    "grant": "concessão",  # a PolicyViolation's rule, as "recusado (concessão): ..."
+    "import roots": "raízes de importação",
+    "The server refused {what} ({status}):\n{lines}": "O servidor recusou {what} ({status}):\n{lines}",
+    "refused ({rule}): {message}": "recusado ({rule}): {message}",
+    "the request": "o pedido",
+    "the job spec": "a especificação do job",
+    "the job spec {path}": "a especificação do job {path}",
+    "the erasure": "a eliminação",
+    "the subject report": "o relatório do titular",
+    "the usage": "o uso",
+    "the quota": "a cota",
+    "the quotas": "as cotas",
+    "the user {name}": "o usuário {name}",
+    "the token for {user}": "o token de {user}",
+    "the grant of {dataset} to {user}": "a concessão de {dataset} a {user}",
+    "the transfer to {site}": "a transferência para {site}",
+    "the dataset {name}": "o dataset {name}",
+    "the audit export": "a exportação da auditoria",
     # the governance commands (treino.cli.govern): users, tokens, grants, transfer, data, audit, lineage, erase, subject
     "Added user {name} ({role}), id {id}.": "Usuário {name} ({role}) adicionado, id {id}.",
     "{n} user(s)": "{n} usuário(s)",

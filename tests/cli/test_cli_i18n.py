@@ -249,3 +249,41 @@ def test_progress_steps_and_bench_report_in_pt_br() -> None:
     text = out.getvalue().replace("AMD EPYC", "")
     assert "Leitura sequencial do armazenamento" in text and "8.279 amostras/s" in text and "FALHA" in text
     assert untranslated(text) == [], text
+
+
+def test_a_failure_detail_treino_worded_shows_in_pt_br_and_the_jobs_own_output_as_it_is() -> None:
+    """treino show / submit --wait: the details the server words (treino.server.service.classify, a timeout) read in
+    Portuguese, rebuilt from the job's fields; in English they are the server's text word for word; a line of the
+    job's own output stays as the job wrote it."""
+    from treino.cli.job_status import failure_detail
+    from treino.i18n import EN, current, use
+    from treino.server.backend import ExitInfo
+    from treino.server.failures import HIDDEN_DETAIL, timed_out
+    from treino.server.service import classify
+
+    def job(detail: str, exit_code: int | None) -> dict[str, Any]:
+        sent = {"failure_detail": detail, "exit_code": exit_code, "spec": {"timeout_minutes": 90}}
+        return json.loads(json.dumps(sent))  # as the API sends it
+
+    jobs = [
+        job(classify(ExitInfo(-9, "step 3\n"))[1], -9),
+        job(classify(ExitInfo(3, ""))[1], 3),
+        job(classify(ExitInfo(None, ""))[1], None),
+        job(timed_out(90), None),
+        job(HIDDEN_DETAIL, 1),
+        job(classify(ExitInfo(1, "Traceback ...\nValueError: the loss is nan\n"))[1], 1),
+    ]
+    was = current()
+    use(EN)
+    try:
+        assert [failure_detail(j) for j in jobs] == [j["failure_detail"] for j in jobs]
+    finally:
+        use(was)
+    assert _in_pt_br(lambda: [failure_detail(j) for j in jobs]) == [
+        "morto pelo sinal 9",
+        "código de saída 3",
+        "o supervisor da tentativa sumiu sem código de saída (queda ou reinício)",
+        "passou de timeout_minutes=90",
+        "(oculto: cita o log do job, que seu papel não pode ler)",
+        "ValueError: the loss is nan",  # the job's own words
+    ]

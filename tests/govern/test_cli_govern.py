@@ -188,6 +188,11 @@ def test_verify_names_the_first_tampered_record(
         out = treino("audit", "verify", cwd=tmp_path, url=server.url, token=server.token)
         assert out.returncode == 1 and out.stdout == "", out.stdout
         assert one_line(out.stderr).startswith(f"chain broken at record {seq}: ")
+        assert one_line(out.stderr).endswith(f"record {seq}: its hash does not match its content (modified)")
+        pt = treino("--lang", "pt-BR", "audit", "verify", cwd=tmp_path, url=server.url, token=server.token)
+        assert pt.returncode == 1 and one_line(pt.stderr) == (  # the server's verdict as data, worded by the CLI
+            f"cadeia rompida no registro {seq}: registro {seq}: seu hash não confere com seu conteúdo (modificado)"
+        )
     finally:
         servers.close()
 
@@ -243,3 +248,52 @@ def test_the_governance_commands_speak_portuguese(server: ServerProcess, tmp_pat
     assert left == {what: [] for what in shown}, left
     english = treino("data", "show", "clientes-pt", cwd=tmp_path, url=server.url, token=server.token).stdout
     assert untranslated(english) != []  # the check sees English where there is some
+
+
+def test_a_refused_command_prints_the_servers_message_in_portuguese(server: ServerProcess, tmp_path: Path) -> None:
+    """The server's refusals (404, 409, a role's 403, a governance rule's 403, 401, a 422) sent as data beside the
+    English `detail` (treino.server.api.errors), worded by the CLI in pt-BR; the same refusals in English as the
+    server words them. SQLite only: the words do not depend on the database."""
+    from tests.cli.test_cli_i18n import untranslated
+
+    if server.db_url is not None:
+        pytest.skip("the same words on PostgreSQL")
+
+    def run(*args: str, token: str = server.token, lang: str = "pt-BR") -> str:
+        out = treino("--lang", lang, *args, cwd=tmp_path, url=server.url, token=token)
+        assert out.returncode in (1, 2) and out.stdout == "", (out.returncode, out.stdout, out.stderr)
+        return one_line(out.stderr)
+
+    ok(treino("users", "add", "eng-refused", "--role", "engineer", cwd=tmp_path, url=server.url, token=server.token))
+    eng = make_token(server, tmp_path, "eng-refused")
+    ok(
+        treino(
+            "data", "add", "clientes-refused", str(CLIENTES), "--legal-basis", "art7-ix", "--purpose", "churn-model",
+            "--personal", "--subject-column", "cpf", "--retention-days", "365",
+            cwd=tmp_path, url=server.url, token=server.token,
+        )
+    )  # fmt: skip
+    refusals = {
+        "404": ("show", "987654"),
+        "409": ("users", "add", "eng-refused", "--role", "engineer"),
+        "403 role": ("users", "add", "someone", "--role", "dpo"),
+        "403 purpose": ("grant", "eng-refused", "clientes-refused", "--purpose", "ads"),
+        "401": ("jobs",),
+        "422": ("usage", "--since", "yesterday-ish"),
+    }
+    tokens = {"403 role": eng, "401": "trn_not-a-token"}
+    shown = {k: run(*args, token=tokens.get(k, server.token)) for k, args in refusals.items()}
+    english = {k: run(*args, token=tokens.get(k, server.token), lang="en") for k, args in refusals.items()}
+    assert shown["404"] == "erro: Não existe o job 987654. Como corrigir: liste os jobs com 'treino jobs'."
+    assert english["404"] == "error: No job 987654. To fix: list jobs with 'treino jobs'."
+    assert shown["409"].startswith("erro: O usuário 'eng-refused' já existe. Como corrigir:")
+    assert shown["403 role"].startswith("erro: O papel engineer não tem a permissão ")
+    assert shown["403 purpose"].startswith(
+        "erro: recusado (finalidade): o dataset clientes-refused permite churn-model, não ads"
+    )
+    assert english["403 purpose"].startswith("error: refused (purpose): dataset clientes-refused allows churn-model")
+    assert shown["401"].startswith("erro: Token inválido, expirado ou revogado. Como corrigir:")
+    assert shown["422"].startswith("erro: O servidor recusou o uso (422): since: 'yesterday-ish' não é nem uma data")
+    # only names, options, paths and commands in English (quoted or flags, which untranslated() skips)
+    left = {k: untranslated(text) for k, text in shown.items()}
+    assert left == {k: [] for k in shown}, (left, shown)

@@ -111,7 +111,13 @@ def test_each_status_has_one_shape(server: ServerProcess) -> None:
         assert r.status_code == 422 and r.json()["detail"][0]["field"] == "job_id"
         r = c.post(f"/api/v1/jobs/{INT_MAX}/cancel")
         assert r.status_code == 404
-        assert r.json() == {"detail": f"No job {INT_MAX}. To fix: list jobs with 'treino jobs'."}
+        assert r.json() == {
+            "detail": f"No job {INT_MAX}. To fix: list jobs with 'treino jobs'.",
+            "detail_msg": {  # the same message as data, for a client's language (treino.i18n.to_data)
+                "template": "No job {job_id}. To fix: list jobs with 'treino jobs'.",
+                "params": {"job_id": INT_MAX},
+            },
+        }
         r = c.get("/api/v1/no-such-thing")
         assert r.status_code == 404 and r.json() == {"detail": "Not Found"}
         r = c.delete("/api/v1/jobs")

@@ -20,7 +20,7 @@ import typer
 import yaml
 
 from treino.errors import JobError, TreinoError
-from treino.i18n import N_, Msg, current, tr
+from treino.i18n import N_, Joined, Msg, current, from_data, tr
 from treino.server.settings import PAGE_MAX, SUBMIT_BACKOFF_S, SUBMIT_TRIES
 
 if TYPE_CHECKING:  # httpx is imported when a command talks to a server, not for every `treino` command
@@ -96,11 +96,11 @@ class ServerClient:
     def __exit__(self, *_exc: object) -> None:
         self._http.close()
 
-    def request(self, method: str, path: str, what: str = "the request", **kwargs: Any) -> Any:
+    def request(self, method: str, path: str, what: str = N_("the request"), **kwargs: Any) -> Any:
         """The response's JSON body."""
         return self._send(method, path, what, **kwargs).json()
 
-    def request_text(self, method: str, path: str, what: str = "the request", **kwargs: Any) -> str:
+    def request_text(self, method: str, path: str, what: str = N_("the request"), **kwargs: Any) -> str:
         """The response's body as text (CSV, JSON lines, Markdown)."""
         return self._send(method, path, what, **kwargs).text
 
@@ -147,7 +147,7 @@ class ServerClient:
                 return rows
             params["before_id"] = page["next"]
 
-    def submit(self, spec: dict[str, Any], what: str = "the job spec") -> dict[str, Any]:
+    def submit(self, spec: dict[str, Any], what: str = N_("the job spec")) -> dict[str, Any]:
         """Submitted once, however many tries it takes: every try carries the same fresh Idempotency-Key, so a
         retry after a dropped connection returns the job the first try made instead of making another."""
         headers = {"Idempotency-Key": secrets.token_urlsafe(24)}
@@ -177,25 +177,57 @@ class ServerClient:
 
 def _http_error(response: httpx.Response, what: str) -> TreinoError:
     """The server's `detail` as the message: a string (401, 404, 409), a list of {field, message} (422), or a
-    policy refusal {rule, message} (403), shown as 'refused (rule): message'."""
+    policy refusal {rule, message} (403), shown as 'refused (rule): message'. A message the server also sent as data
+    (`detail_msg`, `message_msg`: treino.server.api.errors) is raised as that Msg, for the CLI to word in its
+    language; as its English text when it did not (an older server) or when the data is not a message."""
     try:
-        detail = response.json().get("detail")
+        body = response.json()
+        detail = body.get("detail")
     except (ValueError, AttributeError):
-        detail = None
+        body, detail = {}, None
     if isinstance(detail, list):
-        lines = "\n".join(
-            f"  {d.get('field', '?')}: {d.get('message', d)}" if isinstance(d, dict) else f"  {d}" for d in detail
+        lines = [
+            Msg("  {field}: {message}", field=str(d.get("field", "?")), message=_sent(d.get("message", d), d))
+            if isinstance(d, dict)
+            else f"  {d}"
+            for d in detail
+        ]
+        return JobError(
+            Msg(
+                "The server refused {what} ({status}):\n{lines}",
+                what=what if isinstance(what, Msg) else Msg(what.replace("{", "{{").replace("}", "}}")),  # N_ text
+                status=str(response.status_code),
+                lines=Joined("\n", lines),
+            )
         )
-        return JobError(f"The server refused {what} ({response.status_code}):\n{lines}")
     if isinstance(detail, str):
-        return TreinoError(detail)
+        return TreinoError(_sent(detail, body, "detail_msg"))
     if isinstance(detail, dict) and "rule" in detail and "message" in detail:
-        rule, message = str(detail["rule"]), str(detail["message"])
+        rule, message = str(detail["rule"]), _sent(detail["message"], detail)
         if rule == "role":  # the caller's role, not a governance rule: the message says it all
             return TreinoError(message)
-        message = message.removeprefix(f"{rule}: ")  # PolicyViolation's text already starts with its rule
-        return TreinoError(f"refused ({rule}): {message}")
+        # PolicyViolation's text already starts with its rule
+        if isinstance(message, Msg) and message.template == "{rule}: {detail}":
+            message = message.params["detail"]
+        elif message.startswith(f"{rule}: "):
+            message = message.removeprefix(f"{rule}: ")
+        # the rule's name (purpose, grant, residency, ...; "LGPD Art. 7") in the CLI's language where the catalog has it
+        named = Msg(rule.replace("{", "{{").replace("}", "}}"))
+        return TreinoError(Msg("refused ({rule}): {message}", rule=named, message=message))
     return TreinoError(f"The treino server answered {response.status_code}: {response.text[:500]}")
+
+
+def _sent(text: Any, body: dict[str, Any], key: str = "message_msg") -> str:
+    """A message of the server's answer: the Msg it sent as data under `key`, else its English text."""
+    data = body.get(key)
+    if data:
+        try:
+            message = from_data(data)
+        except ValueError:  # data this client cannot word (another version's template): the English text
+            return str(text)
+        if isinstance(message, str):
+            return message
+    return str(text)
 
 
 def _client(url: str | None, token: str | None) -> ServerClient:
@@ -289,7 +321,7 @@ def submit(
     """Submit a job spec to the server's queue."""
     spec = spec_for_submit(spec_file)
     with _client(url, token) as client:
-        job = client.submit(spec, what=f"the job spec {spec_file}")
+        job = client.submit(spec, what=Msg("the job spec {path}", path=str(spec_file)))
         if not as_json:
             typer.echo(
                 tr("Submitted job {id} ({name}), {state}.", id=job["id"], name=job["name"], state=Msg(job["state"]))
@@ -390,7 +422,7 @@ def show(
     from rich.table import Table
     from rich.text import Text
 
-    from treino.cli.job_status import progress, show_fields
+    from treino.cli.job_status import failure_detail, progress, show_fields
     from treino.cli.render import console
 
     out = console()
@@ -437,7 +469,7 @@ def show(
             )
         )
     if job.get("failure_reason"):
-        failure = f"{tr(job['failure_reason'])}: {job.get('failure_detail') or ''}"
+        failure = f"{tr(job['failure_reason'])}: {failure_detail(job)}"
         out.print(Text(tr("Failure: {failure}", failure=failure), style="red"))
     if job.get("history"):
         table = Table(title=tr("attempts"), title_justify="left")

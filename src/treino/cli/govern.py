@@ -16,7 +16,7 @@ import typer
 
 from treino.cli.client import JsonOpt, TokenOpt, UrlOpt, _client, _print_json, _when
 from treino.errors import UsageError
-from treino.i18n import N_, Msg, current, from_server, tr
+from treino.i18n import N_, Msg, current, from_server, to_data, tr
 
 SHORT_HASH_CHARS = 12  # sha256 prefixes shown in tables; --json has the full hash
 ROLES = ("admin", "engineer", "dpo", "viewer")  # treino.govern.models.Role; the server validates
@@ -92,7 +92,9 @@ def users_add(
 ) -> None:
     """Add a user. Then give them a token with 'treino tokens create NAME'."""
     with _client(url, token) as client:
-        user = client.request("POST", "/api/v1/users", f"the user {name}", json={"name": name, "role": role})
+        user = client.request(
+            "POST", "/api/v1/users", Msg("the user {name}", name=name), json={"name": name, "role": role}
+        )
     if as_json:
         _print_json(user)
         return
@@ -115,7 +117,7 @@ def users_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = N
 
 def _set_disabled(name: str, action: str, as_json: bool, url: str | None, token: str | None) -> None:
     with _client(url, token) as client:
-        user = client.request("POST", f"/api/v1/users/{name}/{action}", f"the user {name}")
+        user = client.request("POST", f"/api/v1/users/{name}/{action}", Msg("the user {name}", name=name))
     if as_json:
         _print_json(user)
         return
@@ -159,7 +161,7 @@ def tokens_create(
     """Create a token for USER. The secret is printed once: the server keeps only its hash."""
     body: dict[str, Any] = {"user": user, "name": name, "expires_days": expires_days}
     with _client(url, token) as client:
-        made = client.request("POST", "/api/v1/tokens", f"the token for {user}", json=body)
+        made = client.request("POST", "/api/v1/tokens", Msg("the token for {user}", user=user), json=body)
     if as_json:
         _print_json(made)
         return
@@ -227,7 +229,9 @@ def grant(
     """Let USER's jobs read DATASET for these purposes (each must be one the dataset was registered for)."""
     body = {"user": user, "dataset": dataset, "purposes": purposes}
     with _client(url, token) as client:
-        made = client.request("POST", "/api/v1/grants", f"the grant of {dataset} to {user}", json=body)
+        made = client.request(
+            "POST", "/api/v1/grants", Msg("the grant of {dataset} to {user}", dataset=dataset, user=user), json=body
+        )
     if as_json:
         _print_json(made)
         return
@@ -295,7 +299,7 @@ def transfer_add(
     """Record the mechanism that lets personal data go to SITE (LGPD Art. 33)."""
     body = {"site": site, "mechanism": mechanism, "reference": reference, "signed_on": signed_on}
     with _client(url, token) as client:
-        made = client.request("POST", "/api/v1/transfers", f"the transfer to {site}", json=body)
+        made = client.request("POST", "/api/v1/transfers", Msg("the transfer to {site}", site=site), json=body)
     if as_json:
         _print_json(made)
         return
@@ -372,7 +376,7 @@ def data_add(
         "strict": strict,
     }
     with _client(url, token) as client:
-        done = client.request("POST", "/api/v1/datasets", f"the dataset {name}", json=body)
+        done = client.request("POST", "/api/v1/datasets", Msg("the dataset {name}", name=name), json=body)
     if as_json:
         _print_json(done)
         return
@@ -441,7 +445,7 @@ def data_show(
 ) -> None:
     """One dataset: its legal basis, purposes, residency and every version (purged ones marked)."""
     with _client(url, token) as client:
-        d = client.request("GET", f"/api/v1/datasets/{name}", f"the dataset {name}")
+        d = client.request("GET", f"/api/v1/datasets/{name}", Msg("the dataset {name}", name=name))
     if as_json:
         _print_json(d)
         return
@@ -501,7 +505,9 @@ def data_retain(
         raise UsageError("Give either --days (with --legal-basis and --reason) or --erase. To fix: pick one.")
     body = {"erase": True} if erase else {"days": days, "legal_basis": legal_basis, "reason": reason}
     with _client(url, token) as client:
-        done = client.request("POST", f"/api/v1/datasets/{name}/retention", f"the dataset {name}", json=body)
+        done = client.request(
+            "POST", f"/api/v1/datasets/{name}/retention", Msg("the dataset {name}", name=name), json=body
+        )
     if as_json:
         _print_json(done)
     elif erase:
@@ -563,7 +569,9 @@ def audit_verify(
     key = _read_key(key_file) if key_file is not None else None
     with _client(url, token) as client:
         result = client.request("GET", "/api/v1/audit/verify")
-        exported = client.request_text("GET", "/api/v1/audit/export", "the audit export") if found is not None else ""
+        exported = (
+            client.request_text("GET", "/api/v1/audit/export", N_("the audit export")) if found is not None else ""
+        )
     if found is not None and result["ok"]:
         from treino.govern.anchors import check
         from treino.govern.audit import read_export
@@ -574,6 +582,7 @@ def audit_verify(
             result["anchors"]["first_bad_line"] = anchored.first_bad_anchor.line
         if not anchored.ok:
             result["ok"], result["first_bad_seq"], result["reason"] = False, anchored.first_bad_seq, anchored.reason
+            result["reason_msg"] = to_data(anchored.reason)  # checked here: the server's verdict no longer holds
     if as_json:
         _print_json(result)
     elif result["ok"]:
@@ -591,7 +600,7 @@ def audit_verify(
 
         Console(stderr=True).print(
             f"[bold red]{escape(tr('chain broken at record {seq}:', seq=result['first_bad_seq']))}[/] "
-            f"{escape(result['reason'])}",
+            f"{escape(from_server(result['reason'], result.get('reason_msg')))}",
             highlight=False,
         )
     if not result["ok"]:
@@ -645,7 +654,7 @@ def audit_export(
     }
     params = {k: v for k, v in params.items() if v is not None}
     with _client(url, token) as client:
-        text = client.request_text("GET", "/api/v1/audit/export", "the audit export", params=params)
+        text = client.request_text("GET", "/api/v1/audit/export", N_("the audit export"), params=params)
     _write(text, output, tr("{n} record(s)", n=_count_records(text, fmt)))
 
 
@@ -918,7 +927,7 @@ def erase(
     """Erase a data subject (LGPD Art. 18 VI): new versions without them, old bytes purged, models marked."""
     body = {"subject": subject, "dataset": dataset, "retrain": retrain}
     with _client(url, token) as client:
-        r = client.request("POST", "/api/v1/erasures", "the erasure", json=body)
+        r = client.request("POST", "/api/v1/erasures", N_("the erasure"), json=body)
     if as_json:
         _print_json(r)
         return
@@ -975,7 +984,7 @@ def subject_report(
 ) -> None:
     """What the server holds about a data subject (LGPD Art. 18 II): datasets, versions, models, erasures."""
     with _client(url, token) as client:
-        r = client.request("POST", "/api/v1/subjects/report", "the subject report", json={"subject": subject})
+        r = client.request("POST", "/api/v1/subjects/report", N_("the subject report"), json={"subject": subject})
     if as_json:
         _print_json(r)
         return

@@ -183,3 +183,12 @@ def show_fields(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
         took = tr("{span} (first start to end, requeues included)", span=span(job["duration_s"]))
         rows.append((N_("duration"), took))
     return rows
+
+
+def failure_detail(job: dict[str, Any]) -> str:
+    """A job's failure detail (as the API sends it) in the CLI's language where treino worded it (the signal, the
+    exit code, the timeout: treino.server.failures); the job's own output, quoted in it, as it is."""
+    from treino.server.failures import worded
+
+    msg = worded(job)
+    return current().msg(msg) if msg is not None else str(job.get("failure_detail") or "")

@@ -81,7 +81,7 @@ def usage(
         raise UsageError(f"--by {by!r}: not user, purpose or job. To fix: e.g. --by purpose.")
     params = {k: v for k, v in {"since": since, "by": by, "user": user}.items() if v is not None}
     with _client(url, token) as client:
-        report = client.request("GET", "/api/v1/usage", "the usage", params=params)
+        report = client.request("GET", "/api/v1/usage", N_("the usage"), params=params)
     if as_json:
         _print_json(report)
         return
@@ -169,7 +169,7 @@ def quotas_set(
         raise UsageError("Give --user NAME or --role ROLE (one of them). To fix: e.g. --user ana.")
     body = {"user": user, "role": role, "gpu_hours_month": gpu_hours_month, "concurrent_gpus": concurrent_gpus}
     with _client(url, token) as client:
-        row = client.request("PUT", "/api/v1/quotas", "the quota", json=body)
+        row = client.request("PUT", "/api/v1/quotas", N_("the quota"), json=body)
     if as_json:
         _print_json(row)
         return
@@ -191,7 +191,7 @@ def _limits(row: dict[str, Any]) -> str:
 def quotas_list(as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
     """Every quota (admins)."""
     with _client(url, token) as client:
-        rows = client.request("GET", "/api/v1/quotas", "the quotas")["quotas"]
+        rows = client.request("GET", "/api/v1/quotas", N_("the quotas"))["quotas"]
     if as_json:
         _print_json(rows)
         return

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from treino.cli.job_status import failure_detail
 from treino.errors import EXIT_FAILURE, EXIT_OK
 from treino.i18n import Msg, tr
 
@@ -64,7 +65,7 @@ def outcome(job: dict[str, Any]) -> tuple[str, int]:
     if job["state"] == "succeeded":
         return line + ".", EXIT_OK
     if job.get("failure_reason"):
-        line += f": {tr(job['failure_reason'])}" + (f": {job['failure_detail']}" if job.get("failure_detail") else "")
+        line += f": {tr(job['failure_reason'])}" + (f": {failure_detail(job)}" if job.get("failure_detail") else "")
     if job.get("exit_code") is not None:
         line += " " + tr("(exit code {code})", code=job["exit_code"])
     return line + ".", EXIT_FAILURE

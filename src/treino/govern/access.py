@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from treino.errors import Forbidden, PolicyViolation, TreinoError
 from treino.govern.models import Dataset, Grant, Role, Transfer, User
+from treino.i18n import Joined, Msg
 
 ALL = frozenset(Role)
 PERMISSIONS: dict[str, frozenset[Role]] = {
@@ -61,8 +62,13 @@ def log_readers(spec: str) -> frozenset[str]:
     unknown = sorted(names - set(known))
     if unknown or not names:
         raise TreinoError(
-            f"--logs-visible-to {spec!r}: {', '.join(unknown) or 'empty'} is not 'owner', 'all' or a role. "
-            f"To fix: give a comma-separated list of {', '.join(known)} (e.g. owner,admin,dpo)."
+            Msg(
+                "--logs-visible-to {spec!r}: {unknown} is not 'owner', 'all' or a role. To fix: give a "
+                "comma-separated list of {known} (e.g. owner,admin,dpo).",
+                spec=spec,
+                unknown=", ".join(unknown) or "empty",
+                known=", ".join(known),
+            )
         )
     return frozenset(names)
 
@@ -76,14 +82,19 @@ def require_log_reader(who: Principal, job_id: int, owner: str, readers: frozens
     if may_read_logs(who, owner, readers):
         return
     roles = sorted(readers - {OWNER})
-    whom = " and ".join(
-        p
-        for p in (f"its owner ({owner})" if OWNER in readers else "", "roles " + ", ".join(roles) if roles else "")
-        if p
-    )
+    parts = [Msg("its owner ({owner})", owner=owner)] if OWNER in readers else []
+    parts += [Msg("roles {roles}", roles=", ".join(roles))] if roles else []
+    whom = Joined(" and ", parts) if len(parts) < 2 else Msg("{a} and {b}", a=parts[0], b=parts[1])
     raise Forbidden(
-        f"The logs of job {job_id} are visible to {whom or 'nobody'}, not to {who.name} ({who.role}). "
-        f"To fix: ask {owner} or an admin for them, or have the server started with --logs-visible-to all."
+        Msg(
+            "The logs of job {job_id} are visible to {whom}, not to {name} ({role}). To fix: ask {owner} or an admin "
+            "for them, or have the server started with --logs-visible-to all.",
+            job_id=job_id,
+            whom=whom or Msg("nobody"),
+            name=who.name,
+            role=who.role,
+            owner=owner,
+        )
     )
 
 
@@ -116,8 +127,12 @@ def check_residency(s: Session, dataset: Dataset, server_site: Site | None) -> s
     if server_site is None:
         raise PolicyViolation(
             "residency",
-            f"dataset {dataset.name} must stay in {dataset.residency}, and this server has no site configured. "
-            "To fix: start the server with --site (e.g. --site eveo-sp1).",
+            Msg(
+                "dataset {dataset} must stay in {residency}, and this server has no site configured. To fix: start "
+                "the server with --site (e.g. --site eveo-sp1).",
+                dataset=dataset.name,
+                residency=dataset.residency,
+            ),
         )
     if server_site.country == dataset.residency:
         return f"{server_site.name} is in {server_site.country}"
@@ -128,10 +143,16 @@ def check_residency(s: Session, dataset: Dataset, server_site: Site | None) -> s
         return f"transfer to {server_site.name} under {transfer.mechanism} {transfer.reference} ({transfer.signed_on})"
     raise PolicyViolation(
         "residency",
-        f"dataset {dataset.name} must stay in {dataset.residency} (LGPD Art. 33), but this server's site "
-        f"{server_site.name} ({server_site.city}) is in {server_site.country}, and no transfer mechanism is recorded "
-        f"for it. To fix: run the job on a site in {dataset.residency}, or record ANPD standard contractual clauses "
-        f"with 'treino transfer add --site {server_site.name} ...'.",
+        Msg(
+            "dataset {dataset} must stay in {residency} (LGPD Art. 33), but this server's site {site} ({city}) is in "
+            "{country}, and no transfer mechanism is recorded for it. To fix: run the job on a site in {residency}, "
+            "or record ANPD standard contractual clauses with 'treino transfer add --site {site} ...'.",
+            dataset=dataset.name,
+            residency=dataset.residency,
+            site=server_site.name,
+            city=server_site.city,
+            country=server_site.country,
+        ),
     )
 
 
@@ -141,14 +162,23 @@ def check_grant(s: Session, user: User, dataset: Dataset, purpose: str | None) -
     if not purpose:
         raise PolicyViolation(
             "purpose",
-            f"a job that reads dataset {dataset.name} must state its purpose (LGPD Art. 6 I). "
-            f"To fix: add 'purpose:' to the spec, one of {', '.join(dataset.purposes)}.",
+            Msg(
+                "a job that reads dataset {dataset} must state its purpose (LGPD Art. 6 I). To fix: add 'purpose:' to "
+                "the spec, one of {allowed}.",
+                dataset=dataset.name,
+                allowed=", ".join(dataset.purposes),
+            ),
         )
     if purpose not in dataset.purposes:
         raise PolicyViolation(
             "purpose",
-            f"dataset {dataset.name} was collected for {', '.join(dataset.purposes)}, not {purpose!r} "
-            "(LGPD Art. 6 I, purpose limitation). To fix: use an allowed purpose, or register a new legal basis.",
+            Msg(
+                "dataset {dataset} was collected for {allowed}, not {purpose!r} (LGPD Art. 6 I, purpose limitation). "
+                "To fix: use an allowed purpose, or register a new legal basis.",
+                dataset=dataset.name,
+                allowed=", ".join(dataset.purposes),
+                purpose=purpose,
+            ),
         )
     for grant in s.scalars(
         select(Grant).where(Grant.user_id == user.id, Grant.dataset == dataset.name, Grant.revoked_at.is_(None))
@@ -157,6 +187,11 @@ def check_grant(s: Session, user: User, dataset: Dataset, purpose: str | None) -
             return grant
     raise PolicyViolation(
         "grant",
-        f"{user.name} has no grant on dataset {dataset.name} for {purpose!r}. "
-        f"To fix: a DPO or admin runs 'treino grant {user.name} {dataset.name} --purpose {purpose}'.",
+        Msg(
+            "{user} has no grant on dataset {dataset} for {purpose!r}. To fix: a DPO or admin runs 'treino grant "
+            "{user} {dataset} --purpose {purpose}'.",
+            user=user.name,
+            dataset=dataset.name,
+            purpose=purpose,
+        ),
     )

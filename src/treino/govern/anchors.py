@@ -27,10 +27,10 @@ from typing import Any
 
 from treino.errors import TreinoError
 from treino.govern.audit import GENESIS_HASH, record_hash
-from treino.i18n import Msg
+from treino.i18n import N_, Msg
 
 ANCHOR_FORMAT_VERSION = 1
-ANCHOR_REASONS = ("interval", "shutdown")
+ANCHOR_REASONS = (N_("interval"), N_("shutdown"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +121,11 @@ def check(records: Iterable[Mapping[str, Any]], anchors: list[Anchor], key: byte
         for a in anchors:
             if not hmac.compare_digest(anchor_hmac(key, a.seq, a.hash, a.time), a.hmac):
                 return AnchorResult(
-                    False, 0, 0, f"anchor at line {a.line}: its HMAC does not verify (not written by this server)", a
+                    False,
+                    0,
+                    0,
+                    Msg("anchor at line {line}: its HMAC does not verify (not written by this server)", line=a.line),
+                    a,
                 )
     wanted: dict[int, list[Anchor]] = {}
     for a in anchors:
@@ -133,7 +137,12 @@ def check(records: Iterable[Mapping[str, Any]], anchors: list[Anchor], key: byte
         seq = rec["seq"]
         if seq != expected or rec["prev_hash"] != prev_hash or record_hash(rec) != rec["hash"]:
             return AnchorResult(
-                False, n, 0, f"record {seq}: the chain does not link here; run 'treino audit verify' for why", None, seq
+                False,
+                n,
+                0,
+                Msg("record {seq}: the chain does not link here; run 'treino audit verify' for why", seq=seq),
+                None,
+                seq,
             )
         prev_hash, expected, n = rec["hash"], seq + 1, n + 1
         if seq in wanted:
@@ -149,8 +158,15 @@ def check(records: Iterable[Mapping[str, Any]], anchors: list[Anchor], key: byte
                 False,
                 n,
                 checked,
-                f"anchor at line {a.line} ({a.reason}, {when}) names record {a.seq}, but the log ends at record "
-                f"{n}: records were deleted after it was written",
+                Msg(
+                    "anchor at line {line} ({reason}, {when}) names record {seq}, but the log ends at record {n}: "
+                    "records were deleted after it was written",
+                    line=a.line,
+                    reason=Msg(a.reason),
+                    when=when,
+                    seq=a.seq,
+                    n=n,
+                ),
                 a,
                 n + 1,
             )
@@ -159,9 +175,17 @@ def check(records: Iterable[Mapping[str, Any]], anchors: list[Anchor], key: byte
                 False,
                 n,
                 checked,
-                f"anchor at line {a.line} ({a.reason}, {when}) disagrees: record {a.seq}'s hash is now {got[:12]}..., "
-                f"the anchor holds {a.hash[:12]}...: a record up to {a.seq} was changed after {when}, and the chain "
-                "was rewritten consistently (by someone holding the database and the key)",
+                Msg(
+                    "anchor at line {line} ({reason}, {when}) disagrees: record {seq}'s hash is now {got}..., the "
+                    "anchor holds {held}...: a record up to {seq} was changed after {when}, and the chain was "
+                    "rewritten consistently (by someone holding the database and the key)",
+                    line=a.line,
+                    reason=Msg(a.reason),
+                    when=when,
+                    seq=a.seq,
+                    got=got[:12],
+                    held=a.hash[:12],
+                ),
                 a,
                 a.seq,
             )

@@ -461,31 +461,39 @@ def _slow_hash(row: Sequence[Any]) -> str | None:
 
 def _checkpoint_problem(
     key: bytes, seq: int, stored_hash: str, signed: list[tuple[int, str, str]], last_good_cp: int
-) -> str | None:
+) -> Msg | None:
     """Why a checkpoint of record `seq` fails (`signed`: its checkpoints' id, hash and HMAC), or None when every
     one verifies and signed `stored_hash`; `last_good_cp` is the seq of the last checkpoint that matched."""
     for cp_id, cp_hash, cp_hmac in signed:
         if not hmac.compare_digest(checkpoint_hmac(key, seq, cp_hash), cp_hmac):
-            return f"checkpoint #{cp_id}'s HMAC does not verify (forged, or signed with another key)"
+            return Msg("checkpoint #{cp_id}'s HMAC does not verify (forged, or signed with another key)", cp_id=cp_id)
         if cp_hash != stored_hash:
-            return (
-                f"its hash is not the one checkpoint #{cp_id} signed: the chain was rewritten after record "
-                f"{last_good_cp} (records {last_good_cp + 1}-{seq}), by someone without the key"
+            return Msg(
+                "its hash is not the one checkpoint #{cp_id} signed: the chain was rewritten after record {good} "
+                "(records {first}-{seq}), by someone without the key",
+                cp_id=cp_id,
+                good=last_good_cp,
+                first=last_good_cp + 1,
+                seq=seq,
             )
     return None
 
 
-def _leftover_problem(cps: dict[int, list[tuple[int, str, str]]], expected: int) -> tuple[int, str]:
+def _leftover_problem(cps: dict[int, list[tuple[int, str, str]]], expected: int) -> tuple[int, Msg]:
     """The bad seq and the reason for checkpoints left over once the records end (`expected` is the seq after the
     last record): they name records that are not there."""
     beyond = max(cps)
     if beyond >= expected:
         return (
             expected,
-            f"missing: checkpoint #{cps[beyond][0][0]} signed record {beyond}, but the log ends at record "
-            f"{expected - 1} (tail deleted)",
+            Msg(
+                "missing: checkpoint #{cp_id} signed record {beyond}, but the log ends at record {last} (tail deleted)",
+                cp_id=cps[beyond][0][0],
+                beyond=beyond,
+                last=expected - 1,
+            ),
         )
-    return min(cps), f"checkpoint #{cps[min(cps)][0][0]} names this record, which cannot exist"
+    return min(cps), Msg("checkpoint #{cp_id} names this record, which cannot exist", cp_id=cps[min(cps)][0][0])
 
 
 def verify(session: Session, key: bytes, *, checkpoint_every: int | None = None) -> VerifyResult:
@@ -505,9 +513,14 @@ def verify(session: Session, key: bytes, *, checkpoint_every: int | None = None)
             False,
             read[0],
             read[0] + 1,
-            f"record {read[0] + 1}: the database is corrupt, reading the audit log failed after {read[0]:,} "
-            f"intact records ({error}). To fix: restore the database from a backup; 'treino server' checks it at "
-            "start and says how",
+            Msg(
+                "record {seq}: the database is corrupt, reading the audit log failed after {n:,} intact records "
+                "({error}). To fix: restore the database from a backup; 'treino server' checks it at start and says "
+                "how",
+                seq=read[0] + 1,
+                n=read[0],
+                error=str(error),
+            ),
         )
 
 
@@ -523,20 +536,32 @@ def _verify(session: Session, key: bytes, checkpoint_every: int | None, read: li
     last_good_cp = 0  # seq of the last checkpoint that matched: a rewrite lies after it
     n = 0  # records verified
 
-    def bad(seq: int, reason: str) -> VerifyResult:
-        return VerifyResult(False, n, seq, f"record {seq}: {reason}", n_cps)
+    def bad(seq: int, reason: Msg) -> VerifyResult:
+        return VerifyResult(False, n, seq, Msg("record {seq}: {reason}", seq=seq, reason=reason), n_cps)
 
     expected, prev_hash = 1, GENESIS_HASH
     for row in _chain_rows(session):
         seq, stored_prev, stored_hash = row[0], row[8], row[9]
         if seq != expected:
-            missing = f"record {expected} is" if seq == expected + 1 else f"records {expected}-{seq - 1} are"
-            return bad(seq, f"{missing} missing before it (deleted, or the log renumbered)")
+            if seq == expected + 1:
+                return bad(seq, Msg("record {n} is missing before it (deleted, or the log renumbered)", n=expected))
+            return bad(
+                seq,
+                Msg(
+                    "records {first}-{last} are missing before it (deleted, or the log renumbered)",
+                    first=expected,
+                    last=seq - 1,
+                ),
+            )
         if stored_prev != prev_hash:
-            link = "the genesis hash" if seq == 1 else f"record {seq - 1}"
-            return bad(seq, f"previous hash does not match {link} (deleted, inserted or reordered)")
+            if seq == 1:
+                return bad(seq, Msg("previous hash does not match the genesis hash (deleted, inserted or reordered)"))
+            return bad(
+                seq,
+                Msg("previous hash does not match record {prev} (deleted, inserted or reordered)", prev=seq - 1),
+            )
         if _fast_hash(row) != stored_hash and _slow_hash(row) != stored_hash:
-            return bad(seq, "its hash does not match its content (modified)")
+            return bad(seq, Msg("its hash does not match its content (modified)"))
         n += 1
         read[0] = n
         prev_hash, expected = stored_hash, seq + 1
@@ -546,7 +571,7 @@ def _verify(session: Session, key: bytes, checkpoint_every: int | None, read: li
                 return bad(seq, problem)
             last_good_cp = seq
         elif checkpoint_every and seq % checkpoint_every == 0:
-            return bad(seq, f"its signed checkpoint (one every {checkpoint_every} records) is missing")
+            return bad(seq, Msg("its signed checkpoint (one every {every} records) is missing", every=checkpoint_every))
     if cps:  # checkpoints left over name records that are not there
         return bad(*_leftover_problem(cps, expected))
     if n == 0:

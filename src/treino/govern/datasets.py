@@ -138,28 +138,39 @@ def validate_registration(
     if not legal_basis or not legal_basis.strip():
         raise PolicyViolation(
             "LGPD Art. 7",
-            "a dataset needs a legal basis for its processing (Art. 7; Art. 11 for sensitive data). "
-            f"To fix: pass one of {_bases_list(sensitive)} (or not-personal for data about no one).",
+            Msg(
+                "a dataset needs a legal basis for its processing (Art. 7; Art. 11 for sensitive data). To fix: pass "
+                "one of {bases} (or not-personal for data about no one).",
+                bases=_bases_list(sensitive),
+            ),
         )
     try:
         basis = LegalBasis(legal_basis.strip().lower())
     except ValueError:
         close = difflib.get_close_matches(legal_basis.strip().lower(), [b.value for b in LegalBasis], n=1)
-        hint = f"Did you mean '{close[0]}'? " if close else ""
+        hint = Msg("Did you mean '{name}'? ", name=close[0]) if close else ""
         raise PolicyViolation(
             "LGPD Art. 7",
-            f"unknown legal basis '{legal_basis}'. {hint}To fix: use one of {_bases_list(sensitive)}.",
+            Msg(
+                "unknown legal basis '{legal_basis}'. {hint}To fix: use one of {bases}.",
+                legal_basis=legal_basis,
+                hint=hint,
+                bases=_bases_list(sensitive),
+            ),
         ) from None
     if sensitive and not personal_data:
         raise PolicyViolation(
             "LGPD Art. 5 II",
-            "sensitive data is personal data by definition. To fix: flag the dataset as personal data too.",
+            Msg("sensitive data is personal data by definition. To fix: flag the dataset as personal data too."),
         )
     if basis is LegalBasis.NOT_PERSONAL and personal_data:
         raise PolicyViolation(
             "LGPD Art. 7",
-            "the dataset is flagged as personal data, so 'not-personal' is no legal basis for it. "
-            f"To fix: pass one of {_bases_list(sensitive)}.",
+            Msg(
+                "the dataset is flagged as personal data, so 'not-personal' is no legal basis for it. To fix: pass "
+                "one of {bases}.",
+                bases=_bases_list(sensitive),
+            ),
         )
     if sensitive and not basis.allows_sensitive:
         if basis in ART11_FOR_ART7:
@@ -168,19 +179,29 @@ def validate_registration(
         else:
             fix = f"choose one of {_bases_list(True)}, if one truly applies, or drop the sensitive columns"
             why = f"{basis.label} is not available for sensitive data (only Art. 11 bases are)"
-        raise PolicyViolation("LGPD Art. 11", f"{why}. To fix: {fix}.")
+        raise PolicyViolation("LGPD Art. 11", Msg("{why}. To fix: {fix}.", why=why, fix=fix))
     if not [p for p in purposes if p and p.strip()]:
         raise PolicyViolation(
             "LGPD Art. 6 I",
-            "processing needs legitimate, specific and explicit purposes (purpose principle). "
-            "To fix: name at least one purpose, e.g. --purpose churn-model.",
+            Msg(
+                "processing needs legitimate, specific and explicit purposes (purpose principle). To fix: name at "
+                "least one purpose, e.g. --purpose churn-model."
+            ),
         )
     if not RESIDENCY_RE.match(residency):
         raise TreinoError(
-            f"Residency '{residency}' is neither an ISO 3166-1 alpha-2 country code nor 'any'. To fix: e.g. BR."
+            Msg(
+                "Residency '{residency}' is neither an ISO 3166-1 alpha-2 country code nor 'any'. To fix: e.g. BR.",
+                residency=residency,
+            )
         )
     if retention_days is not None and retention_days <= 0:
-        raise TreinoError(f"Retention of {retention_days} days: it must be a positive number of days, or none.")
+        raise TreinoError(
+            Msg(
+                "Retention of {retention_days} days: it must be a positive number of days, or none.",
+                retention_days=retention_days,
+            )
+        )
     return basis
 
 
@@ -201,11 +222,15 @@ def _check_root(path: Path, allowed_roots: Sequence[Path]) -> Path:
         target = f"{path} (resolves to {resolved})" if resolved != Path(path) else str(path)
         raise PolicyViolation(
             "import roots",
-            f"{target} is outside the allowed import roots: {shown}. "
-            "To fix: copy the file under one of them, or ask an admin to add its directory as an import root.",
+            Msg(
+                "{target} is outside the allowed import roots: {shown}. To fix: copy the file under one of them, or "
+                "ask an admin to add its directory as an import root.",
+                target=target,
+                shown=shown,
+            ),
         )
     if not resolved.is_file():
-        raise TreinoError(f"No such file: {path}. To fix: check the path (it is read on the server).")
+        raise TreinoError(Msg("No such file: {path}. To fix: check the path (it is read on the server).", path=path))
     return resolved
 
 
@@ -213,7 +238,11 @@ def _format_of(path: Path) -> str:
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise TreinoError(
-            f"Unknown dataset format '{path.suffix}' ({path.name}). To fix: use .parquet, .csv or .jsonl."
+            Msg(
+                "Unknown dataset format '{suffix}' ({file}). To fix: use .parquet, .csv or .jsonl.",
+                suffix=path.suffix,
+                file=path.name,
+            )
         )
     return fmt
 
@@ -237,14 +266,21 @@ def _read(path: Path, fmt: str, subject_column: str | None) -> pa.Table:
         else:
             table = pajson.read_json(path)
     except (pa.ArrowInvalid, OSError) as e:
-        raise TreinoError(f"Cannot read {path} as {fmt}: {e}. To fix: check the file's format.") from e
+        raise TreinoError(
+            Msg("Cannot read {path} as {fmt}: {e}. To fix: check the file's format.", path=path, fmt=fmt, e=e)
+        ) from e
     if subject_column is not None:
         if subject_column not in table.column_names:
             close = difflib.get_close_matches(subject_column, table.column_names, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
+            hint = Msg(" Did you mean '{name}'?", name=close[0]) if close else ""
             raise TreinoError(
-                f"Subject column '{subject_column}' is not in {path.name} (columns: "
-                f"{', '.join(table.column_names)}).{hint}"
+                Msg(
+                    "Subject column '{subject_column}' is not in {file} (columns: {columns}).{hint}",
+                    subject_column=subject_column,
+                    file=path.name,
+                    columns=", ".join(table.column_names),
+                    hint=hint,
+                )
             )
         table = _as_string(table, subject_column)
     return table
@@ -298,8 +334,11 @@ def _refuse_purged_content(session: Session, sha: str) -> None:
     if purged is not None:
         raise PolicyViolation(
             "LGPD Art. 18 VI",
-            f"this content (sha256 {sha[:12]}…) was purged from the store by an erasure; importing it again would "
-            "restore erased subjects' data. To fix: import the data without the erased subjects' rows.",
+            Msg(
+                "this content (sha256 {sha}…) was purged from the store by an erasure; importing it again would "
+                "restore erased subjects' data. To fix: import the data without the erased subjects' rows.",
+                sha=sha[:12],
+            ),
         )
 
 
@@ -320,8 +359,8 @@ def get_dataset(session: Session, name: str) -> Dataset:
     if ds is None:
         names = list(session.scalars(select(Dataset.name)))
         close = difflib.get_close_matches(name, names, n=1)
-        hint = f"Did you mean '{close[0]}'? " if close else ""
-        raise TreinoError(f"Unknown dataset '{name}'. {hint}See 'treino data list'.")
+        hint = Msg("Did you mean '{name}'? ", name=close[0]) if close else ""
+        raise TreinoError(Msg("Unknown dataset '{name}'. {hint}See 'treino data list'.", name=name, hint=hint))
     return ds
 
 
@@ -339,13 +378,20 @@ def resolve(session: Session, name: str, number: int | None = None) -> DatasetVe
     """Version `number` of dataset `name`, the latest by default."""
     all_versions = versions(session, name)
     if not all_versions:
-        raise TreinoError(f"Dataset '{name}' has no versions.")
+        raise TreinoError(Msg("Dataset '{name}' has no versions.", name=name))
     if number is None:
         return all_versions[-1]
     for v in all_versions:
         if v.number == number:
             return v
-    raise TreinoError(f"Dataset '{name}' has no version {number} (it has v1 to v{all_versions[-1].number}).")
+    raise TreinoError(
+        Msg(
+            "Dataset '{name}' has no version {number} (it has v1 to v{last}).",
+            name=name,
+            number=number,
+            last=all_versions[-1].number,
+        )
+    )
 
 
 def _warnings(ds: Dataset, findings: list[ColumnFinding]) -> list[str]:
@@ -426,9 +472,11 @@ def register_dataset(
         retention_days=retention_days,
     )
     if not NAME_RE.match(name):
-        raise TreinoError(f"Dataset name '{name}': use lowercase letters, digits, '.', '_' and '-' (at most 100).")
+        raise TreinoError(
+            Msg("Dataset name '{name}': use lowercase letters, digits, '.', '_' and '-' (at most 100).", name=name)
+        )
     if session.scalar(select(Dataset.id).where(Dataset.name == name)) is not None:
-        raise TreinoError(f"Dataset '{name}' exists. To fix: add a version of it, or pick another name.")
+        raise TreinoError(Msg("Dataset '{name}' exists. To fix: add a version of it, or pick another name.", name=name))
     source = _check_root(path, allowed_roots)
     fmt = _format_of(source)
     table = _read(source, fmt, subject_column)

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from treino.errors import PolicyViolation, TreinoError
 from treino.govern.datasets import _mark_models, _models_of, _unshared_files
 from treino.govern.models import Dataset, DatasetVersion
+from treino.i18n import Msg
 
 DAY_S = 86_400.0
 
@@ -49,10 +50,14 @@ def check_retention(ds: Dataset, now: float | None = None) -> None:
         return
     raise PolicyViolation(
         "retention",
-        f"dataset {ds.name}'s retention period ({ds.retention_days} days) expired on {day(end)}; it may no longer "
-        f"be read (LGPD Art. 15-16). To fix: a DPO extends it with a documented legal basis "
-        f"(treino data retain {ds.name} --days N --legal-basis BASIS --reason TEXT), or erases it "
-        f"(treino data retain {ds.name} --erase).",
+        Msg(
+            "dataset {dataset}'s retention period ({days} days) expired on {day}; it may no longer be read (LGPD Art. "
+            "15-16). To fix: a DPO extends it with a documented legal basis (treino data retain {dataset} --days N "
+            "--legal-basis BASIS --reason TEXT), or erases it (treino data retain {dataset} --erase).",
+            dataset=ds.name,
+            days=ds.retention_days,
+            day=day(end),
+        ),
     )
 
 
@@ -66,12 +71,16 @@ class Extended:
 def extend(ds: Dataset, *, days: int, legal_basis: str, reason: str, now: float | None = None) -> Extended:
     """A new retention period of `days` from now, on a stated legal basis (Art. 16 I-IV) and reason."""
     if days <= 0:
-        raise TreinoError(f"Retention of {days} days: it must be a positive number of days. To fix: e.g. --days 365.")
+        raise TreinoError(
+            Msg("Retention of {days} days: it must be a positive number of days. To fix: e.g. --days 365.", days=days)
+        )
     if not legal_basis.strip() or not reason.strip():
         raise PolicyViolation(
             "LGPD Art. 16",
-            "keeping data past its retention period needs a documented legal basis and reason. To fix: pass "
-            "--legal-basis (e.g. 'Art. 16 I: legal obligation') and --reason.",
+            Msg(
+                "keeping data past its retention period needs a documented legal basis and reason. To fix: pass "
+                "--legal-basis (e.g. 'Art. 16 I: legal obligation') and --reason."
+            ),
         )
     start = time.time() if now is None else now
     ds.retention_days, ds.retention_from = days, start

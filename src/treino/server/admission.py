@@ -70,13 +70,20 @@ def admission_for(gpu: GpuSpec, gpus_per_node: Callable[[], int] | None = None) 
                 for a in options
             ),
         )
-        problem = "does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu} has {have:.1f} GiB. "
         raise SpecError(
             "plan",
-            Msg(problem + "To fix: {advice}.", need=need, gpu=gpu.display_name, have=have, advice=advice)
+            Msg(
+                "does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu} has {have:.1f} GiB. "
+                "To fix: {advice}.",
+                need=need,
+                gpu=gpu.display_name,
+                have=have,
+                advice=advice,
+            )
             if advice
             else Msg(
-                problem + "To fix: more GPUs with plan: {{zero: 3}}, or a smaller model.",
+                "does not fit: the planner needs {need:.1f} GiB per GPU, the {gpu} has {have:.1f} GiB. "
+                "To fix: more GPUs with plan: {{zero: 3}}, or a smaller model.",
                 need=need,
                 gpu=gpu.display_name,
                 have=have,

@@ -29,6 +29,7 @@ from treino.errors import Forbidden, TooManyRequests, Unauthenticated
 from treino.govern.access import PERMISSIONS, Principal, allowed
 from treino.govern.audit import AuditLog
 from treino.govern.models import Role, User
+from treino.i18n import Msg
 from treino.server.db import Job, Token
 from treino.server.settings import (
     ADMIN_TOKEN_FILE,
@@ -70,7 +71,14 @@ def require(who: Principal, permission: str) -> None:
     """Forbidden unless `who`'s role holds `permission` (treino.govern.access.PERMISSIONS)."""
     if not allowed(who.role, permission):
         roles = ", ".join(sorted(r.value for r in PERMISSIONS[permission]))
-        raise Forbidden(f"Role {who.role} may not {permission}. To fix: use a token of a user with role {roles}.")
+        raise Forbidden(
+            Msg(
+                "Role {role} may not {permission}. To fix: use a token of a user with role {roles}.",
+                role=who.role,
+                permission=permission,
+                roles=roles,
+            )
+        )
 
 
 class FailureBudget:
@@ -104,8 +112,14 @@ class FailureBudget:
         wait_s = self.retry_after_s(address)
         if wait_s:
             raise TooManyRequests(
-                f"Too many failed authentications from {address}: {self.max_failures} bad tokens in "
-                f"{self.window_s:g} s. To fix: check the token (treino tokens list), and retry in {wait_s} s.",
+                Msg(
+                    "Too many failed authentications from {address}: {max_failures} bad tokens in {window_s:g} s. To "
+                    "fix: check the token (treino tokens list), and retry in {wait_s} s.",
+                    address=address,
+                    max_failures=self.max_failures,
+                    window_s=self.window_s,
+                    wait_s=wait_s,
+                ),
                 wait_s,
             )
 
@@ -151,13 +165,15 @@ class Authenticator:
     def principal(self, token: str) -> Principal:
         """The token's principal, or Unauthenticated."""
         return self._cached(
-            token_hash(token), self._lookup, "Invalid, expired or revoked token. To fix: use a valid API token."
+            token_hash(token), self._lookup, Msg("Invalid, expired or revoked token. To fix: use a valid API token.")
         )
 
     def session(self, session_id: str) -> Principal:
         """The principal of a dashboard session (its API token's), or Unauthenticated."""
         return self._cached(
-            session_hash(session_id), self._lookup_session, "Session expired or logged out. To fix: log in at /login."
+            session_hash(session_id),
+            self._lookup_session,
+            Msg("Session expired or logged out. To fix: log in at /login."),
         )
 
     def open_session(self, token: str, max_age_s: float) -> str:

@@ -11,6 +11,7 @@ from typing import Literal
 
 from sqlalchemy.exc import DBAPIError
 
+from treino.i18n import Msg
 from treino.orm import database_fault
 from treino.server.supervisor import DISK_FULL_ERRNOS, free_bytes
 
@@ -72,12 +73,15 @@ def space_text(path: Path) -> str:
     place = existing(path)
     try:
         st = os.statvfs(place)
-        return (
-            f"{path} (filesystem at {mount_point(place)}): {size_text(free_bytes(place))} free of "
-            f"{size_text(st.f_blocks * st.f_frsize)}"
+        return Msg(
+            "{path} (filesystem at {mount}): {free} free of {total}",
+            path=str(path),
+            mount=str(mount_point(place)),
+            free=size_text(free_bytes(place)),
+            total=size_text(st.f_blocks * st.f_frsize),
         )
     except OSError as exc:
-        return f"{path} (its free space unknown: {exc.strerror})"
+        return Msg("{path} (its free space unknown: {error})", path=str(path), error=str(exc.strerror))
 
 
 def folders_in(text: str) -> list[Path]:

@@ -57,7 +57,7 @@ log = logging.getLogger("treino.server")
 def dataset_named(s: Session, name: str) -> Dataset:
     d = s.scalar(select(Dataset).where(Dataset.name == name))
     if d is None:
-        raise NotFound(f"No dataset {name!r}. To fix: see 'treino data list'.")
+        raise NotFound(Msg("No dataset {name!r}. To fix: see 'treino data list'.", name=name))
     return d
 
 
@@ -65,13 +65,17 @@ def register_dataset(ctx: ServerContext, body: DatasetIn, actor: str) -> Dataset
     if not ctx.settings.import_roots:
         raise PolicyViolation(
             "import roots",
-            "this server accepts no dataset imports. To fix: start it with --import-root DIR (the folders datasets "
-            "may be registered from).",
+            Msg(
+                "this server accepts no dataset imports. To fix: start it with --import-root DIR (the folders "
+                "datasets may be registered from)."
+            ),
         )
     if body.collected_at is not None and body.collected_at > time.time():
         raise TreinoError(
-            "collected_at is in the future: retention runs from when the data was collected. To fix: give the "
-            "collection date, or leave it out (retention then runs from the registration)."
+            Msg(
+                "collected_at is in the future: retention runs from when the data was collected. To fix: give the "
+                "collection date, or leave it out (retention then runs from the registration)."
+            )
         )
     try:
         registered = _register(ctx, body, actor)
@@ -239,9 +243,9 @@ def read_pinned_dataset(ctx: ServerContext, job_id: int, name: str, token: str) 
     with ctx.sessions.begin() as s:
         job = s.get(Job, job_id)
         if job is None:
-            raise NotFound(f"No job {job_id}. To fix: list jobs with 'treino jobs'.")
+            raise NotFound(Msg("No job {job_id}. To fix: list jobs with 'treino jobs'.", job_id=job_id))
         if not is_job_token(job.job_token_hash, token):
-            raise Unauthenticated("Only the job's own token (TREINO_JOB_TOKEN) may read its datasets.")
+            raise Unauthenticated(Msg("Only the job's own token (TREINO_JOB_TOKEN) may read its datasets."))
         row = s.execute(
             select(JobDataset, DatasetVersion, Dataset)
             .join(DatasetVersion, JobDataset.version_id == DatasetVersion.id)
@@ -251,17 +255,27 @@ def read_pinned_dataset(ctx: ServerContext, job_id: int, name: str, token: str) 
         if row is None:
             raise PolicyViolation(
                 "dataset",
-                f"job {job_id} did not declare dataset {name!r} at submit. To fix: list it under 'datasets:' in "
-                "the job spec.",
+                Msg(
+                    "job {job_id} did not declare dataset {name!r} at submit. To fix: list it under 'datasets:' in "
+                    "the job spec.",
+                    job_id=job_id,
+                    name=name,
+                ),
             )
         pin, version, d = row
         if job.state not in ACTIVE_STATES:
-            raise Conflict(f"Job {job_id} is {job.state}: only a running job reads its datasets.")
+            raise Conflict(
+                Msg("Job {job_id} is {state}: only a running job reads its datasets.", job_id=job_id, state=job.state)
+            )
         site_now = _recheck(ctx, s, job, d, pin.purpose)
         if version.purged_at is not None:
             raise Gone(
-                f"Version {version.number} of {name} was erased (Art. 18 VI) after this job was admitted. "
-                "To fix: resubmit the job; it will get the current version."
+                Msg(
+                    "Version {number} of {name} was erased (Art. 18 VI) after this job was admitted. To fix: resubmit "
+                    "the job; it will get the current version.",
+                    number=version.number,
+                    name=name,
+                )
             )
         pin.first_read_at = pin.first_read_at or time.time()
         detail: dict[str, Any] = {
@@ -293,7 +307,7 @@ def _recheck(ctx: ServerContext, s: Session, job: Job, d: Dataset, purpose: str)
     owner = s.scalar(select(User).where(User.name == job.owner))
     try:
         if owner is None or owner.disabled_at is not None:
-            raise PolicyViolation("grant", f"the job's owner {job.owner} is no longer an active user.")
+            raise PolicyViolation("grant", Msg("the job's owner {owner} is no longer an active user.", owner=job.owner))
         check_grant(s, owner, d, purpose)
         retention.check_retention(d)
         site_now = job_site(ctx.settings, ctx.engine, s, job)

@@ -25,6 +25,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from treino.errors import NotFound, TreinoError
+from treino.i18n import Msg
 from treino.server.db import JobMetricKey, MetricPoint
 from treino.server.settings import METRIC_KEY_CHARS_MAX, METRIC_KEYS_PER_JOB_MAX, METRIC_STREAM_ROWS
 
@@ -227,22 +228,45 @@ def admit_keys(s: Session, job_id: int, wanted: set[str]) -> None:
     had = s.scalar(select(func.count()).select_from(JobMetricKey).where(JobMetricKey.job_id == job_id)) or 0
     if had + len(new) > METRIC_KEYS_PER_JOB_MAX:
         raise TreinoError(
-            f"Job {job_id} would log {had + len(new):,} distinct metric keys (it has {had:,}; this batch adds "
-            f"{len(new):,}, such as {new[0][:80]!r}); a job may log at most {METRIC_KEYS_PER_JOB_MAX:,}. To fix: log "
-            f"fewer distinct keys (a per-item value belongs in one key's series, not in the key's name)."
+            Msg(
+                "Job {job_id} would log {total:,} distinct metric keys (it has {had:,}; this batch adds {added:,}, "
+                "such as {example!r}); a job may log at most {max_keys:,}. To fix: log fewer distinct "
+                "keys (a per-item value belongs in one key's series, not in the key's name).",
+                job_id=job_id,
+                total=had + len(new),
+                had=had,
+                added=len(new),
+                example=new[0][:80],
+                max_keys=METRIC_KEYS_PER_JOB_MAX,
+            )
         )
     s.add_all(JobMetricKey(job_id=job_id, key=k) for k in new)
 
 
-def unknown_key_message(job_id: int, key: str, logged: list[str]) -> str:
+def unknown_key_message(job_id: int, key: str, logged: list[str]) -> Msg:
     if not logged:
-        return f"Job {job_id} has logged no metrics. To fix: log some with run.log(step, name=value)."
+        return Msg(
+            "Job {job_id} has logged no metrics. To fix: log some with run.log(step, name=value).", job_id=job_id
+        )
     close = difflib.get_close_matches(key, logged, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    shown = ", ".join(logged[:50]) + (f" and {len(logged) - 50} more" if len(logged) > 50 else "")
-    return (
-        f"Job {job_id} never logged a metric {key!r}.{hint} It logged: {shown}. "
-        f"To fix: name one of those (treino metrics {job_id} lists them)."
+    shown = ", ".join(logged[:50])
+    if len(logged) > 50:
+        shown = Msg("{names} and {more} more", names=shown, more=len(logged) - 50)
+    if close:
+        return Msg(
+            "Job {job_id} never logged a metric {key!r}. Did you mean {close!r}? It logged: {shown}. To fix: name one "
+            "of those (treino metrics {job_id} lists them).",
+            job_id=job_id,
+            key=key,
+            close=close[0],
+            shown=shown,
+        )
+    return Msg(
+        "Job {job_id} never logged a metric {key!r}. It logged: {shown}. To fix: name one of those (treino metrics "
+        "{job_id} lists them).",
+        job_id=job_id,
+        key=key,
+        shown=shown,
     )
 
 

@@ -52,11 +52,14 @@ RETRAINED_KEY = "retrained"
 def marked_model(s: Session, model_id: int) -> Model:
     m = s.get(Model, model_id)
     if m is None:
-        raise NotFound(f"No model {model_id}. To fix: see 'treino lineage models'.")
+        raise NotFound(Msg("No model {model_id}. To fix: see 'treino lineage models'.", model_id=model_id))
     if m.erasure_id is None:
         raise Conflict(
-            f"Model {model_id} is not marked by an erasure: quarantine and deletion are for models trained on an "
-            "erased subject's data. To fix: see 'treino lineage model ID' for which models an erasure marked."
+            Msg(
+                "Model {model_id} is not marked by an erasure: quarantine and deletion are for models trained on an "
+                "erased subject's data. To fix: see 'treino lineage model ID' for which models an erasure marked.",
+                model_id=model_id,
+            )
         )
     return m
 
@@ -76,16 +79,25 @@ def delete(ctx: ServerContext, model_id: int, actor: str) -> None:
         job = s.get(Job, m.job_id)
         if job is not None and job.state in ACTIVE_STATES:
             raise Conflict(
-                f"Model {model_id} comes from job {m.job_id}, which is {job.state}: its checkpoints are still being "
-                f"written. To fix: cancel it first (treino cancel {m.job_id})."
+                Msg(
+                    "Model {model_id} comes from job {job_id}, which is {state}: its checkpoints are still being "
+                    "written. To fix: cancel it first (treino cancel {job_id}).",
+                    model_id=model_id,
+                    job_id=m.job_id,
+                    state=job.state,
+                )
             )
         heir = s.scalar(
             select(Job.id).where(Job.continues_from == m.job_id, Job.state.not_in(list(FINAL_STATES))).limit(1)
         )
         if heir is not None:  # e.g. an erasure's SISA retraining, about to start from these checkpoints
             raise Conflict(
-                f"Model {model_id}'s checkpoints are where job {heir} continues from, and it has not ended. To fix: "
-                f"wait for job {heir} to end (or cancel it: treino cancel {heir}), then delete the model."
+                Msg(
+                    "Model {model_id}'s checkpoints are where job {heir} continues from, and it has not ended. To "
+                    "fix: wait for job {heir} to end (or cancel it: treino cancel {heir}), then delete the model.",
+                    model_id=model_id,
+                    heir=heir,
+                )
             )
         checkpoints = ctx.engine.checkpoint_dir(m.job_id)
         others = s.scalars(select(Model).where(Model.job_id == m.job_id, Model.id != m.id, Model.deleted_at.is_(None)))
@@ -130,22 +142,46 @@ def open_file(ctx: ServerContext, s: Session, model_id: int, who: Principal) -> 
     checkpoint folder is opened (no symbolic link followed: the folder is the job's)."""
     m = s.get(Model, model_id)
     if m is None:
-        raise NotFound(f"No model {model_id}. To fix: see 'treino lineage models'.")
+        raise NotFound(Msg("No model {model_id}. To fix: see 'treino lineage models'.", model_id=model_id))
     if m.deleted_at is not None:
-        raise Gone(f"Model {model_id} was deleted by {m.deleted_by} (erasure #{m.erasure_id}): its files are gone.")
+        raise Gone(
+            Msg(
+                "Model {model_id} was deleted by {deleted_by} (erasure #{erasure_id}): its files are gone.",
+                model_id=model_id,
+                deleted_by=m.deleted_by,
+                erasure_id=m.erasure_id,
+            )
+        )
     if m.quarantined_at is not None:
         raise PolicyViolation(
             "quarantine",
-            f"model {model_id} is quarantined since {time.strftime('%Y-%m-%d', time.gmtime(m.quarantined_at))} by "
-            f"{m.quarantined_by}: it was trained on data of a subject erased by erasure #{m.erasure_id} (LGPD Art. 18 "
-            "VI). To fix: use the retrained model of that erasure (treino lineage models).",
+            Msg(
+                "model {model_id} is quarantined since {since} by {quarantined_by}: it was trained on data of a "
+                "subject erased by erasure #{erasure_id} (LGPD Art. 18 VI). To fix: use the retrained model of that "
+                "erasure (treino lineage models).",
+                model_id=model_id,
+                since=time.strftime("%Y-%m-%d", time.gmtime(m.quarantined_at)),
+                quarantined_by=m.quarantined_by,
+                erasure_id=m.erasure_id,
+            ),
         )
     job = s.get(Job, m.job_id)
     if who.role != Role.ADMIN and (job is None or job.owner != who.name):
-        raise Forbidden(f"Model {model_id}'s file is its job owner's and admins' only, not {who.name}'s.")
+        raise Forbidden(
+            Msg(
+                "Model {model_id}'s file is its job owner's and admins' only, not {name}'s.",
+                model_id=model_id,
+                name=who.name,
+            )
+        )
     folder, path = ctx.engine.checkpoint_dir(m.job_id), Path(m.path)
     if path.parent != folder:
-        raise Conflict(f"Model {model_id} is not a file in its job's checkpoint folder. To fix: read it on the server.")
+        raise Conflict(
+            Msg(
+                "Model {model_id} is not a file in its job's checkpoint folder. To fix: read it on the server.",
+                model_id=model_id,
+            )
+        )
     try:
         dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
@@ -153,10 +189,22 @@ def open_file(ctx: ServerContext, s: Session, model_id: int, who: Principal) -> 
         finally:
             os.close(dir_fd)
     except OSError as exc:
-        raise Gone(f"Model {model_id}'s file {path} is no longer on disk ({exc.strerror}).") from exc
+        raise Gone(
+            Msg(
+                "Model {model_id}'s file {path} is no longer on disk ({strerror}).",
+                model_id=model_id,
+                path=path,
+                strerror=exc.strerror,
+            )
+        ) from exc
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise Conflict(f"Model {model_id} is a folder checkpoint, not one file. To fix: read it on the server.")
+        raise Conflict(
+            Msg(
+                "Model {model_id} is a folder checkpoint, not one file. To fix: read it on the server.",
+                model_id=model_id,
+            )
+        )
 
     def chunks() -> Iterator[bytes]:
         with os.fdopen(fd, "rb") as f:

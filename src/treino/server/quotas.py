@@ -165,9 +165,16 @@ def check_admission(s: Session, spec: JobSpec, user: str, now: float | None = No
     if limits.concurrent_gpus is not None and need > limits.concurrent_gpus:
         raise PolicyViolation(
             RULE,
-            f"the job asks for {need} GPU(s), but {user}'s quota ({limits.set_for}) allows {limits.concurrent_gpus} "
-            f"at once, so it could never start. To fix: ask for at most {limits.concurrent_gpus} GPU(s), or ask an "
-            f"admin to raise concurrent_gpus ({_raise_it(limits)}).",
+            Msg(
+                "the job asks for {need} GPU(s), but {user}'s quota ({set_for}) allows {concurrent_gpus} at once, so "
+                "it could never start. To fix: ask for at most {concurrent_gpus} GPU(s), or ask an admin to raise "
+                "concurrent_gpus ({how}).",
+                need=need,
+                user=user,
+                set_for=limits.set_for,
+                concurrent_gpus=limits.concurrent_gpus,
+                how=_raise_it(limits),
+            ),
         )
     if limits.gpu_hours_month is None:
         return
@@ -177,19 +184,37 @@ def check_admission(s: Session, spec: JobSpec, user: str, now: float | None = No
         return
     resets = _when(next_month_start(now))
     left = max(0.0, limits.gpu_hours_month - used)
+    what: Msg
     if used >= limits.gpu_hours_month:
-        what = "the month's GPU-hours are spent"
-        fix = f"wait for the reset on {resets}"
+        what = Msg("the month's GPU-hours are spent")
+        fix = Msg("wait for the reset on {resets}", resets=resets)
     else:
-        what = (
-            f"this job may use up to {worst:.2f} more ({need} GPU(s) x timeout_minutes={spec.timeout_minutes:g}), "
-            f"and {left:.2f} are left"
+        what = Msg(
+            "this job may use up to {worst:.2f} more ({need} GPU(s) x timeout_minutes={timeout_minutes:g}), "
+            "and {left:.2f} are left",
+            worst=worst,
+            need=need,
+            timeout_minutes=spec.timeout_minutes,
+            left=left,
         )
-        fix = f"submit it with a shorter timeout_minutes or on fewer GPUs, or wait for the reset on {resets}"
+        fix = Msg(
+            "submit it with a shorter timeout_minutes or on fewer GPUs, or wait for the reset on {resets}",
+            resets=resets,
+        )
     raise PolicyViolation(
         RULE,
-        f"{user} has used {used:.2f} of {limits.gpu_hours_month:g} GPU-hours this month ({limits.set_for}): {what}. "
-        f"The quota resets on {resets}. To fix: {fix}, or ask an admin to raise it ({_raise_it(limits)}).",
+        Msg(
+            "{user} has used {used:.2f} of {gpu_hours_month:g} GPU-hours this month ({set_for}): {what}. The quota "
+            "resets on {resets}. To fix: {fix}, or ask an admin to raise it ({how}).",
+            user=user,
+            used=used,
+            gpu_hours_month=limits.gpu_hours_month,
+            set_for=limits.set_for,
+            what=what,
+            resets=resets,
+            fix=fix,
+            how=_raise_it(limits),
+        ),
     )
 
 

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from treino.errors import Conflict, Forbidden, NotFound, PolicyViolation
 from treino.govern.access import Principal
 from treino.govern.models import Dataset, DatasetVersion, JobDataset, Role
+from treino.i18n import Msg
 from treino.server.db import FINAL_STATES, Job
 from treino.server.seed import newest_checkpoint
 from treino.server.spec import JobSpec
@@ -44,23 +45,36 @@ def resubmit(submissions: Submissions, job_id: int, who: Principal, from_scratch
     with submissions.sessions() as s:
         old = s.get(Job, job_id)
         if old is None:
-            raise NotFound(f"No job {job_id}. To fix: list jobs with 'treino jobs'.")
+            raise NotFound(Msg("No job {job_id}. To fix: list jobs with 'treino jobs'.", job_id=job_id))
         if not may_resubmit(who, old):
-            raise Forbidden(f"Job {job_id} belongs to {old.owner}: only they or an admin may resubmit it.")
+            raise Forbidden(
+                Msg(
+                    "Job {job_id} belongs to {owner}: only they or an admin may resubmit it.",
+                    job_id=job_id,
+                    owner=old.owner,
+                )
+            )
         spec = JobSpec.model_validate(old.spec)
         state = old.state
     if from_scratch:
         return submissions.submit(spec, who)
     if state not in FINAL_STATES:
         raise Conflict(
-            f"Job {job_id} is {state}: its checkpoints may still change. To fix: wait for it to end (or cancel it), "
-            "or resubmit it with --from-scratch."
+            Msg(
+                "Job {job_id} is {state}: its checkpoints may still change. To fix: wait for it to end (or cancel "
+                "it), or resubmit it with --from-scratch.",
+                job_id=job_id,
+                state=state,
+            )
         )
     newest = newest_checkpoint(submissions.engine.checkpoint_dir(job_id))
     if newest is None:
         raise Conflict(
-            f"Job {job_id} left no checkpoint to continue from. To fix: resubmit it with --from-scratch "
-            f"(treino resubmit {job_id} --from-scratch)."
+            Msg(
+                "Job {job_id} left no checkpoint to continue from. To fix: resubmit it with --from-scratch (treino "
+                "resubmit {job_id} --from-scratch).",
+                job_id=job_id,
+            )
         )
     step = newest[0]
 
@@ -85,8 +99,12 @@ def inherit_lineage(s: Session, job: Job, old_id: int) -> None:
     if erased:
         raise PolicyViolation(
             "erasure",
-            f"job {old_id}'s checkpoints were trained on {', '.join(erased)}, erased since (Art. 18 VI): continuing "
-            f"would carry the erased data into a new model. To fix: treino resubmit {old_id} --from-scratch.",
+            Msg(
+                "job {old_id}'s checkpoints were trained on {erased}, erased since (Art. 18 VI): continuing would "
+                "carry the erased data into a new model. To fix: treino resubmit {old_id} --from-scratch.",
+                old_id=old_id,
+                erased=", ".join(erased),
+            ),
         )
     s.flush()  # the job's own pins, to leave out
     own = set(s.scalars(select(JobDataset.version_id).where(JobDataset.job_id == job.id)))

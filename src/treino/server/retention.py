@@ -17,6 +17,7 @@ from treino.govern import retention
 from treino.govern.audit import Action, pseudonym
 from treino.govern.datasets import open_erasure
 from treino.govern.models import Dataset, DatasetVersion
+from treino.i18n import Msg
 from treino.server.context import ServerContext
 from treino.server.governance import dataset_named
 from treino.server.isolation import drop_dataset_copies
@@ -53,9 +54,18 @@ def erase_dataset(ctx: ServerContext, name: str, *, actor: str, only_expired: bo
         end = retention.expires_at(d)
         if only_expired and not retention.expired(d):
             raise TreinoError(
-                f"Dataset {name}'s retention period has not expired"
-                + (f" (it ends on {retention.day(end)})" if end is not None else " (it has none)")
-                + ". To fix: erase subjects with 'treino erase', or wait until it expires."
+                Msg(
+                    "Dataset {name}'s retention period has not expired (it ends on {day}). To fix: erase subjects "
+                    "with 'treino erase', or wait until it expires.",
+                    name=name,
+                    day=retention.day(end),
+                )
+                if end is not None
+                else Msg(
+                    "Dataset {name}'s retention period has not expired (it has none). To fix: erase subjects with "
+                    "'treino erase', or wait until it expires.",
+                    name=name,
+                )
             )
         # No data subject: the erasure row carries the pseudonym of "retention:NAME", which no subject id gives.
         erasure = open_erasure(

@@ -57,11 +57,13 @@ class Problem(BaseModel):
     """401, 404, 409, 410, 413, 429: what went wrong and how to fix it."""
 
     detail: str
+    detail_msg: dict[str, Any] | None = None  # the detail as data, for a client's language (treino.i18n.from_data)
 
 
 class RuleDetail(BaseModel):
     rule: str  # the governance rule (purpose, grant, residency, dataset, ...) or "role"
     message: str
+    message_msg: dict[str, Any] | None = None  # the message as data, for a client's language (treino.i18n)
 
 
 class Refusal(BaseModel):
@@ -73,6 +75,7 @@ class Refusal(BaseModel):
 class FieldError(BaseModel):
     field: str  # dotted path into the request ("plan.seq_len", "gpus"), or "(body)"
     message: str
+    message_msg: dict[str, Any] | None = None  # the message as data, for a client's language (treino.i18n)
 
 
 class Invalid(BaseModel):
@@ -611,7 +614,7 @@ class VerifyOut(BaseModel):
     records: int
     first_bad_seq: int | None
     reason: str
-    reason_msg: dict[str, Any] | None = None  # the reason as data when it is an intact chain's (treino.i18n)
+    reason_msg: dict[str, Any] | None = None  # the reason as data, intact chain or broken (treino.i18n)
     checkpoints: int
     last_hash: str | None  # the head of an intact chain: publish it to an outside witness
 

@@ -38,7 +38,7 @@ from sqlalchemy.orm import Session, object_session, sessionmaker
 
 from treino.errors import Conflict, NotFound, SpecError
 from treino.i18n import Msg
-from treino.server import quotas, scheduler, waits
+from treino.server import failures, quotas, scheduler, waits
 from treino.server.auth import dead_token_hash, new_job_token, token_hash
 from treino.server.backend import Backend, BackendUnavailable, ExitInfo, LaunchRequest, Placement
 from treino.server.db import (
@@ -125,7 +125,7 @@ def classify(info: ExitInfo) -> tuple[str, str]:
     if disk_full:
         return FailureReason.DISK_FULL, disk_full[-1].strip()[:500]
     if info.returncode is None:
-        return FailureReason.NODE_FAULT, "the attempt's supervisor vanished without an exit status (crash or reboot)"
+        return FailureReason.NODE_FAULT, failures.SUPERVISOR_VANISHED
     if info.detail:  # the backend refused to start it (e.g. sbatch's error)
         return FailureReason.USER_ERROR, info.detail
     for reason, pattern in (
@@ -137,9 +137,9 @@ def classify(info: ExitInfo) -> tuple[str, str]:
         if lines:
             return reason, lines[-1].strip()[:500]
     if info.returncode < 0:
-        return FailureReason.SIGNAL, f"killed by signal {-info.returncode}"
+        return FailureReason.SIGNAL, failures.killed_by_signal(-info.returncode)
     last = [line for line in info.log_tail.splitlines() if line.strip()]
-    return FailureReason.USER_ERROR, (last[-1].strip()[:500] if last else f"exit code {info.returncode}")
+    return FailureReason.USER_ERROR, (last[-1].strip()[:500] if last else failures.exit_code(info.returncode))
 
 
 class Service:
@@ -209,13 +209,22 @@ class Service:
         if spec.nodes > 1 and not self.backend.multi_node:
             return SpecError(
                 "nodes",
-                f"asks for {spec.nodes} nodes, but this server runs jobs on one machine. To fix: nodes: 1, or "
-                "start the server on a Slurm cluster with 'treino server --backend slurm' (docs/cluster.md).",
+                Msg(
+                    "asks for {asked} nodes, but this server runs jobs on one machine. To fix: nodes: 1, or start the "
+                    "server on a Slurm cluster with 'treino server --backend slurm' (docs/cluster.md).",
+                    asked=spec.nodes,
+                ),
             )
         nodes, per_node = inventory.node_count(), inventory.max_devices_per_node()
         if spec.nodes > nodes:
             return SpecError(
-                "nodes", f"asks for {spec.nodes} nodes but {inventory.describe()}. To fix: nodes <= {nodes}."
+                "nodes",
+                Msg(
+                    "asks for {asked} nodes but {inventory}. To fix: nodes <= {nodes}.",
+                    asked=spec.nodes,
+                    inventory=inventory.describe(),
+                    nodes=nodes,
+                ),
             )
         if spec.gpus > per_node:
             has = (
@@ -223,7 +232,15 @@ class Service:
             )
             more = ", and more nodes" if inventory.nodes else ""
             return SpecError(
-                "gpus", f"asks for {spec.gpus} {has} ({inventory.describe()}). To fix: gpus <= {per_node}{more}."
+                "gpus",
+                Msg(
+                    "asks for {gpus} {has} ({inventory}). To fix: gpus <= {per_node}{more}.",
+                    gpus=spec.gpus,
+                    has=has,
+                    inventory=inventory.describe(),
+                    per_node=per_node,
+                    more=more,
+                ),
             )
         return None
 
@@ -236,9 +253,15 @@ class Service:
         if not scheduler.could_ever_fit(inventory.devices, shape):
             raise SpecError(
                 "nodes",
-                f"asks for {spec.nodes} node(s) x {spec.gpus} GPU(s), more than the partitions its data may be "
-                f"processed in ({', '.join(partitions)}) have up now ({inventory.describe()}). To fix: fewer nodes "
-                "or GPUs per node, or bring nodes of those partitions back (sinfo -R tells why they are down).",
+                Msg(
+                    "asks for {asked} node(s) x {gpus} GPU(s), more than the partitions its data may be processed in "
+                    "({partitions}) have up now ({inventory}). To fix: fewer nodes or GPUs per node, or bring nodes "
+                    "of those partitions back (sinfo -R tells why they are down).",
+                    asked=spec.nodes,
+                    gpus=spec.gpus,
+                    partitions=", ".join(partitions),
+                    inventory=inventory.describe(),
+                ),
             )
 
     def enqueue(self, s: Session, spec: JobSpec, owner: str, partitions: list[str] | None) -> Job:
@@ -648,7 +671,7 @@ class Service:
         outcome, detail = classify(info)
         if outcome == FailureReason.NODE_FAULT and info.returncode is None and self._disk_full_at(job):
             # A supervisor that could not even record the exit, on a full disk: the disk, not the machine.
-            outcome, detail = FailureReason.DISK_FULL, "the attempt's supervisor vanished without an exit status"
+            outcome, detail = FailureReason.DISK_FULL, failures.SUPERVISOR_VANISHED_ON_FULL_DISK
         if outcome == FailureReason.DISK_FULL:
             detail = self._disk_full_detail(job, detail)
         # The attempt's token dies with it: a finished job may no longer read datasets or write lineage.
@@ -669,7 +692,7 @@ class Service:
             self.meters.preempted(s)
             self._transition(job, JobState.QUEUED)  # keeps its submission time: first in line again
         elif stop == StopRequest.TIMEOUT:
-            self._end(job, JobState.FAILED, FailureReason.TIMEOUT, f"ran past timeout_minutes={spec.timeout_minutes}")
+            self._end(job, JobState.FAILED, FailureReason.TIMEOUT, failures.timed_out(spec.timeout_minutes))
         elif outcome == "succeeded":
             self._end(job, JobState.SUCCEEDED)
             job.failure_reason = job.failure_detail = None

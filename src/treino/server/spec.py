@@ -48,6 +48,7 @@ from pydantic import (
 
 from treino import trackers as tracker_bridges
 from treino.errors import JobError
+from treino.i18n import Msg
 from treino.plan.memory import ATTENTIONS, CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, QUANTS
 from treino.server.settings import (
     ARG_STRING_BYTES_MAX,
@@ -280,11 +281,19 @@ def load_spec_file(path: Path) -> dict[str, Any]:
         with path.open("rb") as f:
             raw = f.read(SPEC_FILE_BYTES_MAX + 1)
     except OSError as exc:
-        raise JobError(f"Cannot read the job spec {path}: {exc.strerror}. To fix: check the path.") from exc
+        raise JobError(
+            Msg(
+                "Cannot read the job spec {path}: {strerror}. To fix: check the path.", path=path, strerror=exc.strerror
+            )
+        ) from exc
     if len(raw) > SPEC_FILE_BYTES_MAX:
         raise JobError(
-            f"{path} is over {SPEC_FILE_BYTES_MAX // 1024} KiB; a job spec is a few lines. To fix: put large inputs "
-            "in files the job reads, and their paths in the spec."
+            Msg(
+                "{path} is over {kib} KiB; a job spec is a few lines. To fix: put large inputs in files the job "
+                "reads, and their paths in the spec.",
+                path=path,
+                kib=SPEC_FILE_BYTES_MAX // 1024,
+            )
         )
     kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
@@ -293,11 +302,19 @@ def load_spec_file(path: Path) -> dict[str, Any]:
             check_yaml_shape(path, text)
         data = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
     except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise JobError(f"{path} is not valid {kind}: {exc}") from exc
+        raise JobError(Msg("{path} is not valid {kind}: {exc}", path=path, kind=kind, exc=exc)) from exc
     except RecursionError as exc:
-        raise JobError(f"{path} is nested too deeply to be a job spec. To fix: write it as a flat mapping.") from exc
+        raise JobError(
+            Msg("{path} is nested too deeply to be a job spec. To fix: write it as a flat mapping.", path=path)
+        ) from exc
     if not isinstance(data, dict):
-        raise JobError(f"{path} must hold a mapping (name, script or command, gpus, ...), not {type(data).__name__}.")
+        raise JobError(
+            Msg(
+                "{path} must hold a mapping (name, script or command, gpus, ...), not {type_name}.",
+                path=path,
+                type_name=type(data).__name__,
+            )
+        )
     return data
 
 
@@ -314,8 +331,12 @@ def check_yaml_shape(path: Path, text: str) -> None:
         open_[-1] = (anchor, total + count)
         if open_[-1][1] > SPEC_FILE_NODES_MAX:
             raise JobError(
-                f"{path} would expand to over {SPEC_FILE_NODES_MAX:,} values through its aliases (a 'billion "
-                "laughs' file). To fix: write the values out instead of aliasing them."
+                Msg(
+                    "{path} would expand to over {max_values:,} values through its aliases (a 'billion "
+                    "laughs' file). To fix: write the values out instead of aliasing them.",
+                    path=path,
+                    max_values=SPEC_FILE_NODES_MAX,
+                )
             )
 
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
@@ -323,8 +344,12 @@ def check_yaml_shape(path: Path, text: str) -> None:
             aliases += 1
             if aliases > SPEC_FILE_ALIASES_MAX:
                 raise JobError(
-                    f"{path} has more than {SPEC_FILE_ALIASES_MAX} YAML aliases (*name), as a 'billion laughs' file "
-                    "has to expand to gigabytes. To fix: write the values out instead of aliasing them."
+                    Msg(
+                        "{path} has more than {max_aliases} YAML aliases (*name), as a 'billion laughs' "
+                        "file has to expand to gigabytes. To fix: write the values out instead of aliasing them.",
+                        path=path,
+                        max_aliases=SPEC_FILE_ALIASES_MAX,
+                    )
                 )
             add(expanded.get(str(event.anchor), 1))
         elif isinstance(event, yaml.ScalarEvent):
@@ -335,8 +360,12 @@ def check_yaml_shape(path: Path, text: str) -> None:
             open_.append((event.anchor, 0))
             if len(open_) - 1 > SPEC_FILE_DEPTH_MAX:
                 raise JobError(
-                    f"{path} nests lists and mappings more than {SPEC_FILE_DEPTH_MAX} deep; a job spec is 3 deep. "
-                    "To fix: write it as the flat mapping of treino.server.spec."
+                    Msg(
+                        "{path} nests lists and mappings more than {max_depth} deep; a job spec is 3 deep. "
+                        "To fix: write it as the flat mapping of treino.server.spec.",
+                        path=path,
+                        max_depth=SPEC_FILE_DEPTH_MAX,
+                    )
                 )
         elif isinstance(event, yaml.CollectionEndEvent):
             anchor, total = open_.pop()
@@ -350,4 +379,4 @@ def parse_spec(data: dict[str, Any]) -> JobSpec:
         return JobSpec.model_validate(data)
     except ValidationError as exc:
         lines = "; ".join(f"{e['field']}: {e['message']}" for e in field_errors(exc))
-        raise JobError(f"Invalid job spec: {lines}.") from exc
+        raise JobError(Msg("Invalid job spec: {lines}.", lines=lines)) from exc

@@ -25,6 +25,7 @@ from treino.govern.access import Principal, Site, check_grant, check_residency
 from treino.govern.audit import AuditLog
 from treino.govern.models import Dataset, DatasetVersion, JobDataset, User
 from treino.govern.retention import check_retention
+from treino.i18n import Msg
 from treino.server import quotas, trackers
 from treino.server.db import Job, SubmitKey
 from treino.server.service import Service
@@ -130,8 +131,13 @@ class Submissions:
             return None
         if row.spec_sha256 != digest:
             raise Conflict(
-                f"The Idempotency-Key {key!r} was sent with another job spec (job {row.job_id}) within the last "
-                f"{IDEMPOTENCY_S // 3600} h. To fix: send a new key with each new spec (treino submit does)."
+                Msg(
+                    "The Idempotency-Key {key!r} was sent with another job spec (job {job_id}) within the last "
+                    "{hours} h. To fix: send a new key with each new spec (treino submit does).",
+                    key=key,
+                    job_id=row.job_id,
+                    hours=IDEMPOTENCY_S // 3600,
+                )
             )
         job = s.get(Job, row.job_id)
         assert job is not None  # jobs are never deleted
@@ -144,10 +150,14 @@ class Submissions:
         for name in spec.datasets:
             dataset = s.scalar(select(Dataset).where(Dataset.name == name))
             if dataset is None:
-                raise PolicyViolation("dataset", f"unknown dataset {name!r}. To fix: see 'treino data list'.")
+                raise PolicyViolation(
+                    "dataset", Msg("unknown dataset {name!r}. To fix: see 'treino data list'.", name=name)
+                )
             user = s.get(User, who.user_id) if who.user_id else None
             if user is None:
-                raise PolicyViolation("grant", f"the submitter has no user record to hold a grant on {name}.")
+                raise PolicyViolation(
+                    "grant", Msg("the submitter has no user record to hold a grant on {name}.", name=name)
+                )
             check_grant(s, user, dataset, spec.purpose)
             check_retention(dataset)
             reason, partitions = self._check_residency(s, dataset, partitions)
@@ -158,7 +168,9 @@ class Submissions:
                 .limit(1)
             )
             if version is None:
-                raise PolicyViolation("dataset", f"dataset {name} has no version with its bytes present.")
+                raise PolicyViolation(
+                    "dataset", Msg("dataset {name} has no version with its bytes present.", name=name)
+                )
             pins.append((dataset, version, reason))
         return pins, partitions
 
@@ -179,7 +191,8 @@ class Submissions:
                 refusals.append(exc)
         if not kept:
             raise PolicyViolation(
-                refusals[0].rule, f"no partition of this cluster may process it: {refusals[0].detail}"
+                refusals[0].rule,
+                Msg("no partition of this cluster may process it: {detail}", detail=refusals[0].detail),
             )
         return "; ".join(reasons), kept
 

@@ -46,6 +46,7 @@ from typing import Any
 
 from treino import trackers as bridges
 from treino.errors import SpecError
+from treino.i18n import Msg
 from treino.server import cgroups
 from treino.server.isolation import JobUser
 from treino.server.service import _base_env as job_base_env
@@ -169,31 +170,50 @@ def check(spec: JobSpec, settings: Settings) -> None:
     except subprocess.TimeoutExpired:
         raise SpecError(
             "trackers",
-            f"the job's Python {python} did not say within {TRACKER_CHECK_TIMEOUT_S:g} s whether it has the "
-            f"trackers' packages ({', '.join(modules)}). To fix: check that '{python} -c pass' starts, or drop "
-            "'trackers' from the spec.",
+            Msg(
+                "the job's Python {python} did not say within {timeout_s:g} s whether it has the "
+                "trackers' packages ({modules}). To fix: check that '{python} -c pass' starts, or drop 'trackers' "
+                "from the spec.",
+                python=python,
+                timeout_s=TRACKER_CHECK_TIMEOUT_S,
+                modules=", ".join(modules),
+            ),
         ) from None
     except OSError as exc:
         raise SpecError(
             "trackers",
-            f"cannot run the job's Python {python} to check the trackers' packages ({exc.strerror}). To fix: install "
-            "Python there (readable by the job's user), or drop 'trackers' from the spec.",
+            Msg(
+                "cannot run the job's Python {python} to check the trackers' packages ({strerror}). To fix: install "
+                "Python there (readable by the job's user), or drop 'trackers' from the spec.",
+                python=python,
+                strerror=exc.strerror,
+            ),
         ) from exc
     missing_modules = _answer(output) if returncode == 0 else None
     if missing_modules is None:
         raise SpecError(
             "trackers",
-            f"the job's Python {python} failed to check the trackers' packages (exit {returncode}: "
-            f"{output.decode(errors='replace').strip()[-500:]}). To fix: check that Python, or drop 'trackers' "
-            "from the spec.",
+            Msg(
+                "the job's Python {python} failed to check the trackers' packages (exit {returncode}: {output}). To "
+                "fix: check that Python, or drop 'trackers' from the spec.",
+                python=python,
+                returncode=returncode,
+                output=output.decode(errors="replace").strip()[-500:],
+            ),
         )
     missing = [modules[m] for m in missing_modules if m in modules]
     if missing:
         raise SpecError(
             "trackers",
-            f"the job's Python {python} cannot import {', '.join(bridges.PACKAGES[n][0] for n in missing)}, which "
-            f"the tracker(s) {', '.join(missing)} need. To fix: {bridges.pip_hint(missing)} with that Python "
-            "(\"pip install 'treino[trackers]'\" brings all three), or drop them from 'trackers'.",
+            Msg(
+                "the job's Python {python} cannot import {packages}, which the tracker(s) {trackers} need. To fix: "
+                "{pip} with that Python (\"pip install 'treino[trackers]'\" brings all three), or drop them from "
+                "'trackers'.",
+                python=python,
+                packages=", ".join(bridges.PACKAGES[n][0] for n in missing),
+                trackers=", ".join(missing),
+                pip=bridges.pip_hint(missing),
+            ),
         )
 
 

@@ -93,7 +93,11 @@ def price_from_offer(offer: Offer, fx: FxRate | None) -> GpuHourPrice:
 def price_from_brl(brl_per_gpu_hour: float) -> GpuHourPrice:
     if not brl_per_gpu_hour > 0 or brl_per_gpu_hour == float("inf"):
         raise SpecError(
-            "gpu_hour_brl", f"must be a positive number of BRL, not {brl_per_gpu_hour}. To fix: e.g. 12.50."
+            "gpu_hour_brl",
+            Msg(
+                "must be a positive number of BRL, not {brl_per_gpu_hour}. To fix: e.g. 12.50.",
+                brl_per_gpu_hour=brl_per_gpu_hour,
+            ),
         )
     return GpuHourPrice(
         brl_per_gpu_hour,
@@ -104,7 +108,7 @@ def price_from_brl(brl_per_gpu_hour: float) -> GpuHourPrice:
 def server_price(offer_name: str, brl_per_gpu_hour: float | None) -> GpuHourPrice | None:
     """The price `treino server --offer ID` or `--gpu-hour-brl X` gives (not both); None without either."""
     if offer_name and brl_per_gpu_hour is not None:
-        raise UsageError("Give --offer or --gpu-hour-brl, not both. To fix: drop one of them.")
+        raise UsageError(Msg("Give --offer or --gpu-hour-brl, not both. To fix: drop one of them."))
     if brl_per_gpu_hour is not None:
         return price_from_brl(brl_per_gpu_hour)
     if not offer_name:
@@ -142,10 +146,15 @@ def parse_since(text: str | None, now: float) -> float:
         except (ValueError, OverflowError, OSError) as exc:  # not a date; a date the platform cannot place
             raise SpecError(
                 "since",
-                f"{text!r} is neither a date nor a duration. To fix: e.g. 2026-11-01, 2026-11-01T08:00 or 30d.",
+                Msg(
+                    "{text!r} is neither a date nor a duration. To fix: e.g. 2026-11-01, 2026-11-01T08:00 or 30d.",
+                    text=text,
+                ),
             ) from exc
     if not 0 <= start <= now:  # before 1970 no clock can show it (and no job ran); a future window is empty
-        raise SpecError("since", f"{text!r} is before 1970 or in the future. To fix: a past date, or e.g. 30d.")
+        raise SpecError(
+            "since", Msg("{text!r} is before 1970 or in the future. To fix: a past date, or e.g. 30d.", text=text)
+        )
     return start
 
 

@@ -56,7 +56,7 @@ Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_scheme)]
 def token_of(credentials: HTTPAuthorizationCredentials | None) -> str:
     """The token of `Authorization: Bearer <token>` (401 without one)."""
     if credentials is None or not credentials.credentials.strip():
-        raise Unauthenticated("Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token).")
+        raise Unauthenticated(Msg("Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token)."))
     return credentials.credentials.strip()
 
 
@@ -162,14 +162,16 @@ def job_writer(job_id: JobId, s: SessionDep, ctx: Ctx, token: BearerToken) -> Jo
     job = job_or_404(s, job_id)
     if is_job_token(job.job_token_hash, token):
         if job.state not in ACTIVE_STATES:
-            raise Conflict(f"Job {job_id} is {job.state}: its processes may no longer write to it.")
+            raise Conflict(
+                Msg("Job {job_id} is {state}: its processes may no longer write to it.", job_id=job_id, state=job.state)
+            )
         return job
     try:
         who = ctx.auth.principal(token)
     except Unauthenticated:
         who = None
     if who is None or who.role != Role.ADMIN:
-        raise Unauthenticated("Only the job's own token (TREINO_JOB_TOKEN) or an admin may write this.")
+        raise Unauthenticated(Msg("Only the job's own token (TREINO_JOB_TOKEN) or an admin may write this."))
     return job
 
 

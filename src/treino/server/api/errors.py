@@ -7,6 +7,10 @@ same statuses as an HTML page (treino.server.web.pages.error_page).
     422                   {"detail": [{"field": "gpus", "message": "..."}]}          Invalid
     507 503               {"detail": "..."}: a write on a full disk; a corrupt database  Problem
 
+A message the server composed as a `Msg` travels as data too, beside its English text, for a client to word in its
+own language (treino.i18n.to_data, from_data): `detail_msg` beside a string `detail`, `message_msg` beside a
+`message`. The English fields are as they were, so English clients and older CLIs read the same answers.
+
 A full disk or a corrupt database surfaces as whatever the filesystem or the database driver raises; `storage_error`
 turns those into InsufficientStorage (507; `document_insufficient_storage` puts it in the OpenAPI document of every
 operation that writes) and DatabaseBroken (503), so that reads go on while writes are refused with a clear message,
@@ -31,7 +35,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from treino.errors import DatabaseBroken, InsufficientStorage, PolicyViolation, TreinoError, Unauthenticated
-from treino.i18n import message_of
+from treino.i18n import Joined, Msg, message_of, to_data
 from treino.server.auth import JOB_TOKEN_PREFIX
 from treino.server.disk import space_text, storage_fault
 from treino.server.settings import API_BODY_BYTES_MAX, FORM_BYTES_MAX, INT_MAX, METRICS_BYTES_MAX, SPEC_BYTES_MAX
@@ -43,13 +47,20 @@ PageRenderer = Callable[[Request, int, str], Response]  # (request, status, mess
 
 
 def error_body(exc: TreinoError) -> dict[str, Any]:
+    """The answer's body, in the shapes above; the message as data too (`*_msg`) when it is a Msg."""
     status = exc.http_status
+    text = message_of(exc)
+    data = to_data(text) if isinstance(text, Msg | Joined) else None
+
+    def also(name: str) -> dict[str, Any]:
+        return {name: data} if data is not None else {}
+
     if status == 422:
-        return {"detail": [{"field": exc.field, "message": str(exc)}]}
+        return {"detail": [{"field": exc.field, "message": str(exc), **also("message_msg")}]}
     if status == 403:
         rule = exc.rule if isinstance(exc, PolicyViolation) else "role"
-        return {"detail": {"rule": rule, "message": str(exc)}}
-    return {"detail": str(exc)}
+        return {"detail": {"rule": rule, "message": str(exc), **also("message_msg")}}
+    return {"detail": str(exc), **also("detail_msg")}
 
 
 def storage_error(exc: BaseException, data_dir: Path, database: str | None) -> TreinoError | None:
@@ -57,22 +68,32 @@ def storage_error(exc: BaseException, data_dir: Path, database: str | None) -> T
     or None for any other error."""
     fault = storage_fault(exc)
     if fault == "corrupt":
-        where = database or "the PostgreSQL database"
+        where = database or Msg("the PostgreSQL database")
         return DatabaseBroken(
-            f"The database is corrupt: {getattr(exc, 'orig', exc)}. To fix: stop the server and restore {where} "
-            "from a backup ('treino server' checks it at start and says how)."
+            Msg(
+                "The database is corrupt: {error}. To fix: stop the server and restore {where} from a backup "
+                "('treino server' checks it at start and says how).",
+                error=str(getattr(exc, "orig", exc)),
+                where=where,
+            )
         )
     if fault is None:
         return None
     if isinstance(exc, DBAPIError):
-        place = space_text(Path(database).parent) if database else "PostgreSQL's data directory"
-        what = f"the database could not write ({exc.orig})"
+        place = space_text(Path(database).parent) if database else Msg("PostgreSQL's data directory")
+        what = Msg("the database could not write ({error})", error=str(exc.orig))
     else:
         filename = getattr(exc, "filename", None)
-        place, what = space_text(Path(filename) if filename else data_dir), f"a write failed ({exc})"
+        place = space_text(Path(filename) if filename else data_dir)
+        what = Msg("a write failed ({error})", error=str(exc))
     return InsufficientStorage(
-        f"The server's disk is full: {what}; the request was not done. Free now: {place}. To fix: free space on that "
-        f"disk (old checkpoints and logs of finished jobs in {data_dir / 'jobs'}), then retry. Reads still work."
+        Msg(
+            "The server's disk is full: {what}; the request was not done. Free now: {place}. To fix: free space on "
+            "that disk (old checkpoints and logs of finished jobs in {jobs}), then retry. Reads still work.",
+            what=what,
+            place=place,
+            jobs=str(data_dir / "jobs"),
+        )
     )
 
 
@@ -232,7 +253,7 @@ class BodyGate:
         if path.startswith("/api/"):
             refusal = await _refusal(scope, headers.get(b"authorization", b""), path)
             if refusal is not None:
-                await JSONResponse({"detail": refusal}, status_code=401)(scope, receive, send)
+                await JSONResponse(error_body(Unauthenticated(refusal)), status_code=401)(scope, receive, send)
                 return
         max_bytes = body_limit(path)
         if declared is not None:
@@ -270,18 +291,18 @@ async def _refusal(scope: Scope, authorization: bytes, path: str) -> str | None:
     scheme, _, token = authorization.decode("latin-1").partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
-        return "Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token)."
+        return Msg("Missing token. To fix: send 'Authorization: Bearer <token>' (treino --token).")
     ctx: ServerContext = scope["app"].state.ctx
     job = JOB_PATH.match(path)
     if job is not None and token.startswith(JOB_TOKEN_PREFIX):
         job_id = int(job.group(1))  # past INT_MAX no job has it, and PostgreSQL would refuse to compare it
         if job_id <= INT_MAX and await anyio.to_thread.run_sync(ctx.auth.job_token_ok, job_id, token):
             return None
-        return "Not this job's token. To fix: post with the job's own TREINO_JOB_TOKEN, or an admin's token."
+        return Msg("Not this job's token. To fix: post with the job's own TREINO_JOB_TOKEN, or an admin's token.")
     try:
         ctx.auth.principal(token)  # from the cache for AUTH_CACHE_S after a check, as api/deps.py's current_user
     except Unauthenticated as exc:
-        return str(exc)
+        return message_of(exc)  # a Msg: sent as data too
     except (OSError, DBAPIError):  # a full or corrupt database: the route's own check answers it (503, 507)
         pass
     return None

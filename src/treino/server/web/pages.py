@@ -94,7 +94,7 @@ def visitor_of(request: Request) -> Visitor | None:
 def logged_in(request: Request) -> Visitor:
     visitor = visitor_of(request)
     if visitor is None:
-        raise Unauthenticated("Not logged in. To fix: log in at /login.")
+        raise Unauthenticated(Msg("Not logged in. To fix: log in at /login."))
     return visitor
 
 

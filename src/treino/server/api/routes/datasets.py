@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 from treino.errors import TreinoError
 from treino.govern.models import Dataset
+from treino.i18n import Msg
 from treino.server import governance, retention
 from treino.server.api.deps import (
     BearerToken,
@@ -69,7 +70,9 @@ def dataset_retention(name: DatasetName, body: RetentionIn, ctx: Ctx, who: RunEr
     if body.erase:
         return retention.erase_dataset(ctx, name, actor=who.name)
     if body.days is None:
-        raise TreinoError('Give the new retention period in days, or erase: true. To fix: e.g. {"days": 365, ...}.')
+        raise TreinoError(
+            Msg('Give the new retention period in days, or erase: true. To fix: e.g. {{"days": 365, ...}}.')
+        )
     return retention.extend(ctx, name, days=body.days, legal_basis=body.legal_basis, reason=body.reason, actor=who.name)
 
 

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from treino.errors import NotFound, PolicyViolation, SpecError, TreinoError
 from treino.govern.access import site
 from treino.govern.models import Grant, Transfer, User
+from treino.i18n import Msg, message_of
 from treino.server.api.deps import BeforeId, Ctx, ManageGrants, ManageTransfers, PageLimit, SessionDep, keyset_page
 from treino.server.api.routes.users import user_named
 from treino.server.governance import dataset_named
@@ -58,8 +59,13 @@ def add_grant(body: GrantIn, ctx: Ctx, who: ManageGrants) -> GrantOut:
         if outside:
             raise PolicyViolation(
                 "purpose",
-                f"dataset {dataset.name} allows {', '.join(dataset.purposes)}, not {', '.join(outside)} "
-                "(LGPD Art. 6 I). To fix: grant one of the dataset's purposes.",
+                Msg(
+                    "dataset {name} allows {allowed}, not {asked} (LGPD Art. 6 I). To fix: grant one of the dataset's "
+                    "purposes.",
+                    name=dataset.name,
+                    allowed=", ".join(dataset.purposes),
+                    asked=", ".join(outside),
+                ),
             )
         grant = Grant(user_id=user.id, dataset=dataset.name, purposes=body.purposes, granted_by=who.name)
         s.add(grant)
@@ -81,7 +87,7 @@ def revoke_grant(grant_id: GrantId, ctx: Ctx, who: ManageGrants) -> Revoked:
     with ctx.sessions.begin() as s:
         grant = s.get(Grant, grant_id)
         if grant is None:
-            raise NotFound(f"No grant {grant_id}. To fix: see 'treino grants'.")
+            raise NotFound(Msg("No grant {grant_id}. To fix: see 'treino grants'.", grant_id=grant_id))
         grant.revoked_at = grant.revoked_at or time.time()
         ctx.audit.append(s, actor=who.name, action="grant.revoke", dataset=grant.dataset, detail={"grant": grant_id})
         return Revoked(id=grant_id, revoked_at=grant.revoked_at)
@@ -96,7 +102,7 @@ def add_transfer(body: TransferIn, ctx: Ctx, who: ManageTransfers) -> TransferOu
     try:
         where = site(body.site)
     except TreinoError as exc:
-        raise SpecError("site", str(exc)) from exc
+        raise SpecError("site", message_of(exc)) from exc  # a Msg stays one
     with ctx.sessions.begin() as s:
         transfer = Transfer(
             site=where.name,

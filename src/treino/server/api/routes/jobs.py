@@ -30,7 +30,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from treino.errors import Forbidden, SpecError, TreinoError
 from treino.govern.access import may_read_logs, require_log_reader
 from treino.govern.models import Role
-from treino.server import metric_series
+from treino.i18n import Msg
+from treino.server import failures, metric_series
 from treino.server.api.deps import (
     CancelJobs,
     Ctx,
@@ -96,7 +97,7 @@ REPLAYED: dict[int | str, dict[str, Any]] = {
     200: {"model": JobPublic, "description": "The job first submitted with this Idempotency-Key."}
 }
 
-HIDDEN_DETAIL = "(hidden: it quotes the job's log, which your role may not read)"
+HIDDEN_DETAIL = failures.HIDDEN_DETAIL
 
 
 @router.post("", status_code=201, response_model=JobPublic, responses={**responses(403, 409, 413), **REPLAYED})
@@ -256,7 +257,13 @@ def job(job_id: JobId, ctx: Ctx, s: SessionDep, who: ReadJobs) -> JobDetail:
 def cancel(job_id: JobId, ctx: Ctx, s: SessionDep, who: CancelJobs) -> JobPublic:
     j = job_or_404(s, job_id)
     if who.role != Role.ADMIN and j.owner != who.name:
-        raise Forbidden(f"Job {job_id} belongs to {j.owner}. To fix: ask them or an admin to cancel it.")
+        raise Forbidden(
+            Msg(
+                "Job {job_id} belongs to {owner}. To fix: ask them or an admin to cancel it.",
+                job_id=job_id,
+                owner=j.owner,
+            )
+        )
     done = ctx.engine.cancel(job_id)
     ctx.job_lists.clear()
     return JobPublic.of(done, may_see_env(who, done))
@@ -341,7 +348,10 @@ def post_checkpoint(job_id: JobId, body: CheckpointIn, ctx: Ctx, _job: JobWriter
     except (OSError, ValueError):  # a path the filesystem cannot resolve (too long, a loop)
         inside = False
     if not inside:
-        raise SpecError("path", f"a checkpoint of job {job_id} must be under {checkpoints}")
+        raise SpecError(
+            "path",
+            Msg("a checkpoint of job {job_id} must be under {checkpoints}", job_id=job_id, checkpoints=checkpoints),
+        )
     with ctx.sessions.begin() as s:  # a replayed report (the SDK retries until answered) records nothing new
         j = s.get(Job, job_id)
         assert j is not None

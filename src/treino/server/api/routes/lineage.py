@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from treino.errors import NotFound
 from treino.govern.models import Model
+from treino.i18n import Msg
 from treino.server import governance
 from treino.server.api.deps import BeforeId, PageLimit, ReadLineage, SessionDep, keyset_page
 from treino.server.schemas import DatasetLineage, ModelList, ModelOut, responses
@@ -33,7 +34,7 @@ def models(s: SessionDep, _who: ReadLineage, limit: PageLimit = PAGE_DEFAULT, be
 def lineage_model(model_id: ModelId, s: SessionDep, _who: ReadLineage) -> ModelOut:
     m = s.get(Model, model_id)
     if m is None:
-        raise NotFound(f"No model {model_id}. To fix: see 'treino lineage models'.")
+        raise NotFound(Msg("No model {model_id}. To fix: see 'treino lineage models'.", model_id=model_id))
     return governance.model_out(s, m)
 
 

@@ -47,7 +47,9 @@ def usage_out(ctx: ServerContext, who: Principal, since: str | None, by: By, use
     """The usage `who` may see: an admin everyone's (or `user`'s), anyone else their own only."""
     if who.role != Role.ADMIN:
         if user is not None and user != who.name:
-            raise Forbidden(f"Only admins see other users' usage. To fix: leave out user, or use {who.name!r}.")
+            raise Forbidden(
+                Msg("Only admins see other users' usage. To fix: leave out user, or use {name!r}.", name=who.name)
+            )
         user = who.name
     now = time.time()
     start = parse_since(since, now)
@@ -135,7 +137,7 @@ def quota_list(s: SessionDep, _who: ManageUsers) -> QuotaList:
 @router.put("/quotas", response_model=QuotaOut, responses=responses(413))
 def quota_set(body: QuotaIn, ctx: Ctx, who: ManageUsers) -> QuotaOut:
     if (body.user is None) == (body.role is None):
-        raise SpecError("user", 'give exactly one of user and role. To fix: e.g. {"user": "ana"}.')
+        raise SpecError("user", Msg('give exactly one of user and role. To fix: e.g. {{"user": "ana"}}.'))
     kind, name = ("user", body.user) if body.user is not None else ("role", str(body.role))
     with ctx.sessions.begin() as s:
         row = quotas.set_quota(s, kind, name, body.gpu_hours_month, body.concurrent_gpus, who.name)

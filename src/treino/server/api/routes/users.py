@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from treino.errors import Conflict, NotFound, SpecError
 from treino.govern.models import Role, User
+from treino.i18n import Msg
 from treino.server.api.deps import BeforeId, Ctx, ManageTokens, ManageUsers, PageLimit, SessionDep, keyset_page
 from treino.server.auth import SESSION_PREFIX, new_user_token, token_hash
 from treino.server.db import Token
@@ -35,7 +36,7 @@ UserName = Annotated[str, Path(pattern=NAME_PATTERN)]
 def user_named(s: Session, name: str) -> User:
     user = s.scalar(select(User).where(User.name == name))
     if user is None:
-        raise NotFound(f"No user {name!r}. To fix: create it with 'treino users add {name} --role ...'.")
+        raise NotFound(Msg("No user {name!r}. To fix: create it with 'treino users add {name} --role ...'.", name=name))
     return user
 
 
@@ -43,7 +44,9 @@ def user_named(s: Session, name: str) -> User:
 def add_user(body: UserIn, ctx: Ctx, who: ManageUsers) -> UserOut:
     with ctx.sessions.begin() as s:
         if s.scalar(select(User).where(User.name == body.name)) is not None:
-            raise Conflict(f"User {body.name!r} exists. To fix: pick another name, or see 'treino users list'.")
+            raise Conflict(
+                Msg("User {name!r} exists. To fix: pick another name, or see 'treino users list'.", name=body.name)
+            )
         user = User(name=body.name, role=body.role)
         s.add(user)
         s.flush()
@@ -67,7 +70,9 @@ def disable_user(name: UserName, ctx: Ctx, who: ManageUsers) -> UserOut:
     with ctx.sessions.begin() as s:
         user = user_named(s, name)
         if user.id == who.user_id:
-            raise Conflict(f"{name} is you: an admin may not disable their own account. To fix: ask another admin.")
+            raise Conflict(
+                Msg("{name} is you: an admin may not disable their own account. To fix: ask another admin.", name=name)
+            )
         if user.disabled_at is None:
             user.disabled_at = time.time()
             live = s.scalar(
@@ -100,7 +105,13 @@ def enable_user(name: UserName, ctx: Ctx, who: ManageUsers) -> UserOut:
 @router.post("/tokens", status_code=201, response_model=NewToken, responses=responses(404, 413))
 def add_token(body: TokenIn, ctx: Ctx, who: ManageTokens) -> NewToken:
     if body.name.startswith(SESSION_PREFIX):  # the dashboard's sessions' rows (treino.server.auth)
-        raise SpecError("name", f"a token's name may not start with {SESSION_PREFIX!r}. To fix: pick another name.")
+        raise SpecError(
+            "name",
+            Msg(
+                "a token's name may not start with {prefix!r}. To fix: pick another name.",
+                prefix=SESSION_PREFIX,
+            ),
+        )
     raw = new_user_token()
     with ctx.sessions.begin() as s:
         user = user_named(s, body.user)
@@ -141,7 +152,7 @@ def revoke_token(token_id: TokenId, ctx: Ctx, who: ManageTokens) -> Revoked:
     with ctx.sessions.begin() as s:
         token = s.get(Token, token_id)
         if token is None:
-            raise NotFound(f"No token {token_id}. To fix: see 'treino tokens list'.")
+            raise NotFound(Msg("No token {token_id}. To fix: see 'treino tokens list'.", token_id=token_id))
         token.revoked_at = token.revoked_at or time.time()
         ctx.audit.append(s, actor=who.name, action="token.revoke", detail={"token": token_id})
         revoked_at = token.revoked_at
