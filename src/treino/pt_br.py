@@ -1265,7 +1265,13 @@ PT: dict[str, str] = {
     "Virtual stages per GPU.": "Estágios virtuais por GPU.",
     "none, optimizer, optimizer+params.": "none (nada), optimizer (otimizador), optimizer+params (otimizador e pesos).",
     "LoRA rank; 0 = full fine-tune.": "Posto (rank) da LoRA; 0 = ajuste fino completo.",
-    "Comma-separated module names.": "Nomes de módulos separados por vírgula.",
+    (
+        "Comma-separated module names (default: the attention projections, q_proj,k_proj,v_proj,o_proj; "
+        "DeepSeek-V3: q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj,o_proj)."
+    ): (
+        "Nomes de módulos separados por vírgula (padrão: as projeções da atenção, q_proj,k_proj,v_proj,o_proj; "
+        "DeepSeek-V3: q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj,o_proj)."
+    ),
     "Base weights for LoRA: none or nf4 (QLoRA).": "Pesos de base para a LoRA: none (sem quantização) ou nf4 (QLoRA).",
     "hf (Hugging Face modules) or megatron (fused kernels).": (
         "hf (módulos do Hugging Face) ou megatron (kernels fundidos)."
