@@ -271,6 +271,7 @@ PT: dict[str, str] = {
     "memory-bound": "limitado por memória",
     "nvlink": "NVLink",
     "pcie": "PCIe",
+    "PCIe": "PCIe",  # the scale table's column: the share of the all-reduce between NVLink domains
     "micro-batch 1 + accumulation": "micro-batch 1 + acumulação",
     "selective checkpointing": "checkpointing seletivo",
     "ZeRO-2": "ZeRO-2",
@@ -955,11 +956,30 @@ PT: dict[str, str] = {
         "gasta na rede."
     ),
     (
-        "Between the NVLink domains of one server the plan counts the fabric's share, not the PCIe that joins them "
-        "there: with no fabric it stops at one domain."
+        "Each level's link: NVLink inside each NVLink domain, PCIe Gen{gen} between the {k} domains of one server "
+        "({pcie:,.0f} GB/s a GPU), the fabric between servers. Beyond one domain the all-reduce is a reduce-scatter "
+        "inside each domain, an all-reduce between the domains of a server, one between servers and an all-gather "
+        "inside each domain (or one ring through every GPU, when faster); 'PCIe' and 'fabric' are those levels' "
+        "shares of its time."
     ): (
-        "Entre os domínios NVLink de um mesmo servidor o plano conta a parte da rede, não o PCIe que os liga ali: "
-        "sem rede, ele para em um domínio."
+        "A ligação de cada nível: NVLink dentro de cada domínio NVLink, PCIe Gen{gen} entre os {k} domínios de um "
+        "servidor ({pcie:,.0f} GB/s por GPU), a rede entre servidores. Além de um domínio, o all-reduce é um "
+        "reduce-scatter dentro de cada domínio, um all-reduce entre os domínios de um servidor, outro entre "
+        "servidores e um all-gather dentro de cada domínio (ou um anel por todas as GPUs, quando mais rápido); "
+        "'PCIe' e 'rede' são as partes do seu tempo gastas nesses níveis."
+    ),
+    "Between servers: {fabric} ({rate:,.0f} GB/s a server).": (
+        "Entre servidores: {fabric} ({rate:,.0f} GB/s por servidor)."
+    ),
+    "{domains} NVLink domains joined by PCIe: {cross} of it between domains": (
+        "{domains} domínios NVLink ligados por PCIe: {cross} disso entre domínios"
+    ),
+    (
+        "{domains} NVLink domains on {servers} servers: {cross} of it between the domains of a server, over PCIe; "
+        "{inter} between servers, over {fabric}"
+    ): (
+        "{domains} domínios NVLink em {servers} servidores: {cross} disso entre os domínios de um servidor, por PCIe; "
+        "{inter} entre servidores, por {fabric}"
     ),
     "No network between NVLink domains: one domain at most.": ("Sem rede entre domínios NVLink: no máximo um domínio."),
     (
@@ -1245,7 +1265,13 @@ PT: dict[str, str] = {
     "Virtual stages per GPU.": "Estágios virtuais por GPU.",
     "none, optimizer, optimizer+params.": "none (nada), optimizer (otimizador), optimizer+params (otimizador e pesos).",
     "LoRA rank; 0 = full fine-tune.": "Posto (rank) da LoRA; 0 = ajuste fino completo.",
-    "Comma-separated module names.": "Nomes de módulos separados por vírgula.",
+    (
+        "Comma-separated module names (default: the attention projections, q_proj,k_proj,v_proj,o_proj; "
+        "DeepSeek-V3: q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj,o_proj)."
+    ): (
+        "Nomes de módulos separados por vírgula (padrão: as projeções da atenção, q_proj,k_proj,v_proj,o_proj; "
+        "DeepSeek-V3: q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj,o_proj)."
+    ),
     "Base weights for LoRA: none or nf4 (QLoRA).": "Pesos de base para a LoRA: none (sem quantização) ou nf4 (QLoRA).",
     "hf (Hugging Face modules) or megatron (fused kernels).": (
         "hf (módulos do Hugging Face) ou megatron (kernels fundidos)."

@@ -71,6 +71,32 @@ SMALL: dict[str, dict[str, Any]] = {
     },
 }
 
+# DeepSeek-V3, apart from SMALL (its tests: tests/plan/test_deepseek.py, tests/trace/test_parity.py). Small, with
+# every size distinct: q and kv low-rank bottlenecks, qk head 28 + 12 (rope), v head 20, 8 experts in 2 groups
+# (1 chosen), top-3, 2 shared experts, 1 dense block first.
+DEEPSEEK_V3: dict[str, Any] = {
+    "model_type": "deepseek_v3",
+    "hidden_size": 128,
+    "intermediate_size": 344,
+    "moe_intermediate_size": 40,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "n_routed_experts": 8,
+    "num_experts_per_tok": 3,
+    "n_group": 2,
+    "topk_group": 1,
+    "first_k_dense_replace": 1,
+    "n_shared_experts": 2,
+    "q_lora_rank": 72,
+    "kv_lora_rank": 36,
+    "qk_nope_head_dim": 28,
+    "qk_rope_head_dim": 12,
+    "v_head_dim": 20,
+    "vocab_size": 2048,
+    "max_position_embeddings": 1024,
+}
+
 DROPOUT_KEYS = ("attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout_prob", "attention_probs_dropout_prob")
 
 

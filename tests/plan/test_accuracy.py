@@ -1,8 +1,9 @@
 """The analytic planner against PyTorch's MemTracker on real CPU tensors.
 
 For every family, with its config's default dropout (SDPA and eager), planned for the CPU it is measured on: a small
-model built by transformers, one AdamW step to create the optimizer state, then a
-measured step. Weights, gradients and optimizer state must be exact (summed from the real tensors); the
+model built by transformers, one AdamW step to create the optimizer state, then a measured step; with no
+checkpointing, the attention core recomputed (selective, treino.trace.engine's `selective_checkpointing`) and
+every block recomputed (full). Weights, gradients and optimizer state must be exact (summed from the real tensors); the
 peak of live tensors within 10 % (the issue's bound; MemTracker's own tests hold it to ±10 % of CUDA's
 allocator, torch test/distributed/_tools/test_mem_tracker.py).
 """
@@ -23,7 +24,7 @@ CASES = [
     for family in SMALL
     for precision in ("fp32", "bf16-mixed")
     for attention in ("eager", "sdpa")
-    for checkpointing in ("none", "full")
+    for checkpointing in ("none", "selective", "full")
     if not (family == "gemma2" and attention == "sdpa")  # transformers 5.24 has no SDPA path for gemma2
 ]
 RESULTS: list[tuple[str, int, int]] = []

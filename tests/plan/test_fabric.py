@@ -10,6 +10,9 @@ Recorded errors (planner vs published; reproduce with benchmarks/fabric_validati
 | torchtitan same, + torch.compile                                          | 0.977     | 1.000    | +2.3 % |
 | torchtitan same, + compile + Float8                                       | 0.982     | 1.000    | +1.8 % |
 | torchtitan Llama 3.1 8B (Trainy), 32 -> 64 H200, tokens/s/GPU ratio       | 0.983     | 1.000    | +1.7 % |
+| nccl-tests all_reduce busbw, 8 x H200 SXM, one NVLink domain, 16 GiB (S02) | 367.6     | 359.8    | -2.1 % |
+| nccl-tests all_reduce busbw, 8 x RTX 5090, PCIe Gen5 only (nccl#1639)      | 28        | 27.7     | -1.0 % |
+| nccl-tests all_reduce busbw, 4 x RTX 5090, PCIe Gen5 only (nccl#1639)      | 35        | 35.3     | +0.8 % |
 
 Not a test: the Llama 3 paper's 405B runs (Table 4: 430 TFLOP/s per GPU on 8,192 H100s, 400 on 16,384; TP 8, PP 16,
 RoCE 400 Gb/s per GPU) come out 15-49 % low, the miss set by the pipeline schedule (the interleaving depth is not
@@ -21,13 +24,16 @@ no throughput to compare a step-time model against.
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import pytest
 
 from treino import catalog
 from treino.errors import PlanError
 from treino.plan import TrainSetup
 from treino.plan.fabric import NO_FABRIC, hierarchical_allreduce, parse_fabric
-from treino.plan.performance import estimate_time, link_busbw_gb_s, scale
+from treino.plan.performance import estimate_time, link_busbw_gb_s, scale, tensor_parallel_seconds
 
 GIB = 2**30
 
@@ -110,6 +116,149 @@ def test_the_same_job_over_two_100_gbe_ports_stops_scaling_at_the_fabric() -> No
     nvlink = {p.gpus: p for p in points if p.interconnect == "nvlink"}
     assert nvlink[128].efficiency / nvlink[8].efficiency < 0.9
     assert nvlink[128].fabric_bound and not nvlink[8].fabric_bound and nvlink[128].fabric == "2x100g-eth"
+
+
+@pytest.mark.parametrize(
+    "gpu,gpus,domain,busbw_gb_s",
+    [
+        # stas00/ml-engineering network/README.md @744d01e1: 8 x H200 SXM on NVLink4, all_reduce ring, 16 GiB,
+        # busbw 367.6 GB/s (hardware-and-prices.md §3.2, S02): the level inside one NVLink domain.
+        ("h200-sxm", 8, 8, 367.6),
+        # NVIDIA/nccl#1639: 8 x RTX 5090 on PCIe Gen5 x16, no NVLink, all_reduce busbw 28 GB/s; 4 of them 35 GB/s
+        # (hardware-and-prices.md §3.2, S31): the level between NVLink domains of one server, each GPU its own
+        # domain, here PCIe Gen5 GPUs (H100 PCIe) without their bridges.
+        ("h100-pcie", 8, 1, 28.0),
+        ("h100-pcie", 4, 1, 35.0),
+    ],
+)
+def test_one_server_levels_against_nccl_tests(gpu: str, gpus: int, domain: int, busbw_gb_s: float) -> None:
+    """One server, no fabric: the NVLink level and the PCIe level against nccl-tests' busbw for one buffer of
+    8 GiB. Tolerance 5 %: each efficiency (NVLink 0.80, PCIe 0.44 and 0.56 of the x16 rate) was read from a
+    figure like these, so the rows check that the levels move the bytes the ring does (2(L-1)/L x S over NVLink,
+    2(K-1)/K x S over L host links); errors found: -2.1 %, -1.0 %, +0.8 %."""
+    spec, size = catalog.gpu(gpu), 8 * GIB
+    t = hierarchical_allreduce(
+        size,
+        gpus,
+        domain_gpus=domain,
+        intra_busbw_gb_s=link_busbw_gb_s(spec, "nvlink", gpus) if domain > 1 else math.inf,
+        fabric=NO_FABRIC,
+        gpus_per_server=8,
+        cross_busbw_gb_s=link_busbw_gb_s(spec, "pcie", gpus),
+    )
+    assert size / t.seconds * 2 * (gpus - 1) / gpus / 1e9 == pytest.approx(busbw_gb_s, rel=0.05)
+    assert (t.cross_seconds > 0) == (domain < gpus) and t.inter_seconds == 0 and t.units == 1
+
+
+# An 8-GPU H100 server whose GPUs are NVLink-joined in pairs (--nvlink-domain 2) against one NVLink domain of 8 and
+# against four 2-GPU servers over one 100 GbE port each: Llama 3.1 8B under FSDP, 8 GPUs.
+PAIRS_SETUP = TrainSetup(micro_batch=1, seq_len=4096, gpus=8, zero=3)
+
+
+def test_nvlink_pairs_meet_over_pcie_inside_a_server() -> None:
+    """Not a published figure: the planner's behaviour. Pairs of NVLink GPUs meet over PCIe inside their server
+    (28 GB/s a GPU on Gen5), slower than one NVLink domain of 8 (360 GB/s) and far faster than 100 GbE between
+    servers (5 GB/s a server over TCP); one server needs no network between servers at all."""
+    model, spec = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    whole = estimate_time(model, spec, PAIRS_SETUP, nvlink_domain=8)
+    pairs = estimate_time(model, spec, PAIRS_SETUP, nvlink_domain=2)
+    apart = estimate_time(
+        model, spec, PAIRS_SETUP, gpus_per_server=2, nvlink_domain=2, fabric=parse_fabric("1x100g-eth")
+    )
+    assert whole.step_seconds < pairs.step_seconds < apart.step_seconds
+    assert whole.comm_seconds < pairs.comm_seconds < apart.comm_seconds
+    assert (pairs.servers, pairs.domains, pairs.fabric, pairs.inter_comm_seconds) == (1, 4, "none", 0.0)
+    assert pairs.cross_comm_seconds > pairs.intra_comm_seconds > 0  # PCIe carries most of it
+    assert (apart.servers, apart.fabric, apart.cross_comm_seconds) == (4, "1x100g-eth", 0.0)
+    alone = estimate_time(model, spec, PAIRS_SETUP, nvlink_domain=2, fabric=NO_FABRIC)
+    assert alone.step_seconds == pairs.step_seconds  # the server's own PCIe, whatever joins the servers
+
+
+def test_nvlink_pairs_on_pcie_gpus_use_their_bridges() -> None:
+    """H100 PCIe servers of 8 GPUs bridged in pairs: NVLink inside each pair, PCIe between the pairs, is faster
+    than PCIe between all 8 GPUs (the planner's model of an 8-GPU ring, which NCCL paces by its PCIe hops)."""
+    model, spec = catalog.model("llama-3.1-8b"), catalog.gpu("h100-pcie")
+    pcie = estimate_time(model, spec, PAIRS_SETUP, interconnect="pcie")
+    pairs = estimate_time(model, spec, PAIRS_SETUP, nvlink_domain=2)
+    assert pairs.comm_seconds < pcie.comm_seconds and pairs.cross_comm_seconds > 0
+
+
+def test_scale_says_where_the_link_between_servers_dominates_pcie_pairs() -> None:
+    """NVLink pairs on 8-GPU servers: over 2 x 100 GbE the fabric dominates from the second server on, over
+    8 x 400G InfiniBand never (the PCIe level between the pairs is then the slowest part of the all-reduce)."""
+    model, spec = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    setup = TrainSetup(micro_batch=1, seq_len=4096, zero=3)
+
+    def nvlink(fabric: str) -> dict[int, Any]:
+        points = scale(model, spec, setup, [8, 16, 64], nvlink_domain=2, fabric=parse_fabric(fabric))
+        return {p.gpus: p for p in points if p.interconnect == "nvlink"}
+
+    slow, fast = nvlink("2x100g-eth"), nvlink("8x400g-ib")
+    assert [slow[n].fabric_bound for n in (8, 16, 64)] == [False, True, True]
+    assert not any(p.fabric_bound for p in fast.values())
+    assert all(p.cross_comm_seconds > p.inter_comm_seconds for p in fast.values())
+
+
+def test_tensor_parallelism_over_nvlink_pairs_meets_over_pcie() -> None:
+    """--tp 4 over NVLink pairs: the TP group spans two pairs, so its all-reduces cross PCIe."""
+    model, spec = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    setup = TrainSetup(micro_batch=1, seq_len=4096, gpus=8, tp=4, zero=1)
+    assert tensor_parallel_seconds(model, setup, spec, "nvlink", 8, 2) > tensor_parallel_seconds(
+        model, setup, spec, "nvlink", 8, 8
+    )
+
+
+# What the two-level model (NVLink or PCIe inside a server, the fabric between servers) gave before the PCIe level
+# between NVLink domains was added: (step, all-reduce, inside servers, between servers) seconds. One NVLink domain
+# to a server (or a domain larger than a server) must plan exactly as before.
+TWO_LEVEL = [
+    (
+        (
+            "llama-3.1-8b",
+            "h100-sxm",
+            {"micro_batch": 2, "seq_len": 8192, "gpus": 64, "zero": 3, "checkpointing": "selective"},
+        ),
+        {"fabric": "8x400g-roce"},
+        (2.4076154985413125, 0.1501264736, 0.13548797653333333, 0.12932439882105262),
+    ),
+    (
+        (
+            "llama-3.1-8b",
+            "h100-sxm",
+            {"micro_batch": 2, "seq_len": 8192, "gpus": 64, "zero": 3, "checkpointing": "selective"},
+        ),
+        {"fabric": "2x100g-eth", "nvlink_domain": 8},
+        (5.4932327963859455, 4.369755131733333, 0.13548797653333333, 4.2342671551999995),
+    ),
+    (
+        ("llama-3.1-8b", "l40s", {"micro_batch": 1, "seq_len": 4096, "gpus": 16, "zero": 2}),
+        {"interconnect": "pcie"},
+        (3.847696290274298, 3.023607968, 2.0401037494949494, 1.6183122496),
+    ),
+    (
+        ("llama-3.1-8b", "b200", {"micro_batch": 2, "seq_len": 8192, "gpus": 64, "zero": 3}),
+        {"gpus_per_server": 4, "nvlink_domain": 72, "fabric": "4x400g-ib"},
+        (1.0956181010667598, 0.08425323679999999, 0.08425323679999999, 0.0),
+    ),
+    (
+        ("llama-3-70b", "h100-sxm", {"micro_batch": 1, "seq_len": 4096, "gpus": 32, "tp": 4, "zero": 1}),
+        {"fabric": "8x400g-ib"},
+        (1.2830334506923695, 0.7592365593951891, 0.12491125902222222, 0.5724383491958763),
+    ),
+]
+
+
+@pytest.mark.parametrize("case,options,expected", TWO_LEVEL)
+def test_one_nvlink_domain_per_server_plans_as_before(
+    case: tuple[str, str, dict[str, Any]], options: dict[str, Any], expected: tuple[float, ...]
+) -> None:
+    """Regression: with one NVLink domain to a server (HGX, PCIe-only servers) or one domain across servers
+    (NVL72), the third level is absent and every figure is the two-level model's, to the last bit."""
+    name, gpu, fields = case
+    kwargs = {**options, "fabric": parse_fabric(options["fabric"])} if "fabric" in options else options
+    t = estimate_time(catalog.model(name), catalog.gpu(gpu), TrainSetup(**fields), **kwargs)
+    assert (t.step_seconds, t.comm_seconds, t.intra_comm_seconds, t.inter_comm_seconds) == expected
+    assert t.cross_comm_seconds == 0
 
 
 def test_no_fabric_means_one_server() -> None:

@@ -75,3 +75,16 @@ def test_lora_peak_within_10_percent(family: str, attention: str) -> None:
     assert abs(error) <= 0.10, f"{family} {attention}: {error:+.1%}"
     # bf16 base + fp32 adapters, exactly (MemTracker rounds each tensor to 512 B, so count the tensors)
     assert predicted.weights_bytes == sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+@pytest.mark.parametrize("family", ["gpt2", "gpt_neox", "bert"])
+def test_default_targets_are_peft_defaults(family: str) -> None:
+    """Without --lora-targets, families whose attention is not q/k/v/o_proj take PEFT's own defaults: a LoraConfig
+    without target_modules adapts the same modules (peft/utils/constants.py)."""
+    cfg = without_dropout(SMALL[family])
+    torch.manual_seed(0)
+    base = engine.build_hf_model(cfg, precision="bf16-true", attention="sdpa")
+    model = peft.get_peft_model(base, peft.LoraConfig(r=8))
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    setup = TrainSetup(lora_rank=8, seq_len=16)
+    assert estimate_training_memory(model_from_config(cfg), setup).trainable_params == trainable

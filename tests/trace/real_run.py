@@ -66,9 +66,41 @@ def build_model(config: dict[str, Any], *, precision: str) -> torch.nn.Module:
     return model
 
 
-def peak_bytes(config: dict[str, Any], *, precision: str = "fp32", seq_len: int = SEQ_LEN, device: str = "cpu") -> int:
+@contextlib.contextmanager
+def attention_recomputed() -> Any:
+    """Selective activation checkpointing as a user adds it to a transformers model: SDPA's attention function
+    replaced (`AttentionInterface.register`) by itself under `torch.utils.checkpoint`, so that backward recomputes
+    the attention core."""
+    from torch.utils.checkpoint import checkpoint
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    def recomputed(*args: Any, **kwargs: Any) -> Any:
+        return checkpoint(sdpa_attention_forward, *args, use_reentrant=False, **kwargs)
+
+    AttentionInterface.register("sdpa", recomputed)
+    try:
+        yield
+    finally:
+        AttentionInterface.register("sdpa", sdpa_attention_forward)
+
+
+def peak_bytes(
+    config: dict[str, Any],
+    *,
+    precision: str = "fp32",
+    seq_len: int = SEQ_LEN,
+    device: str = "cpu",
+    selective: bool = False,
+) -> int:
     """The peak of live tensors, by MemTracker, in the second of two ordinary training steps on `device`
-    (benchmarks/trace_parity.py --cuda runs it on a GPU)."""
+    (benchmarks/trace_parity.py --cuda runs it on a GPU); `selective`: with the attention core recomputed
+    (`attention_recomputed`, SDPA models)."""
+    with attention_recomputed() if selective else contextlib.nullcontext():
+        return _peak_bytes(config, precision=precision, seq_len=seq_len, device=device)
+
+
+def _peak_bytes(config: dict[str, Any], *, precision: str, seq_len: int, device: str) -> int:
     from torch.distributed._tools.mem_tracker import MemTracker
 
     torch.manual_seed(0)

@@ -205,7 +205,6 @@ def test_module_function_errors_say_what_is_wrong(spec: str, message: str) -> No
         ({"lora_rank": 16, "quant": "nf4"}, "--quant nf4"),
         ({"optimizer": "adamw-8bit"}, "--optimizer adamw-8bit"),
         ({"optimizer": "adafactor"}, "--optimizer adafactor"),
-        ({"checkpointing": "selective"}, "--checkpointing selective"),
     ],
 )
 def test_refuses_what_one_traced_process_cannot_measure(change: dict[str, Any], flag: str) -> None:
@@ -214,6 +213,14 @@ def test_refuses_what_one_traced_process_cannot_measure(change: dict[str, Any], 
     with pytest.raises(PlanError) as raised:
         plan_by_trace("llama-3-8b", catalog.gpu("h200-sxm"), TrainSetup(**change))
     assert flag in str(raised.value) and "To fix: use --method analytic" in str(raised.value)
+
+
+def test_selective_checkpointing_of_a_module_function_model_is_refused() -> None:
+    """Selective checkpointing recomputes transformers' attention function; a model of one's own has none."""
+    from treino.trace.plan import plan_by_trace
+
+    with pytest.raises(PlanError, match=r"cannot trace --checkpointing selective\. To fix: use --method analytic"):
+        plan_by_trace("tests.trace.tiny_model:build", catalog.gpu("l4"), TrainSetup(checkpointing="selective"))
 
 
 def test_cli_trace_json_for_a_model_larger_than_the_process_may_map(tmp_path: Path) -> None:

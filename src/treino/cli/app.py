@@ -150,8 +150,13 @@ def plan_train(
     offload: Annotated[str, typer.Option(help="none, optimizer, optimizer+params.")] = "none",
     lora_rank: Annotated[int, typer.Option("--lora-rank", help="LoRA rank; 0 = full fine-tune.")] = 0,
     lora_targets: Annotated[
-        str, typer.Option("--lora-targets", help="Comma-separated module names.")
-    ] = "q_proj,k_proj,v_proj,o_proj",
+        str,
+        typer.Option(
+            "--lora-targets",
+            help="Comma-separated module names (default: the attention projections, q_proj,k_proj,v_proj,o_proj; "
+            "DeepSeek-V3: q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj,o_proj).",
+        ),
+    ] = "",
     quant: Annotated[str, typer.Option(help="Base weights for LoRA: none or nf4 (QLoRA).")] = "none",
     kernels: Annotated[str, typer.Option(help="hf (Hugging Face modules) or megatron (fused kernels).")] = "hf",
     sequence_parallel: Annotated[

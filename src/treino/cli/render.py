@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import textwrap
 
@@ -15,7 +16,7 @@ from treino.i18n import N_, Joined, Msg, tr
 from treino.plan import InferenceEstimate, TrainPlan
 from treino.plan.hardware import GpuSpec
 from treino.plan.model import ModelSpec
-from treino.plan.performance import ScalePoint, TimeEstimate
+from treino.plan.performance import ScalePoint, TimeEstimate, link_busbw_gb_s
 from treino.plan.pipeline import PipelineEstimate
 from treino.plan.recommend import Recommendation
 
@@ -193,11 +194,27 @@ def time_line(t: TimeEstimate, interconnect: str) -> Text:
         from treino.plan.fabric import parse_fabric
 
         fields = {"fabric": parse_fabric(t.fabric).label, "inter": duration(t.inter_comm_seconds)}
+        cross = duration(t.cross_comm_seconds)
         text.append(
             " ("
             + (
                 tr("{servers} servers joined by {fabric}: {inter} of it between servers", servers=t.servers, **fields)
                 if t.domain_kind == "server"
+                else tr(
+                    "{domains} NVLink domains joined by PCIe: {cross} of it between domains",
+                    domains=t.domains,
+                    cross=cross,
+                )
+                if t.domains > t.servers == 1
+                else tr(
+                    "{domains} NVLink domains on {servers} servers: {cross} of it between the domains of a server, "
+                    "over PCIe; {inter} between servers, over {fabric}",
+                    domains=t.domains,
+                    servers=t.servers,
+                    cross=cross,
+                    **fields,
+                )
+                if t.domains > t.servers
                 else tr(
                     "{domains} NVLink domains on {servers} servers, joined by {fabric}: {inter} of it between domains",
                     domains=t.domains,
@@ -299,6 +316,20 @@ def _link(link: str) -> str:
     return "NVLink" if link == "nvlink" else "PCIe"
 
 
+def _three_levels(gpu: GpuSpec, gpus_per_server: int, nvlink_domain: int) -> str:
+    """What carries each level of the all-reduce when NVLink domains are smaller than a server."""
+    return tr(
+        "Each level's link: NVLink inside each NVLink domain, PCIe Gen{gen} between the {k} domains of one server "
+        "({pcie:,.0f} GB/s a GPU), the fabric between servers. Beyond one domain the all-reduce is a reduce-scatter "
+        "inside each domain, an all-reduce between the domains of a server, one between servers and an all-gather "
+        "inside each domain (or one ring through every GPU, when faster); 'PCIe' and 'fabric' are those levels' "
+        "shares of its time.",
+        gen=gpu.pcie_generation,
+        k=math.ceil(gpus_per_server / nvlink_domain),
+        pcie=link_busbw_gb_s(gpu, "pcie", gpus_per_server),
+    )
+
+
 def scale_table(
     model: ModelSpec,
     gpu: GpuSpec,
@@ -322,6 +353,8 @@ def scale_table(
         series = [p for p in points if p.interconnect == link]
         beyond = next((p for p in series if p.domains > 1), None)
         by_domain = link == "nvlink" and nvlink_domain is not None and nvlink_domain != gpus_per_server
+        # NVLink domains smaller than a server: three levels, PCIe between the domains of one server.
+        smaller = by_domain and nvlink_domain is not None and nvlink_domain < gpus_per_server
         title = (
             tr(
                 "{link} inside each NVLink domain ({domain} GPUs; {n} GPUs a server)",
@@ -334,12 +367,14 @@ def scale_table(
         )
         table = Table(title=title, title_justify="left", show_edge=False)
         columns = (N_("GPUs"), N_("servers"), N_("domains")) if by_domain else (N_("GPUs"), N_("servers"))
-        for col in (*columns, N_("step"), N_("tokens/s"), N_("efficiency"), N_("fabric")):
+        shares = (N_("PCIe"), N_("fabric")) if smaller else (N_("fabric"),)
+        for col in (*columns, N_("step"), N_("tokens/s"), N_("efficiency"), *shares):
             table.add_column(tr(col), justify="right")
         for p in series:
             style = "red" if p.efficiency < 0.9 else "green"
-            comm = p.intra_comm_seconds + p.inter_comm_seconds
-            share = f"{p.inter_comm_seconds / comm:.0%}" if p.domains > 1 and comm else "-"
+            comm = p.intra_comm_seconds + p.cross_comm_seconds + p.inter_comm_seconds
+            share = f"{p.inter_comm_seconds / comm:.0%}" if p.inter_comm_seconds else "-"
+            pcie = [f"{p.cross_comm_seconds / comm:.0%}" if p.cross_comm_seconds else "-"] if smaller else []
             table.add_row(
                 str(p.gpus),
                 str(p.servers),
@@ -347,11 +382,27 @@ def scale_table(
                 duration(p.step_seconds),
                 f"{p.tokens_per_second:,.0f}",
                 f"[{style}]{p.efficiency:.0%}[/]",
+                *pcie,
                 f"[bold]{share}[/]" if p.fabric_bound else share,
             )
         parts.append(table)
-        if beyond is not None:
-            fabric = parse_fabric(beyond.fabric)
+        crossing = next((p for p in series if p.inter_comm_seconds), None)
+        if smaller and beyond is not None:
+            parts.append(Text(_three_levels(gpu, gpus_per_server, nvlink_domain or 1), style="dim"))
+            if crossing is not None:
+                fabric = parse_fabric(crossing.fabric)
+                parts.append(
+                    Text(
+                        tr(
+                            "Between servers: {fabric} ({rate:,.0f} GB/s a server).",
+                            fabric=fabric.label,
+                            rate=fabric.server_gb_s,
+                        ),
+                        style="dim",
+                    )
+                )
+        elif beyond is not None and crossing is not None:
+            fabric = parse_fabric(crossing.fabric)
             between = {"fabric": fabric.label, "rate": fabric.server_gb_s, "link": _link(link)}
             parts.append(
                 Text(
@@ -373,28 +424,19 @@ def scale_table(
                     style="dim",
                 )
             )
-            if by_domain and nvlink_domain is not None and nvlink_domain < gpus_per_server:
-                parts.append(
-                    Text(
-                        tr(
-                            "Between the NVLink domains of one server the plan counts the fabric's share, not the "
-                            "PCIe that joins them there: with no fabric it stops at one domain."
-                        ),
-                        style="dim",
-                    )
-                )
-        elif series and series[-1].gpus < max_gpus:
+        if crossing is None and series and series[-1].gpus < max_gpus:
             parts.append(
                 Text(
                     tr("No network between NVLink domains: one domain at most.")
-                    if by_domain
+                    if by_domain and not smaller
                     else tr("No network between servers: one server at most."),
                     style="dim",
                 )
             )
         dominant = next((p for p in series if p.fabric_bound), None)
         if dominant is not None:
-            times = {"inter": duration(dominant.inter_comm_seconds), "intra": duration(dominant.intra_comm_seconds)}
+            inside = dominant.intra_comm_seconds + dominant.cross_comm_seconds
+            times = {"inter": duration(dominant.inter_comm_seconds), "intra": duration(inside)}
             parts.append(
                 Text(
                     tr(
@@ -404,7 +446,7 @@ def scale_table(
                         domains=dominant.domains,
                         **times,
                     )
-                    if by_domain
+                    if by_domain and not smaller
                     else tr(
                         "The link between servers dominates from {gpus} GPUs ({servers} servers): its part of the "
                         "all-reduce takes {inter}, the part inside servers {intra}.",

@@ -174,9 +174,10 @@ def mla_kernel(kernel: str, model: ModelSpec) -> str:
     return "math" if kernel == "flash-cpu" else "efficient"
 
 
-def _mla_bytes(model: ModelSpec, compute: str, kernel: str) -> float:
+def _mla_bytes(model: ModelSpec, compute: str, kernel: str, core: bool) -> float:
     """One MLA block's attention half per token, but for its s x s tensors: input norm, q and kv projections,
-    the attention core's q, k and v, o_proj's input."""
+    the attention core's q, k and v (the tensors its kernel saves; its inputs when `core` is recomputed),
+    o_proj's input."""
     h, a, qk, v = model.hidden_size, model.num_heads, model.head_dim, model.v_head_dim
     kvr, rope = model.kv_lora_rank, model.qk_rope_head_dim
     act = 4 if compute == "fp32" else 2
@@ -186,7 +187,13 @@ def _mla_bytes(model: ModelSpec, compute: str, kernel: str) -> float:
     # kv_a_proj_with_mqa's output: kv_a_layernorm's input (in fp32 a view of the whole kvr + rope output).
     out += 4 * (kvr + rope) + RSQRT_BYTES + 8 * kvr if compute == "fp32" else 8 * kvr + RSQRT_BYTES
     # The attention core (kernels.py): q's and k's rope products save only cos and sin, shared by every block.
-    if kernel in ("math", "eager"):
+    if not core:
+        # Selective checkpointing recomputes the core: backward keeps its inputs, not what the kernel saves.
+        # q and k leave the rope in fp32 under autocast (cos and sin take the fp32 embeddings' dtype), v leaves
+        # kv_b_proj in the activations' dtype (measured: tests/plan/test_deepseek.py).
+        qk_bytes = 2 if compute == "16bit" else 4
+        out += qk_bytes * 2 * a * qk + act * a * v
+    elif kernel in ("math", "eager"):
         # The math kernel upcasts q, k and v to fp32 and keeps the fp32 softmax; eager attention saves q and k^T
         # in the activations' dtype (under autocast bf16 copies of the fp32 rope output), the fp32 softmax, its
         # 16-bit copy (16-bit activations) and v.
@@ -237,7 +244,7 @@ def mla_block_bytes_per_token(model: ModelSpec, compute: str, kernel: str, seq_l
     """Saved bytes per token of one DeepSeek-V3 block, averaged over the dense first blocks and the MoE ones
     (their sum over the model is exact; a single recomputed block is the average)."""
     kernel = mla_kernel(kernel, model)
-    attention = _mla_bytes(model, compute, kernel)
+    attention = _mla_bytes(model, compute, kernel, core)
     if core:  # selective checkpointing recomputes the attention core and drops its s x s tensors
         attention += _score_bytes_per_key(compute, kernel) * model.num_heads * seq_len
     L, dense = model.num_layers, model.dense_layers

@@ -16,6 +16,15 @@ All-reduce beyond one NVLink domain (hardware-and-prices §3.3): NCCL runs eithe
                   2(L-1)/L x S / domain busbw  +  2(N-1)/N x S / domain's fabric bandwidth,
 and picks the faster for the message size; so does the planner. Checked against nccl-tests multi-node all_reduce
 busbw (2 x DGX A100 over 8 x HDR: 192 GB/s; 4 x P6-B200 over 8 x 400G EFA: 381.8 GB/s; tests/plan/test_fabric.py).
+
+NVLink domains smaller than a server (8-GPU servers of NVLink-bridged pairs: `--nvlink-domain 2`) add a level
+between the two: the domains of one server reach each other over PCIe, each GPU through its own x16 host link
+(the PCIe-only all-reduce busbw, 0.44-0.56 of the x16 rate, root-complex bound: hardware-and-prices §3.2, S31).
+The hierarchical time is the sum over the three levels, each moving what the level below leaves:
+                  2(L-1)/L x S / NVLink busbw  +  2(K-1)/K x S / (L x PCIe busbw)  +  2(N-1)/N x S / server's fabric
+with L GPUs to a domain, K domains to a server, N servers (the fabric then joins servers, not domains), and the
+ring is paced by the slowest of the three: min(NVLink busbw, L x PCIe busbw, server's fabric bandwidth). With one
+domain to a server (K = 1) both reduce to the two-level forms above.
 """
 
 from __future__ import annotations
@@ -101,20 +110,23 @@ def parse_fabric(text: str) -> Fabric:
 
 @dataclass(frozen=True)
 class AllReduceTime:
-    """One all-reduce of S bytes per GPU over `domains` NVLink domains (servers) of `local` GPUs."""
+    """One all-reduce of S bytes per GPU over `domains` NVLink domains of `local` GPUs, `units` of them (servers, or
+    the domains when a domain is a server or spans several) joined by the fabric."""
 
     local: int  # GPUs in one domain taking part
-    domains: int  # domains (servers) taking part
-    intra_seconds: float  # reduce-scatter + all-gather inside each domain (NVLink or PCIe)
-    inter_seconds: float  # the all-reduce of 1/local of the bytes between domains, over the fabric
+    domains: int  # NVLink domains taking part
+    intra_seconds: float  # reduce-scatter + all-gather inside each domain (NVLink, or PCIe on PCIe-only servers)
+    inter_seconds: float  # the all-reduce of what each server (domain) holds, between them over the fabric
     ring_seconds: float  # one ring through every GPU, paced by its slowest link
-    seconds: float  # the faster of ring and hierarchical (intra + inter), as NCCL picks
+    seconds: float  # the faster of ring and hierarchical (intra + cross + inter), as NCCL picks
     algorithm: str  # "ring" or "hierarchical"
+    cross_seconds: float = 0.0  # between the NVLink domains of one server, over PCIe (domains smaller than a server)
+    units: int = 1  # what the fabric joins: servers when domains are smaller than a server, else domains
 
     @property
     def fabric_bound(self) -> bool:
-        """The inter-server link dominates: its part of the all-reduce takes longer than the part inside servers."""
-        return self.domains > 1 and self.inter_seconds > self.intra_seconds
+        """The inter-server link dominates: its part of the all-reduce takes longer than the parts inside servers."""
+        return self.units > 1 and self.inter_seconds > self.intra_seconds + self.cross_seconds
 
 
 def hierarchical_allreduce(
@@ -126,25 +138,47 @@ def hierarchical_allreduce(
     fabric: Fabric,
     gpus_per_server: int,
     buckets: int = 1,
+    server_gpus: int | None = None,
+    cross_busbw_gb_s: float = math.inf,
 ) -> AllReduceTime:
     """All-reduce of `nbytes` per GPU over `gpus` GPUs, `domain_gpus` to an NVLink domain (the server for PCIe
-    servers and HGX boards; 72 for an NVL72 rack), `gpus_per_server` sharing each server's fabric ports."""
+    servers and HGX boards; 72 for an NVL72 rack; 2 for NVLink-bridged pairs), `gpus_per_server` sharing each
+    server's fabric ports. Domains smaller than a server (`server_gpus` of the all-reduce's GPUs to a server; None:
+    `gpus_per_server`) reach each other inside it at `cross_busbw_gb_s` per GPU (PCIe), a level of their own."""
     local = max(1, min(gpus, domain_gpus))
     domains = math.ceil(gpus / local)
     latency = buckets * NCCL_LATENCY_S
     intra = 2 * (local - 1) / local * nbytes / (intra_busbw_gb_s * 1e9) + latency if local > 1 else 0.0
-    if domains == 1:
-        return AllReduceTime(local, 1, intra, 0.0, intra, intra, "ring")
+    per_server = max(1, min(gpus, server_gpus or gpus_per_server))
+    # What the fabric joins: whole servers when domains are smaller than one (their PCIe level first), else domains.
+    unit = per_server if domain_gpus < per_server else local
+    per_unit = math.ceil(unit / local)  # domains inside one unit: K > 1 only for domains smaller than a server
+    cross_gb_s = cross_busbw_gb_s * local  # each GPU of a domain carries its 1/L share over its own host link
+    cross = 2 * (per_unit - 1) / per_unit * nbytes / (cross_gb_s * 1e9) + latency if per_unit > 1 else 0.0
+    units = math.ceil(gpus / unit)
+    if units == 1:
+        if per_unit == 1:
+            return AllReduceTime(local, domains, intra, 0.0, intra, intra, "ring")
+        ring = 2 * (gpus - 1) / gpus * nbytes / (min(intra_busbw_gb_s, cross_gb_s) * 1e9) + latency
+        return _faster(local, domains, intra, cross, 0.0, ring, 1)
     if fabric.kind == "none":
         raise PlanError(
-            f"{gpus} GPUs span {domains} servers, and no network joins them. To fix: name the fabric between the "
+            f"{gpus} GPUs span {units} servers, and no network joins them. To fix: name the fabric between the "
             "servers (--fabric, e.g. 8x400g-ib), or plan at most one server's GPUs."
         )
-    # The domain's share of the fabric: each of its GPUs brings its server's ports / GPUs per server.
-    domain_gb_s = fabric.server_gb_s / gpus_per_server * local
-    inter = 2 * (domains - 1) / domains * nbytes / (domain_gb_s * 1e9) + latency
-    ring = 2 * (gpus - 1) / gpus * nbytes / (min(intra_busbw_gb_s, domain_gb_s) * 1e9) + latency
-    hierarchical = intra + inter
+    # The unit's share of the fabric: each of its GPUs brings its server's ports / GPUs per server.
+    unit_gb_s = fabric.server_gb_s / gpus_per_server * unit
+    inter = 2 * (units - 1) / units * nbytes / (unit_gb_s * 1e9) + latency
+    slowest = min(intra_busbw_gb_s, cross_gb_s if per_unit > 1 else math.inf, unit_gb_s)
+    ring = 2 * (gpus - 1) / gpus * nbytes / (slowest * 1e9) + latency
+    return _faster(local, domains, intra, cross, inter, ring, units)
+
+
+def _faster(
+    local: int, domains: int, intra: float, cross: float, inter: float, ring: float, units: int
+) -> AllReduceTime:
+    """Ring or hierarchical (the sum of the levels), whichever is faster for the size, as NCCL picks."""
+    hierarchical = intra + cross + inter
     if ring <= hierarchical:
-        return AllReduceTime(local, domains, intra, inter, ring, ring, "ring")
-    return AllReduceTime(local, domains, intra, inter, ring, hierarchical, "hierarchical")
+        return AllReduceTime(local, domains, intra, inter, ring, ring, "ring", cross, units)
+    return AllReduceTime(local, domains, intra, inter, ring, hierarchical, "hierarchical", cross, units)

@@ -63,7 +63,17 @@ ADAM8BIT_QMAP_BYTES = 2 * 256 * 4
 # stream, dropout masks (10 of 34 sbh per layer, Table 2); in HF Llama the fp32 norm inputs and the norm
 # outputs make about 12 of its 20 h-terms. 0.6 is that share.
 TP_REPLICATED_SHARE = 0.6
+# LoRA's default targets, when --lora-targets names none: the attention projections. DeepSeek-V3's (MLA,
+# transformers DeepseekV3Attention) are q's low-rank pair (or q_proj when q_lora_rank is null), the key-value
+# latent's down and up projections and o_proj; GPT-2, GPT-NeoX and BERT take PEFT's defaults for them
+# (peft/utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING, PEFT 0.21).
 LORA_DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+LORA_FAMILY_TARGETS = {
+    "deepseek_v3": ("q_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"),
+    "gpt2": ("c_attn",),
+    "gpt_neox": ("query_key_value",),
+    "bert": ("query", "value"),
+}
 # SDPA's math kernel (kernels.py; `_scaled_dot_product_attention_math`) computes in fp32: it keeps its softmax
 # output (4 B per head, query token and key) and fp32 copies of the scaled q, the scaled k and v, both expanded
 # to every query head (3 x 4 B per q-size element), instead of the q, k and v a fused kernel keeps. Checked with
@@ -88,7 +98,7 @@ class TrainSetup:
     tp: int = 1
     offload: str = "none"
     lora_rank: int = 0
-    lora_targets: tuple[str, ...] = LORA_DEFAULT_TARGETS
+    lora_targets: tuple[str, ...] = ()  # () : the model's attention projections (lora_targets_of)
     quant: str = "none"  # "nf4" = QLoRA base weights
     pp: int = 1  # pipeline stages (1F1B schedule)
     pp_interleave: int = 1  # virtual stages per GPU (Megatron interleaved schedule)
@@ -215,6 +225,17 @@ def validate_setup(setup: TrainSetup) -> None:
         raise PlanError("NF4 weights are frozen, so --quant nf4 needs LoRA. To fix: add --lora-rank 16 (QLoRA).")
 
 
+def lora_targets_of(model: ModelSpec, setup: TrainSetup) -> tuple[str, ...]:
+    """The module names LoRA adapts: `setup.lora_targets`, or the model's attention projections when it names none
+    (LORA_DEFAULT_TARGETS; LORA_FAMILY_TARGETS for families that name them otherwise)."""
+    if setup.lora_targets:
+        return setup.lora_targets
+    if model.family not in LORA_FAMILY_TARGETS:
+        return LORA_DEFAULT_TARGETS
+    present = {t.lora_target for t in model.layer_tensors}
+    return tuple(t for t in LORA_FAMILY_TARGETS[model.family] if t in present)
+
+
 def validate(model: ModelSpec, setup: TrainSetup) -> None:
     """Refuse setups that are impossible in general or for this model."""
     validate_setup(setup)
@@ -230,7 +251,7 @@ def validate(model: ModelSpec, setup: TrainSetup) -> None:
         )
     if setup.lora:
         targets = {t.lora_target for t in model.layer_tensors} | {t.lora_target for t in model.outer_tensors}
-        unknown = [t for t in setup.lora_targets if t not in targets]
+        unknown = [t for t in lora_targets_of(model, setup) if t not in targets]
         if unknown:
             raise PlanError(
                 f"LoRA target(s) {', '.join(unknown)} are not modules of a {model.family} model. "
@@ -260,8 +281,9 @@ def pipeline_activation_factor(setup: TrainSetup) -> float:
 def lora_params(model: ModelSpec, setup: TrainSetup) -> int:
     """Adapter parameters: r·(d_in + d_out) per adapted Linear (Hu et al. 2021; PEFT LoraLayer)."""
     total = 0
+    adapted = lora_targets_of(model, setup)
     for tensor, copies in model.all_tensors():
-        if tensor.lora_target in setup.lora_targets and len(tensor.shape) >= 2:
+        if tensor.lora_target in adapted and len(tensor.shape) >= 2:
             if len(tensor.shape) == 3:  # fused experts (E, d_out, d_in): one adapter pair per expert
                 experts, d_out, d_in = tensor.shape
                 total += copies * experts * setup.lora_rank * (d_in + d_out)
@@ -341,8 +363,9 @@ def _trainable_tensors(model: ModelSpec, setup: TrainSetup) -> list[tuple[tuple[
     if not setup.lora:
         return [(tensor.shape, copies) for tensor, copies in model.all_tensors()]
     out: list[tuple[tuple[int, ...], int]] = []
+    adapted = lora_targets_of(model, setup)
     for tensor, copies in model.all_tensors():
-        if tensor.lora_target in setup.lora_targets and len(tensor.shape) >= 2:
+        if tensor.lora_target in adapted and len(tensor.shape) >= 2:
             lead = tensor.shape[:-2]  # fused experts (E, d_out, d_in): one adapter pair per expert
             d_out, d_in = tensor.shape[-2:]
             out += [((*lead, setup.lora_rank, d_in), copies), ((*lead, d_out, setup.lora_rank), copies)]
@@ -510,6 +533,30 @@ def _held_logits_note(gib: float) -> str:
     )
 
 
+def _selective_recompute_phase(
+    model: ModelSpec,
+    setup: TrainSetup,
+    tokens: int,
+    kernel: str,
+    block: float,
+    live: tuple[float, float, float],
+) -> dict[str, tuple[float, float, float, float]]:
+    """Selective checkpointing: the top block's backward recomputes its attention core, with `live` (gradients,
+    activations, logits) around it. A kernel that keeps s x s tensors (math, eager) rebuilds them, and its backward
+    adds two gradients of their size: the attention probabilities' (fp32 in the math kernel, the activations' dtype
+    in eager attention) and the fp32 scores' (softmax backward). Measured (tests/plan/test_deepseek.py, 1,024
+    tokens): 2.6 of the 3 fp32 s x s tensors this counts. No phase without selective checkpointing, for fused
+    kernels (their s x s never exists) and for Megatron's."""
+    if setup.checkpointing != "selective" or setup.kernels != "hf":
+        return {}
+    core = block_activation_bytes(model, setup, tokens, kernel=kernel) - block
+    if core <= 0:
+        return {}
+    grad_bytes = 4 + (2 if kernel == "eager" and _compute(setup) != "fp32" else 4)
+    rebuilt = core + grad_bytes * model.num_heads / setup.tp * setup.seq_len * tokens
+    return {"backward, recompute": (*live, rebuilt)}
+
+
 def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
     """Per-GPU training memory for `model` under `setup`."""
     validate(model, setup)
@@ -651,6 +698,8 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     }
     if setup.checkpointing == "full":  # the last block recomputed, with nearly all gradients present
         phases["backward, recompute"] = (grads + ddp_buckets, activations, held_logits, live_block)
+    live = (accum_grads + head_grad + ddp_buckets, saved, held_logits)  # at the top block's backward
+    phases |= _selective_recompute_phase(model, setup, tokens, kernel, block, live)
     totals = {k: weights + gathered.get(k, 0.0) + optimizer + sum(v) for k, v in phases.items()}
     phase = max(totals, key=lambda k: totals[k])
     live_grads, live_act, live_logits, live_temp = phases[phase]

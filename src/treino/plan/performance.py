@@ -4,7 +4,8 @@
                       reproduced to 0.1 pp in planner-formulas §B7). Full recompute adds a forward: 8N + 16·L·d·s.
     compute seconds   tokens · flops / (GPUs · dense peak · MFU)                     (planner-formulas §B8)
     all-reduce        2(p−1)/p · bytes / busbw + latency    (ring; Thakur et al. 2005; hardware-and-prices §3.3);
-                      beyond one server, ring or hierarchical over the fabric (treino.plan.fabric)
+                      beyond one NVLink domain, ring or hierarchical: NVLink inside each domain, PCIe between the
+                      domains of one server, the fabric between servers (treino.plan.fabric)
     step seconds      compute + the all-reduce time backward cannot hide
 
 MFU priors are measured values for well-tuned frameworks (torchtitan, Megatron, llm-foundry): A100 bf16
@@ -85,11 +86,12 @@ class TimeEstimate:
     steps: int
     servers: int = 1  # servers the job's GPUs fill, `gpus_per_server` to a server
     fabric: str = "none"  # the network between domains (treino.plan.fabric spec); "none" within one domain
-    intra_comm_seconds: float = 0.0  # the all-reduce's reduce-scatter + all-gather inside servers
+    intra_comm_seconds: float = 0.0  # the all-reduce's reduce-scatter + all-gather inside NVLink domains (servers)
     inter_comm_seconds: float = 0.0  # its all-reduce between servers, over the fabric
     mfu_origin: str = "prior"  # "prior", "measured" (a calibrated MFU from the profile, plan.calibration), "given"
     domains: int = 1  # NVLink domains (servers, unless an NVLink domain is set apart) the all-reduce spans
     domain_kind: str = "server"  # what a domain is: "server", or "nvlink-domain" when --nvlink-domain differs
+    cross_comm_seconds: float = 0.0  # between the NVLink domains of one server, over PCIe (domains < a server)
 
 
 def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
@@ -155,13 +157,17 @@ def allreduce_time(
     nvlink_domain: int | None = None,
     model_parallel: int = 1,
 ) -> AllReduceTime:
-    """All-reduce of `nbytes` per GPU among `gpus` data-parallel ranks: inside a server (or NVLink domain) over
-    NVLink/PCIe, between them over the fabric (ring or hierarchical, whichever is faster: treino.plan.fabric).
+    """All-reduce of `nbytes` per GPU among `gpus` data-parallel ranks: inside an NVLink domain over NVLink (over
+    PCIe on PCIe-only servers), between the domains of one server over PCIe when a domain is smaller than the
+    server, between servers over the fabric (ring or hierarchical, whichever is faster: treino.plan.fabric).
     `fabric` None: the reference design for the interconnect (DEFAULT_FABRIC); `nvlink_domain` None: the server.
     With tensor/pipeline parallelism (`model_parallel` = tp x pp GPUs per replica, Megatron's placement: TP inside
     a server) a domain holds domain / model_parallel ranks of each data-parallel group; the rest are elsewhere."""
     domain = max(1, _domain(interconnect, gpus_per_server, nvlink_domain) // model_parallel)
+    server = max(1, gpus_per_server // model_parallel)
     local = max(1, min(gpus, domain))
+    # The PCIe level: every GPU of the server taking part crosses its own host link (PCIe-only busbw at that count).
+    cross = link_busbw_gb_s(gpu, "pcie", min(gpus * model_parallel, gpus_per_server)) if domain < server else math.inf
     return hierarchical_allreduce(
         nbytes,
         gpus,
@@ -170,6 +176,8 @@ def allreduce_time(
         fabric=fabric if fabric is not None else parse_fabric(DEFAULT_FABRIC[interconnect]),
         gpus_per_server=gpus_per_server,
         buckets=max(1, math.ceil(nbytes / DDP_BUCKET_BYTES)),
+        server_gpus=server,
+        cross_busbw_gb_s=cross,
     )
 
 
@@ -221,6 +229,8 @@ def tensor_parallel_seconds(
         )
     per_block = 6 if setup.checkpointing == "full" else 4
     nbytes = setup.micro_batch * setup.seq_len * model.hidden_size * 2
+    if interconnect == "nvlink" and nvlink_domain and t > nvlink_domain:
+        interconnect = "pcie"  # a TP group over several NVLink domains of one server meets over PCIe
     one = 2 * (t - 1) / t * nbytes / (link_busbw_gb_s(gpu, interconnect, t) * 1e9) + NCCL_LATENCY_S
     return setup.grad_accum * model.num_layers / setup.pp * per_block * one
 
@@ -349,12 +359,13 @@ def estimate_time(
         total_seconds=steps * step,
         steps=steps,
         servers=math.ceil(setup.gpus / gpus_per_server),
-        fabric=_fabric_spec(fabric, interconnect) if reduce and reduce.domains > 1 else "none",
+        fabric=_fabric_spec(fabric, interconnect) if reduce and reduce.units > 1 else "none",
         intra_comm_seconds=reduce.intra_seconds if reduce else 0.0,
         inter_comm_seconds=reduce.inter_seconds if reduce else 0.0,
         mfu_origin="given" if mfu is not None else origin,
         domains=math.ceil(setup.gpus / _domain(interconnect, gpus_per_server, nvlink_domain)) if reduce else 1,
         domain_kind=_domain_kind(interconnect, gpus_per_server, nvlink_domain),
+        cross_comm_seconds=reduce.cross_seconds if reduce else 0.0,
     )
 
 
@@ -383,10 +394,11 @@ class ScalePoint:
     servers: int = 1  # servers the GPUs fill
     fabric: str = "none"  # the network between domains (treino.plan.fabric spec)
     intra_comm_seconds: float = 0.0  # reduce-scatter + all-gather inside each domain
-    inter_comm_seconds: float = 0.0  # all-reduce between domains, over the fabric
-    fabric_bound: bool = False  # the fabric's part of the all-reduce outlasts the part inside domains
+    inter_comm_seconds: float = 0.0  # all-reduce between servers (domains, when a domain is a server or more)
+    fabric_bound: bool = False  # the fabric's part of the all-reduce outlasts the parts inside servers
     domains: int = 1  # NVLink domains (servers, unless an NVLink domain is set apart) the all-reduce spans
     domain_kind: str = "server"  # "server" or "nvlink-domain" (TimeEstimate.domain_kind)
+    cross_comm_seconds: float = 0.0  # between the NVLink domains of one server, over PCIe
 
 
 def scale(
@@ -410,10 +422,11 @@ def scale(
         one = estimate_time(
             model, gpu, _with_gpus(setup, 1), interconnect=interconnect, mfu=mfu, calibration=calibration
         )
-        domain = nvlink_domain if interconnect == "nvlink" and nvlink_domain else gpus_per_server
+        # No network: one server is the most there is, or one NVLink domain where it spans servers (NVL72).
+        most = max(gpus_per_server, nvlink_domain if interconnect == "nvlink" and nvlink_domain else 0)
         for n in counts:
-            if fabric is not None and fabric.kind == "none" and n * setup.tp > domain:
-                break  # no network: one server (or NVLink domain) is the most there is
+            if fabric is not None and fabric.kind == "none" and n * setup.tp > most:
+                break
             est = estimate_time(
                 model,
                 gpu,
@@ -437,9 +450,10 @@ def scale(
                     est.fabric,
                     est.intra_comm_seconds,
                     est.inter_comm_seconds,
-                    est.domains > 1 and est.inter_comm_seconds > est.intra_comm_seconds,
+                    est.inter_comm_seconds > max(0.0, est.intra_comm_seconds + est.cross_comm_seconds),
                     est.domains,
                     est.domain_kind,
+                    est.cross_comm_seconds,
                 )
             )
     return points

@@ -201,6 +201,33 @@ def enable_full_checkpointing(model: nn.Module) -> None:
         raise PlanError("Full checkpointing in trace mode needs a Hugging Face model.")
 
 
+@contextlib.contextmanager
+def selective_checkpointing() -> Iterator[None]:
+    """Recompute the attention core in backward (Korthikanti et al. 2022, §5: "selective activation recomputation"):
+    every attention function a transformers model looks up (`ALL_ATTENTION_FUNCTIONS.get_interface`: eager, SDPA,
+    flash) runs under `torch.utils.checkpoint` (non-reentrant), so backward keeps its inputs (q, k, v, the mask),
+    not the s x s scores, softmax and kernel copies it makes. Models that do not look their attention up there
+    (a module function's own model) run unchanged."""
+    from torch.utils.checkpoint import checkpoint
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    lookup = ALL_ATTENTION_FUNCTIONS.get_interface
+
+    def checkpointed(attn_implementation: str, default: Callable[..., Any]) -> Callable[..., Any]:
+        core = lookup(attn_implementation, default)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return checkpoint(core, *args, use_reentrant=False, **kwargs)
+
+        return run
+
+    ALL_ATTENTION_FUNCTIONS.get_interface = checkpointed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del ALL_ATTENTION_FUNCTIONS.get_interface  # the class's own method again
+
+
 def _trainer_loss(model: Any, batch: Mapping[str, Any]) -> torch.Tensor:
     """The loss as Hugging Face's Trainer.compute_loss returns it: the model's outputs die with this frame."""
     return _loss_of(model(**batch))
@@ -240,7 +267,8 @@ def measure_training_step(
     plan traced on CPU tensors runs CUDA's: `cuda.as_on_cuda`).
 
     `model` must already hold its weights in `weights_dtype(precision)`. With `checkpointing="full"` every
-    transformer block is recomputed in backward (HF `gradient_checkpointing_enable`, non-reentrant).
+    transformer block is recomputed in backward (HF `gradient_checkpointing_enable`, non-reentrant); with
+    `checkpointing="selective"` the attention core of every block (`selective_checkpointing`).
     Each step runs `grad_accum` forward/backward passes before the optimizer: from the second one on, the
     accumulated gradients are live during forward and backward, so 2 gives the peak of any larger value.
     """
@@ -248,8 +276,8 @@ def measure_training_step(
         raise PlanError(f"grad_accum must be at least 1, got {grad_accum}.")
     if checkpointing == "full":
         enable_full_checkpointing(model)
-    elif checkpointing != "none":
-        raise PlanError(f"Trace mode supports --checkpointing none or full, not {checkpointing!r}.")
+    elif checkpointing not in ("none", "selective"):
+        raise PlanError(f"Unknown checkpointing {checkpointing!r}. To fix: use none, selective or full.")
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     plan_device = plan_device or device_type
@@ -263,7 +291,11 @@ def measure_training_step(
     def step(tracker: Any = None) -> None:
         # The whole step, not only the forward: checkpointing recomputes blocks in backward under the
         # forward's autocast state, and must run the same lists.
-        with as_on_cuda(device_type) if emulate_cuda else contextlib.nullcontext():
+        with contextlib.ExitStack() as stack:
+            if emulate_cuda:
+                stack.enter_context(as_on_cuda(device_type))
+            if checkpointing == "selective":
+                stack.enter_context(selective_checkpointing())
             _step(tracker)
 
     def _step(tracker: Any = None) -> None:

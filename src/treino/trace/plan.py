@@ -10,7 +10,9 @@ The step runs as on the plan's device (`plan_device`): a GPU's optimizer impleme
 attention kernel, or a CPU host's (docs/trace.md).
 
 What a single-process trace on fake tensors cannot see is refused, not guessed: several GPUs, ZeRO, tensor
-parallelism, offload, LoRA, NF4, 8-bit optimizers, Adafactor (it reads values) and selective checkpointing.
+parallelism, offload, LoRA, NF4, 8-bit optimizers, Adafactor (it reads values), and selective checkpointing of a
+`module:function` model (the attention core recomputed is transformers' attention function:
+`engine.selective_checkpointing`).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def plan_by_trace(
     """Trace one training step of `model` (a preset, a config.json path, or `module:function` returning
     `(nn.Module, batch_kwargs)`) under `setup`, and plan it for one `gpu`. `on_step(name)` is called as each of
     its TRACE_STEPS steps starts (the CLI's progress bar)."""
-    _refuse_untraceable(setup)
+    _refuse_untraceable(setup, own_model=_is_callable_spec(model))
     on_step("importing PyTorch and transformers")
     try:
         import torch  # noqa: F401
@@ -170,8 +172,9 @@ def _failing_clearly(model: str, trace: Callable[[], StepMeasurement]) -> StepMe
         ) from exc
 
 
-def _refuse_untraceable(setup: TrainSetup) -> None:
-    """What one process on fake CPU tensors cannot measure, with the way out."""
+def _refuse_untraceable(setup: TrainSetup, *, own_model: bool = False) -> None:
+    """What one process on fake CPU tensors cannot measure, with the way out. `own_model`: a `module:function`
+    model, whose attention is not transformers' (selective checkpointing recomputes transformers' only)."""
     validate_setup(setup)
     refusals = (
         (setup.gpus > 1, f"--gpus {setup.gpus}", "--gpus 1"),
@@ -183,7 +186,7 @@ def _refuse_untraceable(setup: TrainSetup) -> None:
         (setup.optimizer == "adamw-8bit", "--optimizer adamw-8bit", "--optimizer adamw"),
         # Adafactor scales its step by parameter norms read with .item(): fake tensors hold no values.
         (setup.optimizer == "adafactor", "--optimizer adafactor", "another optimizer"),
-        (setup.checkpointing == "selective", "--checkpointing selective", "--checkpointing none or full"),
+        (own_model and setup.checkpointing == "selective", "--checkpointing selective", "--checkpointing none or full"),
     )
     bad = [(flag, fix) for refused, flag, fix in refusals if refused]
     if bad:
