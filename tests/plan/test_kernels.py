@@ -96,3 +96,65 @@ def test_dropout_peak_within_10_percent(family: str, attention: str, dropout: st
         f"{family} {attention} ({predicted.attention_kernel}) dropout {dropout} {precision}: predicted "
         f"{predicted.peak_tensor_bytes:,} B ({predicted.peak_phase}), measured {measured.peak_bytes:,} B: {error:+.1%}"
     )
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_math_kernel_keeps_what_the_plan_counts_per_score(dtype: str, dropout: float) -> None:
+    """The s x s tensors SDPA's math kernel saves for backward, per score, measured with saved-tensor hooks on CPU:
+    its fp32 softmax, and with dropout the fp32 noise and the fp32 dropped-out probabilities, whatever the
+    inputs' dtype (aten `_scaled_dot_product_attention_math` upcasts). Without dropout the CPU kernel would be
+    flash, so the math kernel is forced there, as a mask or an old GPU forces it."""
+    from torch.nn.attention import SDPBackend
+    from torch.nn.attention import sdpa_kernel as force
+
+    from treino.plan.memory import _score_bytes
+
+    b, h, s, d = 2, 4, 64, 32
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    q, k, v = (torch.randn(b, h, s, d, dtype=torch_dtype, requires_grad=True) for _ in range(3))
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        if t.numel() == b * h * s * s:  # one storage once
+            saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), force(SDPBackend.MATH):
+        torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
+    cfg = with_dropout(SMALL["llama"], dropout) if dropout else without_dropout(SMALL["llama"])
+    setup = TrainSetup(seq_len=s, device="cpu", sm=0, precision="fp32" if dtype == "fp32" else "bf16-mixed")
+    compute = "fp32" if dtype == "fp32" else "mixed"
+    assert _score_bytes(model_from_config(cfg), setup, "math", compute) == sum(saved.values()) / (b * h * s * s)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_eager_attention_dropout_adds_what_the_plan_counts_per_score(dtype: str) -> None:
+    """Eager attention (transformers' `eager_attention_forward`: softmax, dropout, then the product with V) with
+    dropout on the probabilities keeps, beyond what it keeps without, the dropout's noise in the activations' dtype
+    on CPU, and in fp32 its output too; in 16 bits the output takes the place of the probabilities' 16-bit copy
+    (saved-tensor hooks, 16-bit tensors without autocast: the bf16-true case; under autocast the whole step's peak
+    is what test_dropout_peak_within_10_percent measures)."""
+    from treino.plan.memory import _score_bytes
+
+    b, h, s, d = 2, 4, 64, 32
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+
+    def kept(p: float) -> int:
+        q, k, v = (torch.randn(b, h, s, d, dtype=torch_dtype, requires_grad=True) for _ in range(3))
+        saved: dict[int, int] = {}
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            if t.numel() == b * h * s * s:
+                saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            weights = torch.softmax(q @ k.transpose(-1, -2), dim=-1, dtype=torch.float32).to(torch_dtype)
+            torch.nn.functional.dropout(weights, p=p, training=True) @ v
+        return sum(saved.values())
+
+    setup = TrainSetup(seq_len=s, device="cpu", sm=0, precision="fp32" if dtype == "fp32" else "bf16-true")
+    model = model_from_config(with_dropout(SMALL["llama"], 0.1))
+    per_score = _score_bytes(model, setup, "eager", "fp32" if dtype == "fp32" else "16bit")
+    assert per_score == (kept(0.1) - kept(0.0)) / (b * h * s * s)
