@@ -22,6 +22,7 @@ The CLI's language: `--lang en|pt-BR`, else LC_ALL, LC_MESSAGES, LANG (pt* -> pt
 
 from __future__ import annotations
 
+import json
 import os
 import string
 import time
@@ -114,6 +115,12 @@ def from_server(text: str, data: Any) -> str:
         except ValueError:  # data this client cannot word (another version's template): the English text
             pass
     return text
+
+
+def json_problem(exc: json.JSONDecodeError) -> Msg:
+    """What Python's json module says is wrong (`exc.msg`, e.g. "Expecting value"), as a Msg: pt-BR from the
+    catalog, which holds its messages."""
+    return Msg(exc.msg.replace("{", "{{").replace("}", "}}"))
 
 
 def message_of(exc: BaseException) -> str:
