@@ -26,7 +26,7 @@ import json
 import os
 import string
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +115,13 @@ def from_server(text: str, data: Any) -> str:
         except ValueError:  # data this client cannot word (another version's template): the English text
             pass
     return text
+
+
+def either(parts: Sequence[str]) -> str:
+    """'a', 'b' and 'c' as "a or b or c", a Msg whose "or" follows the locale ("a ou b ou c")."""
+    if len(parts) < 2:
+        return "".join(parts)
+    return Msg("{first} or {rest}", first=parts[0], rest=either(parts[1:]))
 
 
 def json_problem(exc: json.JSONDecodeError) -> Msg:

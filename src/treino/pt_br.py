@@ -2790,9 +2790,9 @@ PT: dict[str, str] = {
         "--residency {text!r} is neither an ISO 3166-1 alpha-2 country code nor a site.{hint} To fix: give a "
         "two-letter country code (the catalog's sites are in {countries}) or a site name from 'treino sites'."
     ): (
-        "--residency {text!r} não é um código de país ISO 3166-1 alfa-2 nem um site.{hint} Como corrigir: "
-        "indique um código de país de duas letras (os sites do catálogo ficam em {countries}) ou o nome de um "
-        "site de 'treino sites'."
+        "--residency {text!r} não é um código de país ISO 3166-1 alfa-2 nem um local.{hint} Como corrigir: "
+        "indique um código de país de duas letras (os locais do catálogo ficam em {countries}) ou o nome de um "
+        "local de 'treino sites'."
     ),
     (
         "Model {repo!r} is neither a preset nor in the local Hugging Face cache (looked for "
@@ -3163,4 +3163,5 @@ PT: dict[str, str] = {
         "servidor). Como corrigir: reenvie o job antigo com --from-scratch."
     ),
     "sacct printed no table of jobs: {answer!r}": "o sacct não imprimiu uma tabela de jobs: {answer!r}",
+    "{first} or {rest}": "{first} ou {rest}",
 }

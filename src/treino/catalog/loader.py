@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from treino.errors import CatalogError, PlanError, UnknownNameError
-from treino.i18n import Msg, json_problem, message_of
+from treino.i18n import Msg, either, json_problem, message_of
 from treino.plan.hardware import GpuSpec
 from treino.plan.model import ModelSpec, model_from_config
 
@@ -112,7 +112,7 @@ def _did_you_mean(kind: str, name: str, known: list[str], listing: str) -> Unkno
     """`listing` is the command that lists the known names (`treino gpus`)."""
     close = difflib.get_close_matches(_normalise(name), known, n=3, cutoff=0.5)
     if close:  # Msg templates (treino.i18n): the CLI says it in the user's language
-        alternatives = " or ".join(repr(c) for c in close)
+        alternatives = either([repr(c) for c in close])
         return UnknownNameError(
             Msg(
                 "Unknown {kind} {name!r}. Did you mean {alternatives}? To fix: run '{listing}' for the list.",

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from treino.catalog.loader import _did_you_mean, _normalise, gpu, gpus
 from treino.errors import CatalogError, PlanError
-from treino.i18n import Msg, message_of
+from treino.i18n import Msg, either, message_of
 from treino.plan.cost import FxRate, Offer
 from treino.plan.fabric import parse_fabric
 from treino.plan.recommend import Candidate
@@ -151,8 +151,12 @@ def pydantic_msg(error: Any, english: str) -> str:
     template = _PYDANTIC_MSGS.get(str(error.get("type")))
     if template is None:
         return english
+    ctx = {k: v for k, v in (error.get("ctx") or {}).items() if isinstance(v, str | int | float)}
+    ctx = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}  # pydantic: gt=0.0 -> 0
+    if isinstance(ctx.get("expected"), str):  # "'month' or 'hour'": its "or" in the locale's words
+        ctx["expected"] = either(ctx["expected"].split(" or "))
     try:
-        words = Msg(template, **{k: v for k, v in (error.get("ctx") or {}).items() if isinstance(v, str | int | float)})
+        words = Msg(template, **ctx)
     except (KeyError, IndexError):
         return english
     return words if words == english else english
