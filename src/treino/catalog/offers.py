@@ -153,8 +153,9 @@ def pydantic_msg(error: Any, english: str) -> str:
         return english
     ctx = {k: v for k, v in (error.get("ctx") or {}).items() if isinstance(v, str | int | float)}
     ctx = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}  # pydantic: gt=0.0 -> 0
-    if isinstance(ctx.get("expected"), str):  # "'month' or 'hour'": its "or" in the locale's words
-        ctx["expected"] = either(ctx["expected"].split(" or "))
+    expected = ctx.get("expected")
+    if isinstance(expected, str):  # "'month' or 'hour'": its "or" in the locale's words
+        ctx["expected"] = either(expected.split(" or "))
     try:
         words = Msg(template, **ctx)
     except (KeyError, IndexError):
