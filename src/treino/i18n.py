@@ -22,10 +22,11 @@ The CLI's language: `--lang en|pt-BR`, else LC_ALL, LC_MESSAGES, LANG (pt* -> pt
 
 from __future__ import annotations
 
+import json
 import os
 import string
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,6 +115,19 @@ def from_server(text: str, data: Any) -> str:
         except ValueError:  # data this client cannot word (another version's template): the English text
             pass
     return text
+
+
+def either(parts: Sequence[str]) -> str:
+    """'a', 'b' and 'c' as "a or b or c", a Msg whose "or" follows the locale ("a ou b ou c")."""
+    if len(parts) < 2:
+        return "".join(parts)
+    return Msg("{first} or {rest}", first=parts[0], rest=either(parts[1:]))
+
+
+def json_problem(exc: json.JSONDecodeError) -> Msg:
+    """What Python's json module says is wrong (`exc.msg`, e.g. "Expecting value"), as a Msg: pt-BR from the
+    catalog, which holds its messages."""
+    return Msg(exc.msg.replace("{", "{{").replace("}", "}}"))
 
 
 def message_of(exc: BaseException) -> str:

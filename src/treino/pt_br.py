@@ -2546,4 +2546,622 @@ PT: dict[str, str] = {
         "Face, que guarda só a loss)."
     ),
     "GPUs in each server, sharing its fabric ports.": "GPUs em cada servidor, que dividem suas portas de rede.",
+    "config.json field '{key}' must be an integer, got {value!r}.": (
+        "o campo '{key}' do config.json deve ser um inteiro, não {value!r}."
+    ),
+    "config.json field '{key}' must be positive, got {value}.": (
+        "o campo '{key}' do config.json deve ser positivo, não {value}."
+    ),
+    "config.json lacks '{key}'. To fix: add it (an integer) to the config.": (
+        "falta '{key}' no config.json. Como corrigir: acrescente-o (um inteiro) à config."
+    ),
+    "config.json must hold a JSON object.": "o config.json deve conter um objeto JSON.",
+    "config.json lacks 'model_type'. To fix: add the Hugging Face model_type (e.g. 'llama').": (
+        "falta 'model_type' no config.json. Como corrigir: acrescente o model_type do Hugging Face (p. ex. 'llama')."
+    ),
+    (
+        "The analytic planner does not model model_type '{family}'. Supported: {supported}. To fix: use --method "
+        "trace, which runs the real model on fake tensors."
+    ): (
+        "O planejador analítico não modela o model_type '{family}'. Suportados: {supported}. Como corrigir: use "
+        "--method trace, que roda o modelo real com tensores falsos."
+    ),
+    "num_attention_heads ({a}) does not divide hidden_size ({h}). To fix: correct the config.": (
+        "num_attention_heads ({a}) não divide hidden_size ({h}). Como corrigir: corrija a config."
+    ),
+    "num_key_value_heads ({kv}) does not divide num_attention_heads ({a}).": (
+        "num_key_value_heads ({kv}) não divide num_attention_heads ({a})."
+    ),
+    "num_experts_per_tok ({top_k}) exceeds num_local_experts ({experts}).": (
+        "num_experts_per_tok ({top_k}) é maior que num_local_experts ({experts})."
+    ),
+    "num_experts_per_tok ({top_k}) exceeds num_experts ({experts}).": (
+        "num_experts_per_tok ({top_k}) é maior que num_experts ({experts})."
+    ),
+    (
+        "The analytic planner models Qwen2-MoE with an MoE block in every layer; this config mixes in dense "
+        "layers (decoder_sparse_step or mlp_only_layers). To fix: use --method trace."
+    ): (
+        "O planejador analítico modela o Qwen2-MoE com um bloco MoE em toda camada; esta config mistura camadas "
+        "densas (decoder_sparse_step ou mlp_only_layers). Como corrigir: use --method trace."
+    ),
+    "Unknown {label} {value!r}. To fix: use one of {allowed}.": (
+        "{label} desconhecido(a): {value!r}. Como corrigir: use um destes: {allowed}."
+    ),
+    "--{label} must be at least 1, got {number}.": "--{label} deve ser pelo menos 1, não {number}.",
+    "--zero must be 0, 1, 2 or 3, got {zero}.": "--zero deve ser 0, 1, 2 ou 3, não {zero}.",
+    "{split} does not divide --gpus {gpus}. To fix: use divisors of the GPU count.": (
+        "{split} não divide --gpus {gpus}. Como corrigir: use divisores do número de GPUs."
+    ),
+    "Offloading parameters needs ZeRO-3 (FSDP full shard). To fix: add --zero 3.": (
+        "Descarregar os parâmetros exige ZeRO-3 (FSDP full shard). Como corrigir: acrescente --zero 3."
+    ),
+    "--lora-rank must be positive, got {rank}.": "--lora-rank deve ser positivo, não {rank}.",
+    (
+        "--precision bf16-fsdp is FSDP2's MixedPrecisionPolicy, for a full fine-tune sharded by FSDP. To fix: "
+        "add --zero 3 (or 2), or, with LoRA, use --precision bf16-mixed."
+    ): (
+        "--precision bf16-fsdp é a MixedPrecisionPolicy do FSDP2, para um ajuste fino completo fragmentado pelo "
+        "FSDP. Como corrigir: acrescente --zero 3 (ou 2), ou, com LoRA, use --precision bf16-mixed."
+    ),
+    "NF4 weights are frozen, so --quant nf4 needs LoRA. To fix: add --lora-rank 16 (QLoRA).": (
+        "Pesos NF4 ficam congelados, então --quant nf4 exige LoRA. Como corrigir: acrescente --lora-rank 16 (QLoRA)."
+    ),
+    (
+        "--pp {pp} x --pp-interleave {interleave} does not divide the model's {layers} layers. To fix: pick "
+        "stage counts that divide the layers."
+    ): (
+        "--pp {pp} x --pp-interleave {interleave} não divide as {layers} camadas do modelo. Como corrigir: "
+        "escolha números de estágios que dividam as camadas."
+    ),
+    (
+        "--tp {tp} does not divide the model's {heads} attention heads and {kv_heads} key/value heads. To fix: "
+        "use a tensor-parallel size that divides both."
+    ): (
+        "--tp {tp} não divide as {heads} cabeças de atenção e as {kv_heads} cabeças de chave/valor do modelo. "
+        "Como corrigir: use um grau de paralelismo de tensor que divida as duas."
+    ),
+    "LoRA target(s) {unknown} are not modules of a {family} model. Valid: {valid}.": (
+        "O(s) alvo(s) de LoRA {unknown} não são módulos de um modelo {family}. Válidos: {valid}."
+    ),
+    "--seq-len {seq_len} exceeds the model's {positions} learned positions.": (
+        "--seq-len {seq_len} passa das {positions} posições aprendidas do modelo."
+    ),
+    "No activation coefficients for {family} {compute} {kernel}.": (
+        "Não há coeficientes de ativação para {family} {compute} {kernel}."
+    ),
+    "Exchange rate must be a positive number of BRL per USD, got {rate}.": (
+        "A taxa de câmbio deve ser um número positivo de BRL por USD, não {rate}."
+    ),
+    "Offer {name!r} has no valid price ({price}). To fix: give its price.": (
+        "A oferta {name!r} não tem preço válido ({price}). Como corrigir: informe o preço."
+    ),
+    "Offer {name!r} must have at least one GPU, got {gpus}.": (
+        "A oferta {name!r} deve ter pelo menos uma GPU, não {gpus}."
+    ),
+    (
+        "{what} is priced in USD but no BRL/USD rate was given. To fix: add a dated row to fx.csv or pass a "
+        "rate; treino never assumes one."
+    ): (
+        "{what} tem preço em USD, mas nenhuma taxa BRL/USD foi dada. Como corrigir: acrescente uma linha datada "
+        "ao fx.csv ou passe uma taxa; o treino nunca supõe uma."
+    ),
+    "Transfer must be zero or more GB, got {gb}.": "A transferência deve ser de zero GB ou mais, não {gb}.",
+    (
+        "Offer {name!r} has no egress price, and {gb:g} GB would leave it. To fix: add egress_usd_per_gb to the "
+        "offer (a local offers file), or plan with no transfer."
+    ): (
+        "A oferta {name!r} não tem preço de saída de dados, e {gb:g} GB sairiam dela. Como corrigir: acrescente "
+        "egress_usd_per_gb à oferta (num arquivo local de ofertas), ou planeje sem transferência."
+    ),
+    "Need hours_per_run > 0, runs_per_month >= 0 and months >= 1; got {hours}, {runs}, {months}.": (
+        "É preciso hours_per_run > 0, runs_per_month >= 0 e months >= 1; vieram {hours}, {runs}, {months}."
+    ),
+    (
+        "{runs:g} runs of {hours:g} h need {month_hours:g} h a month, more than the {limit} h one dedicated "
+        "server {name!r} has. To fix: rent more servers, or run fewer or shorter jobs."
+    ): (
+        "{runs:g} execuções de {hours:g} h precisam de {month_hours:g} h por mês, mais que as {limit} h de um "
+        "servidor dedicado {name!r}. Como corrigir: alugue mais servidores, ou rode menos jobs ou jobs mais "
+        "curtos."
+    ),
+    (
+        "break_even_utilisation compares a dedicated offer with a cloud one; got {dedicated!r} "
+        "({dedicated_kind}) and {cloud!r} ({cloud_kind})."
+    ): (
+        "break_even_utilisation compara uma oferta dedicada com uma de nuvem; vieram {dedicated!r} "
+        "({dedicated_kind}) e {cloud!r} ({cloud_kind})."
+    ),
+    "Exchange-rate move must be between 0 and 100 %, got {pct}.": (
+        "A variação do câmbio deve estar entre 0 e 100 %, não {pct}."
+    ),
+    "Cannot show {amount} as money.": "Não é possível mostrar {amount} como dinheiro.",
+    "--batch, --context and --gpus must be at least 1.": "--batch, --context e --gpus devem ser pelo menos 1.",
+    "Unknown --weights {weights!r}. To fix: use one of {valid}.": (
+        "--weights desconhecido: {weights!r}. Como corrigir: use um destes: {valid}."
+    ),
+    "Unknown KV-cache dtype {dtype!r}. To fix: use one of {valid}.": (
+        "Tipo do cache KV desconhecido: {dtype!r}. Como corrigir: use um destes: {valid}."
+    ),
+    "{gpus} GPUs do not divide the model's {kv_heads} key/value heads.": (
+        "{gpus} GPUs não dividem as {kv_heads} cabeças de chave/valor do modelo."
+    ),
+    "Unknown attention dtype {dtype!r}. To fix: use fp32, bf16 or fp16.": (
+        "Tipo da atenção desconhecido: {dtype!r}. Como corrigir: use fp32, bf16 ou fp16."
+    ),
+    "Unknown --data {data!r}. To fix: use one of {valid}.": (
+        "--data desconhecido: {data!r}. Como corrigir: use um destes: {valid}."
+    ),
+    "Unknown --storage {storage!r}. To fix: use one of {valid}.": (
+        "--storage desconhecido: {storage!r}. Como corrigir: use um destes: {valid}."
+    ),
+    "CPU cores, RAM, storage speed and the token rate must be positive.": (
+        "Os núcleos de CPU, a RAM, a velocidade do armazenamento e a taxa de tokens devem ser positivos."
+    ),
+    "--tokens must be positive.": "--tokens deve ser positivo.",
+    "--deadline must be positive.": "--deadline deve ser positivo.",
+    "--budget must be positive.": "--budget deve ser positivo.",
+    "--checkpoint-minutes must be positive.": "--checkpoint-minutes deve ser positivo.",
+    "Unknown MIG profile {profile!r}. To fix: use one of {valid}.": (
+        "Perfil MIG desconhecido: {profile!r}. Como corrigir: use um destes: {valid}."
+    ),
+    "The {gpu} does not support MIG. To fix: use --time-slice, or one of {valid}.": (
+        "A {gpu} não suporta MIG. Como corrigir: use --time-slice, ou uma destas: {valid}."
+    ),
+    "Neighbours must be >= 0 and their memory fraction in [0, 1).": (
+        "Os vizinhos devem ser >= 0 e sua fração da memória estar em [0, 1)."
+    ),
+    "Unknown sharing {kind!r}. To fix: use mig or time-slice.": (
+        "Compartilhamento desconhecido: {kind!r}. Como corrigir: use mig ou time-slice."
+    ),
+    (
+        "{runs:g} runs of {hours:,.1f} h do not fit in a month on {offer}. To fix: fewer runs a month, or more servers."
+    ): (
+        "{runs:g} execuções de {hours:,.1f} h não cabem num mês em {offer}. Como corrigir: menos execuções por "
+        "mês, ou mais servidores."
+    ),
+    "Compare a dedicated offer (--dedicated) with a cloud one (--cloud).": (
+        "Compare uma oferta dedicada (--dedicated) com uma de nuvem (--cloud)."
+    ),
+    (
+        "No offer fits this job, so there is nothing to plot. To fix: add offers with more GPU memory (--offers "
+        "FILE), or raise --max-gpus."
+    ): (
+        "Nenhuma oferta comporta este job, então não há o que plotar. Como corrigir: acrescente ofertas com mais "
+        "memória de GPU (--offers FILE), ou aumente --max-gpus."
+    ),
+    "a price without a fabric. To fix: name the fabric, or leave fabric_price empty.": (
+        "um preço sem rede. Como corrigir: indique a rede, ou deixe fabric_price vazio."
+    ),
+    "a fabric needs the page that states it. To fix: cite it, or write fabric none (one server only).": (
+        "uma rede precisa da página que a informa. Como corrigir: cite-a, ou escreva fabric none (um servidor só)."
+    ),
+    "an NVLink domain needs interconnect nvlink. To fix: leave it empty for PCIe servers.": (
+        "um domínio NVLink exige interconnect nvlink. Como corrigir: deixe-o vazio para servidores PCIe."
+    ),
+    "missing; every offer needs it (a missing price or date is never taken as zero)": (
+        "ausente; toda oferta precisa dele (um preço ou data ausente nunca vale zero)"
+    ),
+    "{where} line {line}: field {field!r}: {problem}": "{where} linha {line}: campo {field!r}: {problem}",
+    "{where} line {line}: {error}": "{where} linha {line}: {error}",
+    "{where} line {line}: field 'name': offer {name!r} appears twice.": (
+        "{where} linha {line}: campo 'name': a oferta {name!r} aparece duas vezes."
+    ),
+    "Only BRL per USD rates are supported, not {quote} per {base}.": (
+        "Só há suporte a taxas de BRL por USD, não {quote} por {base}."
+    ),
+    " on or before {on}": " em {on} ou antes",
+    (
+        "No {quote} per {base} rate in fx.csv{when}. To fix: add a dated row with its source (e.g. the Banco "
+        "Central PTAX); treino never assumes a rate."
+    ): (
+        "Não há taxa de {quote} por {base} no fx.csv{when}. Como corrigir: acrescente uma linha datada com sua "
+        "fonte (p. ex. a PTAX do Banco Central); o treino nunca supõe uma taxa."
+    ),
+    "{where} is not valid YAML: {error}": "{where} não é YAML válido: {error}",
+    (
+        "{where} must hold a list of offers (or 'offers:' with a list). To fix: see the fields of `treino offers "
+        "--json`."
+    ): (
+        "{where} deve conter uma lista de ofertas (ou 'offers:' com uma lista). Como corrigir: veja os campos de "
+        "`treino offers --json`."
+    ),
+    "{where} line {line}: each offer must be a mapping of field: value.": (
+        "{where} linha {line}: cada oferta deve ser um mapeamento de campo: valor."
+    ),
+    "No offers file at {path!r}. To fix: give a .csv or .yaml path.": (
+        "Não há arquivo de ofertas em {path!r}. Como corrigir: indique um caminho .csv ou .yaml."
+    ),
+    "{path!r}: offers files must end in .csv, .yaml or .yml.": (
+        "{path!r}: arquivos de ofertas devem terminar em .csv, .yaml ou .yml."
+    ),
+    "gpus.csv line {line}: {where}: {error}": "gpus.csv linha {line}: {where}: {error}",
+    "{where} is not valid JSON: {error} at line {line}, column {column}.": (
+        "{where} não é JSON válido: {error} na linha {line}, coluna {column}."
+    ),
+    "{where} must hold a JSON object (a Hugging Face config.json).": (
+        "{where} deve conter um objeto JSON (um config.json do Hugging Face)."
+    ),
+    "No config file at {path!r}. To fix: give a preset name or a config.json path.": (
+        "Não há arquivo de config em {path!r}. Como corrigir: indique o nome de um preset ou o caminho de um "
+        "config.json."
+    ),
+    (
+        "--residency {text!r} is neither an ISO 3166-1 alpha-2 country code nor a site.{hint} To fix: give a "
+        "two-letter country code (the catalog's sites are in {countries}) or a site name from 'treino sites'."
+    ): (
+        "--residency {text!r} não é um código de país ISO 3166-1 alfa-2 nem um local.{hint} Como corrigir: "
+        "indique um código de país de duas letras (os locais do catálogo ficam em {countries}) ou o nome de um "
+        "local de 'treino sites'."
+    ),
+    (
+        "Model {repo!r} is neither a preset nor in the local Hugging Face cache (looked for "
+        "{snapshots}/*/config.json; treino never downloads). To fix: on a machine with network run "
+        "'huggingface-cli download {repo} config.json' (or set HF_HOME to the cache that holds it), or copy its "
+        "config.json here and pass --model path/to/config.json; 'treino models' lists the presets."
+    ): (
+        "O modelo {repo!r} não é um preset nem está no cache local do Hugging Face (procurado em "
+        "{snapshots}/*/config.json; o treino nunca baixa nada). Como corrigir: numa máquina com rede, rode "
+        "'huggingface-cli download {repo} config.json' (ou aponte HF_HOME para o cache que o contém), ou copie o "
+        "config.json dele para cá e passe --model caminho/para/config.json; 'treino models' lista os presets."
+    ),
+    "Input should be greater than {gt}": "O valor deve ser maior que {gt}",
+    "Input should be greater than or equal to {ge}": "O valor deve ser maior ou igual a {ge}",
+    "String should match pattern '{pattern}'": "O texto deve seguir o padrão '{pattern}'",
+    (
+        "The {backend} collectives did not finish within {timeout_s:.0f} s (exit codes {codes}). To fix: rerun "
+        "with --only to skip collectives."
+    ): (
+        "As coletivas {backend} não terminaram em {timeout_s:.0f} s (códigos de saída {codes}). Como corrigir: "
+        "rode de novo com --only para pular as coletivas."
+    ),
+    "Cannot read the profile {path}: {error}. To fix: write one with 'treino bench --save'.": (
+        "Não foi possível ler o perfil {path}: {error}. Como corrigir: grave um com 'treino bench --save'."
+    ),
+    (
+        "{path} is not a treino hardware profile of schema_version {version}. To fix: write it again with "
+        "'treino bench --save'."
+    ): (
+        "{path} não é um perfil de hardware do treino com schema_version {version}. Como corrigir: grave-o de "
+        "novo com 'treino bench --save'."
+    ),
+    (
+        "The profile holds no GPU measurements (it was saved on a machine without GPUs). To fix: run 'treino "
+        "bench --save' on the GPU server."
+    ): (
+        "O perfil não tem medições de GPU (foi gravado numa máquina sem GPUs). Como corrigir: rode 'treino bench "
+        "--save' no servidor de GPUs."
+    ),
+    (
+        "The profile measured {measured} ({name}), but the plan is for {gpu}. To fix: --gpu {measured}, or a "
+        "profile measured on a {display}."
+    ): (
+        "O perfil mediu a {measured} ({name}), mas o plano é para a {gpu}. Como corrigir: --gpu {measured}, ou "
+        "um perfil medido numa {display}."
+    ),
+    "Unknown stage {stage!r} in --only.{hint} Valid stages: {valid}.": (
+        "Etapa desconhecida {stage!r} em --only.{hint} Etapas válidas: {valid}."
+    ),
+    "--path {directory} is not a directory. To fix: give the dataset's directory.": (
+        "--path {directory} não é um diretório. Como corrigir: indique o diretório do dataset."
+    ),
+    "Cannot write a {gb:.1f} GB test file in {directory}: {error}.": (
+        "Não foi possível gravar um arquivo de teste de {gb:.1f} GB em {directory}: {error}."
+    ),
+    (
+        "The profile {path} holds no CPU measurements. To fix: run 'treino bench --train-step --model M --save "
+        "{path}' on the CPU host (without CUDA)."
+    ): (
+        "O perfil {path} não tem medições de CPU. Como corrigir: rode 'treino bench --train-step --model M "
+        "--save {path}' na máquina de CPU (sem CUDA)."
+    ),
+    (
+        "The profile {path} measured training steps on {devices}, not on {gpu}. To fix: --gpu {last}, or run "
+        "'treino bench --train-step' on a {display}."
+    ): (
+        "O perfil {path} mediu passos de treino em {devices}, não na {gpu}. Como corrigir: --gpu {last}, ou rode "
+        "'treino bench --train-step' numa {display}."
+    ),
+    "--precision {precision!r} cannot be benchmarked. To fix: use one of {valid}.": (
+        "--precision {precision!r} não pode ser medida. Como corrigir: use uma destas: {valid}."
+    ),
+    (
+        "--cpu-time times steps on the CPU, and this host has a CUDA GPU. To fix: drop --cpu-time, or hide the "
+        "GPUs (CUDA_VISIBLE_DEVICES=) to benchmark the CPU."
+    ): (
+        "--cpu-time cronometra passos na CPU, e esta máquina tem uma GPU CUDA. Como corrigir: tire --cpu-time, "
+        "ou esconda as GPUs (CUDA_VISIBLE_DEVICES=) para medir a CPU."
+    ),
+    (
+        "The catalog has no GPU like {name!r}, so its peak TFLOP/s are unknown. To fix: add it to gpus.csv, or "
+        "run 'treino bench --train-step' on a catalog GPU ('treino gpus')."
+    ): (
+        "O catálogo não tem GPU como {name!r}, então seu pico de TFLOP/s é desconhecido. Como corrigir: "
+        "acrescente-a ao gpus.csv, ou rode 'treino bench --train-step' numa GPU do catálogo ('treino gpus')."
+    ),
+    "--steps must be at least 1 and --warmup-steps at least 0, got {steps} and {warmup}.": (
+        "--steps deve ser pelo menos 1 e --warmup-steps pelo menos 0; vieram {steps} e {warmup}."
+    ),
+    "--micro-batch and --seq-len must be at least 1, got {micro_batch} and {seq_len}.": (
+        "--micro-batch e --seq-len devem ser pelo menos 1; vieram {micro_batch} e {seq_len}."
+    ),
+    "{model}'s forward returned no loss. To fix: a config with a language-model head.": (
+        "O forward de {model} não devolveu loss. Como corrigir: uma config com cabeça de modelo de linguagem."
+    ),
+    (
+        "{model} at micro-batch {micro_batch} x {seq_len} tokens does not fit this GPU: {error}. To fix: a "
+        "smaller --micro-batch or --seq-len."
+    ): (
+        "{model} com micro-batch {micro_batch} x {seq_len} tokens não cabe nesta GPU: {error}. Como corrigir: um "
+        "--micro-batch ou --seq-len menor."
+    ),
+    (
+        "The audit key must be at least {min_bytes} random bytes. To fix: generate one with 'python -c \"import "
+        "secrets; print(secrets.token_hex(32))\"'."
+    ): (
+        "A chave de auditoria deve ter pelo menos {min_bytes} bytes aleatórios. Como corrigir: gere uma com "
+        "'python -c \"import secrets; print(secrets.token_hex(32))\"'."
+    ),
+    "checkpoint_every must be >= 1 record, not {every}.": "checkpoint_every deve ser >= 1 registro, não {every}.",
+    " Known: {known}.": " Conhecidas: {known}.",
+    "Unknown audit action {action!r}.{hint}": "Ação de auditoria desconhecida: {action!r}.{hint}",
+    "An audit record's time must be unix seconds, not {time_s!r}.": (
+        "A hora de um registro de auditoria deve estar em segundos unix, não {time_s!r}."
+    ),
+    (
+        "An audit record's subject must be a pseudonym (64 hex digits), never a raw identifier. To fix: pass "
+        "treino.govern.audit.pseudonym(key, subject_id)."
+    ): (
+        "O titular de um registro de auditoria deve ser um pseudônimo (64 dígitos hexadecimais), nunca um "
+        "identificador bruto. Como corrigir: passe treino.govern.audit.pseudonym(key, subject_id)."
+    ),
+    (
+        "An audit record may not carry a CPF (LGPD; lgpd-requirements.md R29). To fix: put pseudonym(key, cpf) "
+        "in subject, and keep identifiers out of detail."
+    ): (
+        "Um registro de auditoria não pode conter um CPF (LGPD; lgpd-requirements.md R29). Como corrigir: ponha "
+        "pseudonym(key, cpf) em subject, e mantenha identificadores fora de detail."
+    ),
+    "Unknown export format {fmt!r}. To fix: use 'jsonl' or 'csv'.": (
+        "Formato de exportação desconhecido: {fmt!r}. Como corrigir: use 'jsonl' ou 'csv'."
+    ),
+    "A CPF's check digits follow nine digits, not {digits!r}.": (
+        "Os dígitos verificadores de um CPF seguem nove dígitos, não {digits!r}."
+    ),
+    "Unknown --method {method!r}. To fix: use analytic or trace.": (
+        "--method desconhecido: {method!r}. Como corrigir: use analytic ou trace."
+    ),
+    "--epochs must be at least 1, got {epochs}.": "--epochs deve ser pelo menos 1, não {epochs}.",
+    "--max-gpus must be between 1 and 1024, got {max_gpus}.": "--max-gpus deve estar entre 1 e 1024, não {max_gpus}.",
+    "Say how the GPU is shared. To fix: give --mig 3g, or --time-slice 1 (one neighbour).": (
+        "Diga como a GPU é compartilhada. Como corrigir: indique --mig 3g, ou --time-slice 1 (um vizinho)."
+    ),
+    "Offer {name!r} has {offer_gpu} GPUs, not {gpu}. To fix: --gpu {offer_gpu}.": (
+        "A oferta {name!r} tem GPUs {offer_gpu}, não {gpu}. Como corrigir: --gpu {offer_gpu}."
+    ),
+    "Pricing a run needs its length. To fix: add --tokens.": (
+        "Para dar preço a uma execução é preciso sua duração. Como corrigir: acrescente --tokens."
+    ),
+    "Cannot read the deadline {text!r}. To fix: write e.g. 3d, 72h or 90m.": (
+        "Não foi possível ler o prazo {text!r}. Como corrigir: escreva p. ex. 3d, 72h ou 90m."
+    ),
+    'Cannot read the budget {text!r}. To fix: write e.g. "R$ 50.000" or 50000.': (
+        'Não foi possível ler o orçamento {text!r}. Como corrigir: escreva p. ex. "R$ 50.000" ou 50000.'
+    ),
+    "--model is for --train-step. To fix: add --train-step, or drop --model.": (
+        "--model é para --train-step. Como corrigir: acrescente --train-step, ou tire --model."
+    ),
+    "--fx-rate must be a positive number of BRL per USD, got {given}. To fix: e.g. --fx-rate 5.4.": (
+        "--fx-rate deve ser um número positivo de BRL por USD, não {given}. Como corrigir: p. ex. --fx-rate 5.4."
+    ),
+    "Unknown --kind {kind!r}. To fix: use dedicated or cloud.": (
+        "--kind desconhecido: {kind!r}. Como corrigir: use dedicated ou cloud."
+    ),
+    "Cannot read {path}: {error}. To fix: write it as YAML with 'url:' and 'token:'.": (
+        "Não foi possível ler {path}: {error}. Como corrigir: escreva-o em YAML com 'url:' e 'token:'."
+    ),
+    "{path} must hold a mapping with 'url:' and 'token:', not {kind}.": (
+        "{path} deve conter um mapeamento com 'url:' e 'token:', não {kind}."
+    ),
+    (
+        "No API token for {url}. The server writes its admin token to 'admin-token' in its data dir (default "
+        "~/.local/share/treino/admin-token; /var/lib/treino/admin-token for a root server) and prints it at its "
+        "first start. To fix: pass it with --token, set TREINO_TOKEN, or add 'token: ...' to {config}."
+    ): (
+        "Não há token da API para {url}. O servidor grava seu token de admin em 'admin-token' no seu diretório "
+        "de dados (por padrão ~/.local/share/treino/admin-token; /var/lib/treino/admin-token para um servidor "
+        "rodando como root) e o mostra na primeira vez que inicia. Como corrigir: passe-o com --token, defina "
+        "TREINO_TOKEN, ou acrescente 'token: ...' a {config}."
+    ),
+    "No treino server at {url}. To fix: start one with 'treino server' or pass --url.": (
+        "Não há servidor treino em {url}. Como corrigir: inicie um com 'treino server' ou passe --url."
+    ),
+    "The treino server at {url} did not answer within {timeout_s:g} s.": (
+        "O servidor treino em {url} não respondeu em {timeout_s:g} s."
+    ),
+    "Cannot use the server URL {url!r}: {error}. To fix: e.g. {default}.": (
+        "Não é possível usar a URL do servidor {url!r}: {error}. Como corrigir: p. ex. {default}."
+    ),
+    "Talking to the treino server at {url} failed: {error}": (
+        "A conversa com o servidor treino em {url} falhou: {error}"
+    ),
+    "The treino server answered {status}: {text}": "O servidor treino respondeu {status}: {text}",
+    "{path}: workdir {workdir} is not a directory. To fix: give an existing one.": (
+        "{path}: o workdir {workdir} não é um diretório. Como corrigir: indique um que exista."
+    ),
+    (
+        "{path}: script {script!r} is not a file in the workdir {workdir}. To fix: give 'script' relative to the "
+        "spec file's directory (or to 'workdir'), or as an absolute path."
+    ): (
+        "{path}: o script {script!r} não é um arquivo no workdir {workdir}. Como corrigir: indique 'script' "
+        "relativo ao diretório do arquivo de spec (ou a 'workdir'), ou como caminho absoluto."
+    ),
+    "Job {job_id} has {attempts} attempt(s), not {attempt}. To fix: --attempt 1..{attempts}.": (
+        "O job {job_id} tem {attempts} tentativa(s), não {attempt}. Como corrigir: --attempt 1..{attempts}."
+    ),
+    "Cannot read {option} {text!r}. To fix: write ISO 8601, e.g. 2025-03-01 or 2025-03-01T12:00.": (
+        "Não foi possível ler {option} {text!r}. Como corrigir: escreva em ISO 8601, p. ex. 2025-03-01 ou "
+        "2025-03-01T12:00."
+    ),
+    "Give either --days (with --legal-basis and --reason) or --erase. To fix: pick one.": (
+        "Indique --days (com --legal-basis e --reason) ou --erase. Como corrigir: escolha um."
+    ),
+    "Cannot read --anchors {path}: {error}. To fix: name the file --audit-anchor writes.": (
+        "Não foi possível ler --anchors {path}: {error}. Como corrigir: indique o arquivo que --audit-anchor grava."
+    ),
+    "Cannot read --key-file {path}: {error}. To fix: name DATA_DIR/server-key.": (
+        "Não foi possível ler --key-file {path}: {error}. Como corrigir: indique DATA_DIR/server-key."
+    ),
+    "Unknown export format {fmt!r}. To fix: --format jsonl or --format csv.": (
+        "Formato de exportação desconhecido: {fmt!r}. Como corrigir: --format jsonl ou --format csv."
+    ),
+    (
+        "Job {job_id} logged more than {most:,} points at step {step}: they do not fit one page. To fix: read "
+        "them with 'treino show {job_id} --metric NAME', one key at a time."
+    ): (
+        "O job {job_id} registrou mais de {most:,} pontos no passo {step}: eles não cabem numa página. Como "
+        "corrigir: leia-os com 'treino show {job_id} --metric NAME', uma chave por vez."
+    ),
+    "--csv and --json are two formats of the same points. To fix: give one of them.": (
+        "--csv e --json são dois formatos dos mesmos pontos. Como corrigir: indique um deles."
+    ),
+    "--partition and --slurm-account go with --backend slurm. To fix: add --backend slurm.": (
+        "--partition e --slurm-account vão com --backend slurm. Como corrigir: acrescente --backend slurm."
+    ),
+    "Unknown --backend {backend!r}. To fix: use 'local' or 'slurm'.": (
+        "--backend desconhecido: {backend!r}. Como corrigir: use 'local' ou 'slurm'."
+    ),
+    (
+        "Stopped {how}, but the shutdown's audit checkpoint could not be signed: {error}. Running jobs were left "
+        "to their supervisors. To fix: free the disk or repair the database, then start the server again (it "
+        "signs the head every 5 minutes)."
+    ): (
+        "Parado {how}, mas o checkpoint de auditoria do desligamento não pôde ser assinado: {error}. Os jobs em "
+        "execução ficaram com seus supervisores. Como corrigir: libere o disco ou repare o banco de dados, e "
+        "inicie o servidor de novo (ele assina a cabeça a cada 5 minutos)."
+    ),
+    "--job-user goes with --backend local. To fix: leave it out with --backend slurm.": (
+        "--job-user vai com --backend local. Como corrigir: deixe-o de fora com --backend slurm."
+    ),
+    "--train-step needs a model. To fix: add --model NAME (a preset or a config.json path).": (
+        "--train-step precisa de um modelo. Como corrigir: acrescente --model NAME (um preset ou o caminho de um "
+        "config.json)."
+    ),
+    "--by {by!r}: not user, purpose or job. To fix: e.g. --by purpose.": (
+        "--by {by!r}: não é user, purpose nem job. Como corrigir: p. ex. --by purpose."
+    ),
+    "Give --user NAME or --role ROLE (one of them). To fix: e.g. --user ana.": (
+        "Indique --user NAME ou --role ROLE (um dos dois). Como corrigir: p. ex. --user ana."
+    ),
+    (
+        "Tracing {model} on fake tensors failed: {kind}: {error}. To fix: use --method analytic if the family is "
+        "supported, or make the model's forward independent of tensor values; --debug shows the traceback."
+    ): (
+        "O traçado de {model} com tensores falsos falhou: {kind}: {error}. Como corrigir: use --method analytic "
+        "se a família tiver suporte, ou faça o forward do modelo não depender dos valores dos tensores; --debug "
+        "mostra o traceback."
+    ),
+    "another optimizer": "outro otimizador",
+    (
+        "Trace mode runs one process on fake tensors and cannot trace {flags}. To fix: use --method analytic, or "
+        "trace with {fixes}."
+    ): (
+        "O modo trace roda um só processo com tensores falsos e não consegue traçar {flags}. Como corrigir: use "
+        "--method analytic, ou trace com {fixes}."
+    ),
+    "Unknown precision {precision!r}. To fix: use one of {valid}.": (
+        "Precisão desconhecida: {precision!r}. Como corrigir: use uma destas: {valid}."
+    ),
+    "Optimizer {name!r} cannot be traced. To fix: use one of {valid} (adamw-8bit needs bitsandbytes on a GPU).": (
+        "O otimizador {name!r} não pode ser traçado. Como corrigir: use um destes: {valid} (adamw-8bit exige "
+        "bitsandbytes numa GPU)."
+    ),
+    (
+        "The traced model's forward returned no loss. To fix: return a scalar tensor or an object with a .loss "
+        "attribute."
+    ): (
+        "O forward do modelo traçado não devolveu loss. Como corrigir: devolva um tensor escalar ou um objeto "
+        "com o atributo .loss."
+    ),
+    "Full checkpointing in trace mode needs a Hugging Face model.": (
+        "O checkpointing completo no modo trace exige um modelo do Hugging Face."
+    ),
+    "grad_accum must be at least 1, got {grad_accum}.": "grad_accum deve ser pelo menos 1, não {grad_accum}.",
+    "Unknown checkpointing {checkpointing!r}. To fix: use none, selective or full.": (
+        "Checkpointing desconhecido: {checkpointing!r}. Como corrigir: use none, selective ou full."
+    ),
+    "--checkpointing none or full": "--checkpointing none ou full",
+    "The config has no 'model_type'. To fix: add the Hugging Face model_type field.": (
+        "A config não tem 'model_type'. Como corrigir: acrescente o campo model_type do Hugging Face."
+    ),
+    (
+        "transformers {version} does not know model_type {model_type!r}: {error} To fix: upgrade transformers, "
+        "or trace your own model with --model module:function."
+    ): (
+        "o transformers {version} não conhece o model_type {model_type!r}: {error} Como corrigir: atualize o "
+        "transformers, ou trace seu próprio modelo com --model módulo:função."
+    ),
+    (
+        "transformers has no causal, seq2seq or masked language-model head for {model_type!r}. To fix: trace "
+        "your own model with --model module:function."
+    ): (
+        "o transformers não tem cabeça de modelo de linguagem causal, seq2seq ou mascarado para {model_type!r}. "
+        "Como corrigir: trace seu próprio modelo com --model módulo:função."
+    ),
+    "{spec!r} is not 'module:function'. To fix: e.g. --model mypkg.models:build.": (
+        "{spec!r} não é 'módulo:função'. Como corrigir: p. ex. --model mypkg.models:build."
+    ),
+    "Cannot load {spec!r}: {error}. To fix: run from the folder that holds the module, or add it to PYTHONPATH.": (
+        "Não foi possível carregar {spec!r}: {error}. Como corrigir: rode a partir da pasta que contém o módulo, "
+        "ou acrescente-a ao PYTHONPATH."
+    ),
+    ("{spec} must return (nn.Module, dict of forward keyword arguments), got {kind}. To fix: return (model, batch)."): (
+        "{spec} deve devolver (nn.Module, dict de argumentos nomeados do forward), não {kind}. Como corrigir: "
+        "devolva (model, batch)."
+    ),
+    "Expecting value": "esperava um valor",
+    "Expecting property name enclosed in double quotes": "esperava um nome de propriedade entre aspas duplas",
+    "Expecting ':' delimiter": "esperava o delimitador ':'",
+    "Expecting ',' delimiter": "esperava o delimitador ','",
+    "Unterminated string starting at": "texto sem fim que começa em",
+    "Invalid control character at": "caractere de controle inválido em",
+    "Invalid \\escape": "\\escape inválido",
+    "Invalid \\uXXXX escape": "escape \\uXXXX inválido",
+    "Extra data": "dados a mais",
+    "Illegal trailing comma before end of object": "vírgula sobrando antes do fim do objeto",
+    "Illegal trailing comma before end of array": "vírgula sobrando antes do fim do array",
+    "not a JSON object": "não é um objeto JSON",
+    "{problem}: line {line} column {column} (char {pos})": "{problem}: linha {line} coluna {column} (caractere {pos})",
+    (
+        "{source} line {n} is not an audit anchor ({why}): {shown!r}. To fix: restore the anchor file from its "
+        "write-once copy; each line is one JSON object written by 'treino server --audit-anchor'."
+    ): (
+        "{source} linha {n} não é uma âncora de auditoria ({why}): {shown!r}. Como corrigir: restaure o arquivo "
+        "de âncoras de sua cópia gravada uma só vez; cada linha é um objeto JSON escrito por 'treino server "
+        "--audit-anchor'."
+    ),
+    "format version {v!r}, not {version}": "versão de formato {v!r}, não {version}",
+    "seq {seq!r} is not a record number": "seq {seq!r} não é um número de registro",
+    "{name} is not 64 hex digits": "{name} não tem 64 dígitos hexadecimais",
+    "time {time_s!r} is not unix seconds": "time {time_s!r} não está em segundos unix",
+    "reason {reason!r} is not one of {valid}": "reason {reason!r} não é um destes: {valid}",
+    "{folder} exists but holds no checkpoint of step {step}.": (
+        "{folder} existe, mas não contém checkpoint do passo {step}."
+    ),
+    (
+        "the checkpoint of step {step} in {folder} is no longer on disk (deleted, or erased with its data). To "
+        "fix: resubmit the old job with --from-scratch."
+    ): (
+        "o checkpoint do passo {step} em {folder} não está mais no disco (apagado, ou eliminado com seus dados). "
+        "Como corrigir: reenvie o job antigo com --from-scratch."
+    ),
+    (
+        "the checkpoint of step {step} in {folder} is not the job's own files (see the server's log). To fix: "
+        "resubmit the old job with --from-scratch."
+    ): (
+        "o checkpoint do passo {step} em {folder} não é feito dos arquivos do próprio job (veja o log do "
+        "servidor). Como corrigir: reenvie o job antigo com --from-scratch."
+    ),
+    "sacct printed no table of jobs: {answer!r}": "o sacct não imprimiu uma tabela de jobs: {answer!r}",
+    "{first} or {rest}": "{first} ou {rest}",
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import httpx
@@ -70,11 +71,35 @@ def _problems(node: ast.AST, scope: ast.AST, returns_msg: set[str]) -> list[str]
     return []  # computed elsewhere (a parameter, an attribute)
 
 
-def raised_messages() -> dict[str, list[str]]:
-    """{file:line: problems} for every TreinoError built in src/treino/server outside ALLOWED."""
+def error_classes() -> set[str]:
+    """treino.errors' classes and every class of the package derived from one (govern.anchors.AnchorFileError)."""
+    classes = [
+        node
+        for path in SERVER.parent.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+    ]
+    names = set(ERRORS)
+    while more := {
+        c.name for c in classes if c.name not in names and any(getattr(b, "id", "") in names for b in c.bases)
+    }:
+        names |= more
+    return names
+
+
+def raised_messages(
+    root: Path = SERVER,
+    allowed: Mapping[str, str] = ALLOWED,
+    skip: Collection[str] = (),
+    names: Collection[str] = ERRORS,
+) -> dict[str, list[str]]:
+    """{file:line: problems} for every error of the classes `names` (treino.errors' by default) built in the files
+    under `root` (src/treino/server by default), but those of `allowed` (paths relative to `root`) and of the folders
+    `skip`."""
     found: dict[str, list[str]] = {}
-    for path in sorted(SERVER.rglob("*.py")):
-        if path.name in ALLOWED and path.parent == SERVER:
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if relative.as_posix() in allowed or (relative.parts[0] in skip and len(relative.parts) > 1):
             continue
         tree = ast.parse(path.read_text(), str(path))
         returns_msg = {
@@ -88,20 +113,20 @@ def raised_messages() -> dict[str, list[str]]:
             if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             for node in ast.walk(scope):
-                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ERRORS):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names):
                     continue
                 at = MESSAGE_AT.get(node.func.id, 0)
                 message = node.args[at] if len(node.args) > at else None
                 if message is None:
                     message = next((k.value for k in node.keywords if k.arg in ("message", "detail")), None)
                 if message is not None:
-                    where = f"{path.relative_to(SERVER)}:{node.lineno}"
+                    where = f"{relative.as_posix()}:{node.lineno}"
                     found[where] = _problems(message, scope, returns_msg)
     return found
 
 
 def test_every_error_the_server_raises_is_a_msg_with_a_pt_br_entry() -> None:
-    found = raised_messages()
+    found = raised_messages(names=error_classes())
     assert len(found) > 80  # the walk sees the raises (jobs, datasets, users, quotas, erasures, ...)
     assert {w: p for w, p in found.items() if p} == {}
     assert all((SERVER / name).exists() for name in ALLOWED)  # an allowance for a file that is gone goes too

@@ -21,6 +21,7 @@ from typing import Any
 
 from treino.bench.gpu import cuda_timing_events
 from treino.errors import TreinoError
+from treino.i18n import Msg
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 BUSBW_FACTOR_NAME = {"all_reduce": "2(n-1)/n", "all_gather": "(n-1)/n", "reduce_scatter": "(n-1)/n"}
@@ -175,8 +176,13 @@ def run_collectives(backend: str, ranks: int, sizes: tuple[int, ...], iters: int
         report = out.get(timeout=JOIN_TIMEOUT_S)
     except Exception as exc:
         raise TreinoError(
-            f"The {backend} collectives did not finish within {JOIN_TIMEOUT_S:.0f} s "
-            f"(exit codes {[p.exitcode for p in procs]}). To fix: rerun with --only to skip collectives."
+            Msg(
+                "The {backend} collectives did not finish within {timeout_s:.0f} s (exit codes {codes}). To fix: rerun "
+                "with --only to skip collectives.",
+                backend=backend,
+                timeout_s=JOIN_TIMEOUT_S,
+                codes=str([p.exitcode for p in procs]),
+            )
         ) from exc
     finally:
         for p in procs:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from treino.errors import CatalogError, UsageError
+from treino.i18n import Msg
 from treino.plan.hardware import GpuSpec
 from treino.plan.performance import NVLINK_BUSBW_EFFICIENCY
 
@@ -82,12 +83,20 @@ def load_profile(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise CatalogError(
-            f"Cannot read the profile {path}: {exc}. To fix: write one with 'treino bench --save'."
+            Msg(
+                "Cannot read the profile {path}: {error}. To fix: write one with 'treino bench --save'.",
+                path=path,
+                error=exc,
+            )
         ) from exc
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
         raise CatalogError(
-            f"{path} is not a treino hardware profile of schema_version {SCHEMA_VERSION}. "
-            "To fix: write it again with 'treino bench --save'."
+            Msg(
+                "{path} is not a treino hardware profile of schema_version {version}. To fix: write it again with "
+                "'treino bench --save'.",
+                path=path,
+                version=SCHEMA_VERSION,
+            )
         )
     return data
 
@@ -121,13 +130,21 @@ def apply_profile(spec: GpuSpec, profile: dict[str, Any], path: str = "") -> Mea
     gpu = profile.get("gpu")
     if not gpu:
         raise UsageError(  # --profile names a file that cannot serve this plan: a bad option value (exit 2)
-            "The profile holds no GPU measurements (it was saved on a machine without GPUs). "
-            "To fix: run 'treino bench --save' on the GPU server."
+            Msg(
+                "The profile holds no GPU measurements (it was saved on a machine without GPUs). To fix: run 'treino "
+                "bench --save' on the GPU server."
+            )
         )
     if gpu.get("catalog_name") and gpu["catalog_name"] != spec.name:
         raise UsageError(
-            f"The profile measured {gpu['catalog_name']} ({gpu['name']}), but the plan is for {spec.name}. "
-            f"To fix: --gpu {gpu['catalog_name']}, or a profile measured on a {spec.display_name}."
+            Msg(
+                "The profile measured {measured} ({name}), but the plan is for {gpu}. To fix: --gpu {measured}, or a "
+                "profile measured on a {display}.",
+                measured=gpu["catalog_name"],
+                name=gpu["name"],
+                gpu=spec.name,
+                display=spec.display_name,
+            )
         )
     changes: dict[str, float] = {}
     if gpu.get("hbm_bandwidth_gb_s"):

@@ -36,8 +36,15 @@ def parse_only(text: str) -> tuple[str, ...]:
         if name not in STAGES:
             valid = ", ".join(STAGES)
             close = difflib.get_close_matches(name, [*STAGES, *ALIASES], n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise UsageError(f"Unknown stage {raw.strip()!r} in --only.{hint} Valid stages: {valid}.")
+            hint = Msg(" Did you mean '{name}'?", name=close[0]) if close else ""
+            raise UsageError(
+                Msg(
+                    "Unknown stage {stage!r} in --only.{hint} Valid stages: {valid}.",
+                    stage=raw.strip(),
+                    hint=hint,
+                    valid=valid,
+                )
+            )
         chosen.add(name)
     return tuple(s for s in STAGES if s in chosen)
 

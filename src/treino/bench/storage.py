@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from treino.errors import TreinoError
+from treino.i18n import Msg
 
 FILE_BYTES_QUICK = 256 * 1024**2
 FILE_BYTES_FULL = 4 * 1024**3
@@ -98,13 +99,22 @@ def measure_storage(directory: Path | None, quick: bool, ram_bytes: int = 0) -> 
         if directory is None:
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="treino-bench-")))
         if not directory.is_dir():
-            raise TreinoError(f"--path {directory} is not a directory. To fix: give the dataset's directory.")
+            raise TreinoError(
+                Msg("--path {directory} is not a directory. To fix: give the dataset's directory.", directory=directory)
+            )
         path = directory / TEST_FILE_NAME
         nbytes = FILE_BYTES_QUICK if quick else FILE_BYTES_FULL
         try:
             _write_test_file(path, nbytes)
         except OSError as exc:
-            raise TreinoError(f"Cannot write a {nbytes / 1e9:.1f} GB test file in {directory}: {exc}.") from exc
+            raise TreinoError(
+                Msg(
+                    "Cannot write a {gb:.1f} GB test file in {directory}: {error}.",
+                    gb=nbytes / 1e9,
+                    directory=directory,
+                    error=exc,
+                )
+            ) from exc
         try:
             try:
                 total, seconds = _read_direct(path)

@@ -127,8 +127,11 @@ def plan_device(gpu: str, profile_path: Path | None) -> PlanDevice:
     if gpu.strip().lower() == CPU_DEVICE:
         if not profile.get("cpu"):
             raise UsageError(
-                f"The profile {profile_path} holds no CPU measurements. To fix: run 'treino bench --train-step "
-                f"--model M --save {profile_path}' on the CPU host (without CUDA)."
+                Msg(
+                    "The profile {path} holds no CPU measurements. To fix: run 'treino bench --train-step --model M "
+                    "--save {path}' on the CPU host (without CUDA).",
+                    path=profile_path,
+                )
             )
         return PlanDevice(cpu_spec(profile["cpu"]), None, steps)
     spec = catalog.gpu(gpu)
@@ -136,8 +139,15 @@ def plan_device(gpu: str, profile_path: Path | None) -> PlanDevice:
         if not any(p.device == spec.name for p in steps):
             devices = ", ".join(sorted({p.device for p in steps}))
             raise UsageError(
-                f"The profile {profile_path} measured training steps on {devices}, not on {spec.name}. To fix: "
-                f"--gpu {steps[-1].device}, or run 'treino bench --train-step' on a {spec.display_name}."
+                Msg(
+                    "The profile {path} measured training steps on {devices}, not on {gpu}. To fix: --gpu {last}, or "
+                    "run 'treino bench --train-step' on a {display}.",
+                    path=profile_path,
+                    devices=devices,
+                    gpu=spec.name,
+                    last=steps[-1].device,
+                    display=spec.display_name,
+                )
             )
         return PlanDevice(spec, None, steps)
     measured = apply_profile(spec, profile, str(profile_path))
@@ -167,7 +177,11 @@ def _torch_dtypes(precision: str) -> tuple[Any, Any]:
 
     if precision not in PRECISIONS:
         raise UsageError(
-            f"--precision {precision!r} cannot be benchmarked. To fix: use one of {', '.join(PRECISIONS)}."
+            Msg(
+                "--precision {precision!r} cannot be benchmarked. To fix: use one of {valid}.",
+                precision=precision,
+                valid=", ".join(PRECISIONS),
+            )
         )
     return weights_dtype(precision), autocast_dtype(precision)
 
@@ -240,15 +254,20 @@ def _device(profile: dict[str, Any] | None, precision: str, cpu_time: bool) -> t
     if torch.cuda.is_available():
         if cpu_time:
             raise UsageError(
-                "--cpu-time times steps on the CPU, and this host has a CUDA GPU. To fix: drop --cpu-time, or hide "
-                "the GPUs (CUDA_VISIBLE_DEVICES=) to benchmark the CPU."
+                Msg(
+                    "--cpu-time times steps on the CPU, and this host has a CUDA GPU. To fix: drop --cpu-time, or hide "
+                    "the GPUs (CUDA_VISIBLE_DEVICES=) to benchmark the CPU."
+                )
             )
         name = torch.cuda.get_device_name(0)
         match = catalog_match(name, catalog.gpus())
         if match is None:
             raise UsageError(
-                f"The catalog has no GPU like {name!r}, so its peak TFLOP/s are unknown. To fix: add it to "
-                "gpus.csv, or run 'treino bench --train-step' on a catalog GPU ('treino gpus')."
+                Msg(
+                    "The catalog has no GPU like {name!r}, so its peak TFLOP/s are unknown. To fix: add it to "
+                    "gpus.csv, or run 'treino bench --train-step' on a catalog GPU ('treino gpus').",
+                    name=name,
+                )
             )
         spec = catalog.gpu(match)
         gpu = (profile or {}).get("gpu") or {}
@@ -284,9 +303,21 @@ def measure_train_step(
 ) -> TrainStepRun:
     """Train `model` (a preset or config.json the planner accepts) for `warmup_steps + steps` steps."""
     if steps < 1 or warmup_steps < 0:
-        raise UsageError(f"--steps must be at least 1 and --warmup-steps at least 0, got {steps} and {warmup_steps}.")
+        raise UsageError(
+            Msg(
+                "--steps must be at least 1 and --warmup-steps at least 0, got {steps} and {warmup}.",
+                steps=steps,
+                warmup=warmup_steps,
+            )
+        )
     if micro_batch < 1 or seq_len < 1:
-        raise UsageError(f"--micro-batch and --seq-len must be at least 1, got {micro_batch} and {seq_len}.")
+        raise UsageError(
+            Msg(
+                "--micro-batch and --seq-len must be at least 1, got {micro_batch} and {seq_len}.",
+                micro_batch=micro_batch,
+                seq_len=seq_len,
+            )
+        )
     _torch_dtypes(precision)
     with _threads(1 if cpu_time else None):
         return _measure(model, micro_batch, seq_len, precision, steps, warmup_steps, cpu_time, profile, on_step)
@@ -332,7 +363,9 @@ def _measure(
             output = net(**batch)
         loss = getattr(output, "loss", output)
         if not isinstance(loss, torch.Tensor):
-            raise PlanError(f"{model}'s forward returned no loss. To fix: a config with a language-model head.")
+            raise PlanError(
+                Msg("{model}'s forward returned no loss. To fix: a config with a language-model head.", model=model)
+            )
         if scaler is not None:
             scaler.scale(loss).backward()  # type: ignore[no-untyped-call]  # unannotated (torch 2.13)
             scaler.step(optimizer)
@@ -357,8 +390,14 @@ def _measure(
             times.append(clock() - start)
     except torch.OutOfMemoryError as exc:
         raise UsageError(
-            f"{model} at micro-batch {micro_batch} x {seq_len} tokens does not fit this GPU: {exc}. "
-            "To fix: a smaller --micro-batch or --seq-len."
+            Msg(
+                "{model} at micro-batch {micro_batch} x {seq_len} tokens does not fit this GPU: {error}. To fix: a "
+                "smaller --micro-batch or --seq-len.",
+                model=model,
+                micro_batch=micro_batch,
+                seq_len=seq_len,
+                error=exc,
+            )
         ) from exc
     step_seconds = statistics.median(times[warmup_steps:])
     flops = model_flops_per_token(spec, seq_len) * micro_batch * seq_len

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from treino.errors import UnknownNameError
+from treino.i18n import Msg
 
 
 def hub_cache_dir() -> Path:
@@ -36,8 +37,12 @@ def cached_config(repo_id: str) -> Path:
     if found:
         return found[0]
     raise UnknownNameError(
-        f"Model {repo_id!r} is neither a preset nor in the local Hugging Face cache (looked for "
-        f"{snapshots}/*/config.json; treino never downloads). To fix: on a machine with network run "
-        f"'huggingface-cli download {repo_id} config.json' (or set HF_HOME to the cache that holds it), or copy its "
-        f"config.json here and pass --model path/to/config.json; 'treino models' lists the presets."
+        Msg(
+            "Model {repo!r} is neither a preset nor in the local Hugging Face cache (looked for "
+            "{snapshots}/*/config.json; treino never downloads). To fix: on a machine with network run "
+            "'huggingface-cli download {repo} config.json' (or set HF_HOME to the cache that holds it), or copy its "
+            "config.json here and pass --model path/to/config.json; 'treino models' lists the presets.",
+            repo=repo_id,
+            snapshots=str(snapshots),
+        )
     )

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from treino.errors import CatalogError, PlanError, UnknownNameError
-from treino.i18n import Msg
+from treino.i18n import Msg, either, json_problem, message_of
 from treino.plan.hardware import GpuSpec
 from treino.plan.model import ModelSpec, model_from_config
 
@@ -98,7 +98,9 @@ def gpus() -> dict[str, GpuSpec]:
             except ValidationError as exc:
                 error = exc.errors()[0]
                 where = error["loc"][0] if error["loc"] else "row"  # a model_validator error has no field
-                raise CatalogError(f"gpus.csv line {line}: {where}: {error['msg']}") from exc
+                raise CatalogError(
+                    Msg("gpus.csv line {line}: {where}: {error}", line=line, where=where, error=error["msg"])
+                ) from exc
     return out
 
 
@@ -110,7 +112,7 @@ def _did_you_mean(kind: str, name: str, known: list[str], listing: str) -> Unkno
     """`listing` is the command that lists the known names (`treino gpus`)."""
     close = difflib.get_close_matches(_normalise(name), known, n=3, cutoff=0.5)
     if close:  # Msg templates (treino.i18n): the CLI says it in the user's language
-        alternatives = " or ".join(repr(c) for c in close)
+        alternatives = either([repr(c) for c in close])
         return UnknownNameError(
             Msg(
                 "Unknown {kind} {name!r}. Did you mean {alternatives}? To fix: run '{listing}' for the list.",
@@ -144,9 +146,17 @@ def _read_json(text: str, where: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CatalogError(f"{where} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from exc
+        raise CatalogError(
+            Msg(
+                "{where} is not valid JSON: {error} at line {line}, column {column}.",
+                where=where,
+                error=json_problem(exc),
+                line=exc.lineno,
+                column=exc.colno,
+            )
+        ) from exc
     if not isinstance(data, dict):
-        raise CatalogError(f"{where} must hold a JSON object (a Hugging Face config.json).")
+        raise CatalogError(Msg("{where} must hold a JSON object (a Hugging Face config.json).", where=where))
     return data
 
 
@@ -157,7 +167,9 @@ def model_config(name_or_path: str) -> dict[str, Any]:
         if path.is_dir():
             path = path / "config.json"
         if not path.is_file():
-            raise CatalogError(f"No config file at {str(path)!r}. To fix: give a preset name or a config.json path.")
+            raise CatalogError(
+                Msg("No config file at {path!r}. To fix: give a preset name or a config.json path.", path=str(path))
+            )
         return _read_json(path.read_text(encoding="utf-8"), str(path))
     key = _normalise(name_or_path)
     if key in model_names():
@@ -178,5 +190,5 @@ def model(name_or_path: str) -> ModelSpec:
         return model_from_config(cfg, name=name)
     except PlanError as exc:
         if name_or_path.endswith(".json") or Path(name_or_path).exists():
-            raise type(exc)(f"{name_or_path}: {exc}") from exc
+            raise type(exc)(Msg("{path}: {error}", path=name_or_path, error=message_of(exc))) from exc
         raise

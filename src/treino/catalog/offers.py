@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from treino.catalog.loader import _did_you_mean, _normalise, gpu, gpus
 from treino.errors import CatalogError, PlanError
+from treino.i18n import Msg, either, message_of
 from treino.plan.cost import FxRate, Offer
 from treino.plan.fabric import parse_fabric
 from treino.plan.recommend import Candidate
@@ -62,7 +63,7 @@ class OfferRow(BaseModel):
     def _known_gpu(cls, value: str) -> str:
         known = gpus()
         if value not in known:
-            raise ValueError(str(_did_you_mean("GPU", value, list(known), "treino gpus")))
+            raise ValueError(message_of(_did_you_mean("GPU", value, list(known), "treino gpus")))
         return value
 
     @field_validator("fabric")
@@ -71,13 +72,13 @@ class OfferRow(BaseModel):
         try:
             return parse_fabric(value).spec
         except PlanError as exc:
-            raise ValueError(str(exc)) from exc
+            raise ValueError(message_of(exc)) from exc
 
     @field_validator("fabric_price")
     @classmethod
     def _priced_fabric(cls, value: float | None, info: ValidationInfo) -> float | None:
         if value is not None and info.data.get("fabric", "none") == "none":
-            raise ValueError("a price without a fabric. To fix: name the fabric, or leave fabric_price empty.")
+            raise ValueError(Msg("a price without a fabric. To fix: name the fabric, or leave fabric_price empty."))
         return value
 
     @field_validator("fabric_source")
@@ -85,7 +86,7 @@ class OfferRow(BaseModel):
     def _cited_fabric(cls, value: str | None, info: ValidationInfo) -> str | None:
         if info.data.get("fabric", "none") != "none" and not (value or "").strip():
             raise ValueError(
-                "a fabric needs the page that states it. To fix: cite it, or write fabric none (one server only)."
+                Msg("a fabric needs the page that states it. To fix: cite it, or write fabric none (one server only).")
             )
         return value
 
@@ -93,14 +94,16 @@ class OfferRow(BaseModel):
     @classmethod
     def _nvlink_domain(cls, value: int | None, info: ValidationInfo) -> int | None:
         if value is not None and info.data.get("interconnect") != "nvlink":
-            raise ValueError("an NVLink domain needs interconnect nvlink. To fix: leave it empty for PCIe servers.")
+            raise ValueError(
+                Msg("an NVLink domain needs interconnect nvlink. To fix: leave it empty for PCIe servers.")
+            )
         return value
 
     @field_validator("site")
     @classmethod
     def _known_site(cls, value: str | None) -> str | None:
         if value is not None and value not in sites():
-            raise ValueError(str(_did_you_mean("site", value, list(sites()), "treino sites")))
+            raise ValueError(message_of(_did_you_mean("site", value, list(sites()), "treino sites")))
         return value
 
     def offer(self) -> Offer:
@@ -131,14 +134,49 @@ class FxRow(BaseModel):
     source: str = Field(min_length=1)
 
 
+# Pydantic's own words for the errors an offers file meets most, as Msg templates (pt-BR in treino.pt_br); each is
+# used only when it reproduces pydantic's English exactly, so another pydantic version's wording stays as it says it.
+_PYDANTIC_MSGS = {
+    "greater_than": "Input should be greater than {gt}",
+    "greater_than_equal": "Input should be greater than or equal to {ge}",
+    "float_parsing": "Input should be a valid number, unable to parse string as a number",
+    "int_parsing": "Input should be a valid integer, unable to parse string as an integer",
+    "literal_error": "Input should be {expected}",
+    "string_pattern_mismatch": "String should match pattern '{pattern}'",
+}
+
+
+def pydantic_msg(error: Any, english: str) -> str:
+    """A pydantic error's message as a Msg the CLI words in its language, or its English when treino lacks it."""
+    template = _PYDANTIC_MSGS.get(str(error.get("type")))
+    if template is None:
+        return english
+    ctx = {k: v for k, v in (error.get("ctx") or {}).items() if isinstance(v, str | int | float)}
+    ctx = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}  # pydantic: gt=0.0 -> 0
+    expected = ctx.get("expected")
+    if isinstance(expected, str):  # "'month' or 'hour'": its "or" in the locale's words
+        ctx["expected"] = either(expected.split(" or "))
+    try:
+        words = Msg(template, **ctx)
+    except (KeyError, IndexError):
+        return english
+    return words if words == english else english
+
+
 def _error(where: str, line: int, exc: ValidationError, field_lines: dict[str, int] | None = None) -> CatalogError:
     first = exc.errors()[0]
     field = str(first["loc"][0]) if first["loc"] else "row"
     line = (field_lines or {}).get(field, line)
-    msg = str(first["msg"]).removeprefix("Value error, ")
+    msg: str = str(first["msg"]).removeprefix("Value error, ")
     if first["type"] == "missing":
-        msg = "missing; every offer needs it (a missing price or date is never taken as zero)"
-    return CatalogError(f"{where} line {line}: field {field!r}: {msg}")
+        msg = Msg("missing; every offer needs it (a missing price or date is never taken as zero)")
+    elif first["type"] == "value_error" and isinstance(first.get("ctx", {}).get("error"), ValueError):
+        msg = message_of(first["ctx"]["error"])  # a validator's Msg, for the CLI to word in its language
+    else:
+        msg = pydantic_msg(first, msg)
+    return CatalogError(
+        Msg("{where} line {line}: field {field!r}: {problem}", where=where, line=line, field=field, problem=msg)
+    )
 
 
 def _csv_rows(handle: Iterable[str]) -> Iterable[tuple[int, dict[str, Any]]]:
@@ -164,12 +202,19 @@ def _validate(row: dict[str, Any], where: str, line: int, field_lines: dict[str,
     except ValidationError as exc:
         raise _error(where, line, exc, field_lines) from exc
     except PlanError as exc:
-        raise CatalogError(f"{where} line {line}: {exc}") from exc
+        raise CatalogError(Msg("{where} line {line}: {error}", where=where, line=line, error=message_of(exc))) from exc
 
 
 def _add(out: dict[str, Offer], offer: Offer, where: str, line: int) -> None:
     if offer.name in out:
-        raise CatalogError(f"{where} line {line}: field 'name': offer {offer.name!r} appears twice.")
+        raise CatalogError(
+            Msg(
+                "{where} line {line}: field 'name': offer {name!r} appears twice.",
+                where=where,
+                line=line,
+                name=offer.name,
+            )
+        )
     out[offer.name] = offer
 
 
@@ -224,13 +269,18 @@ def _fx_rows() -> list[FxRow]:
 def fx_rate(base: str = "USD", quote: str = "BRL", on: str | None = None) -> FxRate:
     """The latest dated `quote` per `base` rate in fx.csv (on or before `on`, YYYY-MM-DD, if given)."""
     if (base, quote) != ("USD", "BRL"):
-        raise CatalogError(f"Only BRL per USD rates are supported, not {quote} per {base}.")
+        raise CatalogError(Msg("Only BRL per USD rates are supported, not {quote} per {base}.", quote=quote, base=base))
     rows = [r for r in _fx_rows() if (r.base, r.quote) == (base, quote) and (on is None or r.date <= on)]
     if not rows:
-        when = f" on or before {on}" if on else ""
+        when = Msg(" on or before {on}", on=on) if on else ""
         raise CatalogError(
-            f"No {quote} per {base} rate in fx.csv{when}. To fix: add a dated row with its source "
-            "(e.g. the Banco Central PTAX); treino never assumes a rate."
+            Msg(
+                "No {quote} per {base} rate in fx.csv{when}. To fix: add a dated row with its source (e.g. the Banco "
+                "Central PTAX); treino never assumes a rate.",
+                quote=quote,
+                base=base,
+                when=when,
+            )
         )
     latest = max(rows, key=lambda r: r.date)
     return FxRate(brl_per_usd=latest.rate, date=latest.date, source=latest.source)
@@ -243,21 +293,26 @@ def _yaml_offers(path: Path) -> dict[str, Offer]:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise CatalogError(f"{where} is not valid YAML: {exc}") from exc
+        raise CatalogError(Msg("{where} is not valid YAML: {error}", where=where, error=str(exc))) from exc
     if isinstance(data, dict) and "offers" in data:
         data = data["offers"]
         assert isinstance(root, yaml.MappingNode)
         root = next(v for k, v in root.value if k.value == "offers")
     if not isinstance(data, list) or not isinstance(root, yaml.SequenceNode):
         raise CatalogError(
-            f"{where} must hold a list of offers (or 'offers:' with a list). To fix: see the fields of "
-            "`treino offers --json`."
+            Msg(
+                "{where} must hold a list of offers (or 'offers:' with a list). To fix: see the fields of "
+                "`treino offers --json`.",
+                where=where,
+            )
         )
     out: dict[str, Offer] = {}
     for item, node in zip(data, root.value, strict=True):
         line = node.start_mark.line + 1
         if not isinstance(item, dict) or not isinstance(node, yaml.MappingNode):
-            raise CatalogError(f"{where} line {line}: each offer must be a mapping of field: value.")
+            raise CatalogError(
+                Msg("{where} line {line}: each offer must be a mapping of field: value.", where=where, line=line)
+            )
         field_lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
         # YAML reads 2026-11-20 as a date; the schema wants the ISO string
         row = {str(k): (None if v == "" else v.isoformat() if isinstance(v, date) else v) for k, v in item.items()}
@@ -269,13 +324,13 @@ def load_offers_file(path: str | Path) -> dict[str, Offer]:
     """A user's own quotes (CSV with offers.csv's columns, or YAML), validated like the catalog."""
     path = Path(path)
     if not path.is_file():
-        raise CatalogError(f"No offers file at {str(path)!r}. To fix: give a .csv or .yaml path.")
+        raise CatalogError(Msg("No offers file at {path!r}. To fix: give a .csv or .yaml path.", path=str(path)))
     if path.suffix.lower() in {".yaml", ".yml"}:
         return _yaml_offers(path)
     if path.suffix.lower() == ".csv":
         with path.open(encoding="utf-8", newline="") as handle:
             return _offers_from_csv(handle, str(path))
-    raise CatalogError(f"{str(path)!r}: offers files must end in .csv, .yaml or .yml.")
+    raise CatalogError(Msg("{path!r}: offers files must end in .csv, .yaml or .yml.", path=str(path)))
 
 
 def candidate(name: str, local: dict[str, Offer] | None = None) -> Candidate:

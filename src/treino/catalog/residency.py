@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 
 from treino.errors import UnknownNameError
+from treino.i18n import Msg
 
 # ISO 3166-1 alpha-2, the 249 officially assigned codes.
 _ALPHA2 = """
@@ -38,9 +39,13 @@ def residency_country(text: str) -> str:
     )
     if not close and len(value) > 2:  # 'Brasil', 'Brazil': a country written out; its first two letters often match
         close = [c for c in countries if c == value[:2].upper()]
-    hint = f" Did you mean {close[0]!r}?" if close else ""
+    hint = Msg(" Did you mean '{name}'?", name=close[0]) if close else ""
     raise UnknownNameError(
-        f"--residency {text!r} is neither an ISO 3166-1 alpha-2 country code nor a site.{hint} "
-        f"To fix: give a two-letter country code (the catalog's sites are in {', '.join(countries)}) "
-        "or a site name from 'treino sites'."
+        Msg(
+            "--residency {text!r} is neither an ISO 3166-1 alpha-2 country code nor a site.{hint} To fix: give a "
+            "two-letter country code (the catalog's sites are in {countries}) or a site name from 'treino sites'.",
+            text=text,
+            hint=hint,
+            countries=", ".join(countries),
+        )
     )

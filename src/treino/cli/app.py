@@ -217,12 +217,14 @@ def plan_train(
     on_cpu = gpu.strip().lower() == CPU_DEVICE_NAME
     if on_cpu and offer:
         raise UsageError(
-            "--gpu cpu plans the CPU host itself, which no offer rents. To fix: drop --offer, or name a GPU."
+            Msg("--gpu cpu plans the CPU host itself, which no offer rents. To fix: drop --offer, or name a GPU.")
         )
     if on_cpu and (gpus > 1 or fabric or precision == "fp8"):
         raise UsageError(
-            "--gpu cpu plans one CPU host: no --gpus beyond 1, no --fabric, no fp8 (CPUs have no FP8 matmuls). "
-            "To fix: drop those options, or name a GPU."
+            Msg(
+                "--gpu cpu plans one CPU host: no --gpus beyond 1, no --fabric, no fp8 (CPUs have no FP8 matmuls). "
+                "To fix: drop those options, or name a GPU."
+            )
         )
     if on_cpu and profile is None:  # memory only: RAM to fill, no throughput to time a step by
         from treino.plan.hardware import cpu_host
@@ -265,14 +267,14 @@ def plan_train(
     elif method == "analytic":
         result = plan_training(catalog.model(model), gpu_spec, setup)
     else:
-        raise UsageError(f"Unknown --method {method!r}. To fix: use analytic or trace.")
+        raise UsageError(Msg("Unknown --method {method!r}. To fix: use analytic or trace.", method=method))
     if on_cpu and profile is None:  # memory only: the catalog has no throughput for a CPU host
         _print_cpu_plan(result, as_json)
         return
     from treino.plan.performance import estimate_time
 
     if epochs < 1:
-        raise UsageError(f"--epochs must be at least 1, got {epochs}.")
+        raise UsageError(Msg("--epochs must be at least 1, got {epochs}.", epochs=epochs))
     link = interconnect or ("pcie" if gpu_spec.gpu_link == "none" else "nvlink")
     from treino.plan.fabric import parse_fabric
 
@@ -402,7 +404,7 @@ def plan_scale(
     from treino.plan.performance import scale
 
     if not 1 <= max_gpus <= 1024:
-        raise UsageError(f"--max-gpus must be between 1 and 1024, got {max_gpus}.")
+        raise UsageError(Msg("--max-gpus must be between 1 and 1024, got {max_gpus}.", max_gpus=max_gpus))
     counts = [2**i for i in range(max_gpus.bit_length()) if 2**i <= max_gpus]
     setup = TrainSetup(
         micro_batch=micro_batch,
@@ -469,7 +471,7 @@ def plan_shared(
     from treino.plan.shared import SharedGpu, estimate_shared, seed_table
 
     if bool(mig) == bool(time_slice):
-        raise UsageError("Say how the GPU is shared. To fix: give --mig 3g, or --time-slice 1 (one neighbour).")
+        raise UsageError(Msg("Say how the GPU is shared. To fix: give --mig 3g, or --time-slice 1 (one neighbour)."))
     setup = TrainSetup(
         micro_batch=micro_batch, seq_len=seq_len, precision=precision, checkpointing=checkpointing, lora_rank=lora_rank
     )
@@ -740,9 +742,16 @@ def _job_cost(
 
     offer = offer_catalog.offer(offer_name)
     if offer.gpu != gpu:
-        raise UsageError(f"Offer {offer.name!r} has {offer.gpu} GPUs, not {gpu}. To fix: --gpu {offer.gpu}.")
+        raise UsageError(
+            Msg(
+                "Offer {name!r} has {offer_gpu} GPUs, not {gpu}. To fix: --gpu {offer_gpu}.",
+                name=offer.name,
+                offer_gpu=offer.gpu,
+                gpu=gpu,
+            )
+        )
     if run_seconds <= 0:
-        raise UsageError("Pricing a run needs its length. To fix: add --tokens.")
+        raise UsageError(Msg("Pricing a run needs its length. To fix: add --tokens."))
     servers = -(-gpus // offer.gpus)
     fx = fx_rate(fx_given)
     one = project_cost(offer, fx, run_seconds / 3600, runs_per_month, months, dataset_gb)
@@ -767,7 +776,9 @@ def _hours(text: str) -> float:
     try:
         return float(value) * units[unit]
     except ValueError as exc:
-        raise UsageError(f"Cannot read the deadline {text!r}. To fix: write e.g. 3d, 72h or 90m.") from exc
+        raise UsageError(
+            Msg("Cannot read the deadline {text!r}. To fix: write e.g. 3d, 72h or 90m.", text=text)
+        ) from exc
 
 
 def _brl(text: str) -> float:
@@ -780,7 +791,9 @@ def _brl(text: str) -> float:
     try:
         return float(cleaned)
     except ValueError as exc:
-        raise UsageError(f'Cannot read the budget {text!r}. To fix: write e.g. "R$ 50.000" or 50000.') from exc
+        raise UsageError(
+            Msg('Cannot read the budget {text!r}. To fix: write e.g. "R$ 50.000" or 50000.', text=text)
+        ) from exc
 
 
 @app.command("recommend")

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from treino.i18n import Msg
+
 
 def bench(
     quick: Annotated[bool, typer.Option("--quick", help="Small sizes and few repeats (about a minute).")] = False,
@@ -74,7 +76,7 @@ def bench(
     if model:
         from treino.errors import UsageError
 
-        raise UsageError("--model is for --train-step. To fix: add --train-step, or drop --model.")
+        raise UsageError(Msg("--model is for --train-step. To fix: add --train-step, or drop --model."))
 
     from treino.bench.runner import parse_only, run_bench
     from treino.cli.progress import steps

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from treino.errors import UsageError
-from treino.i18n import N_, tr
+from treino.i18n import N_, Msg, tr
 
 if TYPE_CHECKING:
     from treino.plan.cost import FxRate, Offer
@@ -38,7 +38,10 @@ def fx_rate(given: float | None) -> FxRate:
         return offer_catalog.fx_rate()
     if not given > 0:  # also NaN
         raise UsageError(
-            f"--fx-rate must be a positive number of BRL per USD, got {given}. To fix: e.g. --fx-rate 5.4."
+            Msg(
+                "--fx-rate must be a positive number of BRL per USD, got {given}. To fix: e.g. --fx-rate 5.4.",
+                given=given,
+            )
         )
     return FxRate(brl_per_usd=given, date=date.today().isoformat(), source=FX_GIVEN_SOURCE)
 
@@ -91,7 +94,7 @@ def offers_cmd(
     from treino.plan.fabric import parse_fabric
 
     if kind not in ("", "dedicated", "cloud"):
-        raise UsageError(f"Unknown --kind {kind!r}. To fix: use dedicated or cloud.")
+        raise UsageError(Msg("Unknown --kind {kind!r}. To fix: use dedicated or cloud.", kind=kind))
     table = dict(offer_catalog.offers())
     if offers_file:
         table.update(offer_catalog.load_offers_file(offers_file))

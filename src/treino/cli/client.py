@@ -58,11 +58,15 @@ def _config() -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except (OSError, yaml.YAMLError) as exc:
-        raise TreinoError(f"Cannot read {path}: {exc}. To fix: write it as YAML with 'url:' and 'token:'.") from exc
+        raise TreinoError(
+            Msg("Cannot read {path}: {error}. To fix: write it as YAML with 'url:' and 'token:'.", path=path, error=exc)
+        ) from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise TreinoError(f"{path} must hold a mapping with 'url:' and 'token:', not {type(data).__name__}.")
+        raise TreinoError(
+            Msg("{path} must hold a mapping with 'url:' and 'token:', not {kind}.", path=path, kind=type(data).__name__)
+        )
     return data
 
 
@@ -73,10 +77,14 @@ def resolve_server(url: str | None, token: str | None) -> tuple[str, str]:
     token = token or os.environ.get("TREINO_TOKEN") or str(config.get("token") or "")
     if not token:
         raise TreinoError(
-            f"No API token for {url}. The server writes its admin token to 'admin-token' in its data dir "
-            "(default ~/.local/share/treino/admin-token; /var/lib/treino/admin-token for a root server) and prints "
-            "it at its first start. To fix: pass it with "
-            f"--token, set TREINO_TOKEN, or add 'token: ...' to {config_path()}."
+            Msg(
+                "No API token for {url}. The server writes its admin token to 'admin-token' in its data dir "
+                "(default ~/.local/share/treino/admin-token; /var/lib/treino/admin-token for a root server) and "
+                "prints it at its first start. To fix: pass it with --token, set TREINO_TOKEN, or add 'token: ...' to "
+                "{config}.",
+                url=url,
+                config=config_path(),
+            )
         )
     return url.rstrip("/"), token
 
@@ -129,12 +137,27 @@ class ServerClient:
         import httpx
 
         if isinstance(exc, httpx.ConnectError):
-            return TreinoError(f"No treino server at {self.url}. To fix: start one with 'treino server' or pass --url.")
+            return TreinoError(
+                Msg("No treino server at {url}. To fix: start one with 'treino server' or pass --url.", url=self.url)
+            )
         if isinstance(exc, httpx.TimeoutException):
-            return TreinoError(f"The treino server at {self.url} did not answer within {HTTP_TIMEOUT_S:g} s.")
+            return TreinoError(
+                Msg(
+                    "The treino server at {url} did not answer within {timeout_s:g} s.",
+                    url=self.url,
+                    timeout_s=HTTP_TIMEOUT_S,
+                )
+            )
         if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
-            return TreinoError(f"Cannot use the server URL {self.url!r}: {exc}. To fix: e.g. {DEFAULT_URL}.")
-        return TreinoError(f"Talking to the treino server at {self.url} failed: {exc}")
+            return TreinoError(
+                Msg(
+                    "Cannot use the server URL {url!r}: {error}. To fix: e.g. {default}.",
+                    url=self.url,
+                    error=exc,
+                    default=DEFAULT_URL,
+                )
+            )
+        return TreinoError(Msg("Talking to the treino server at {url} failed: {error}", url=self.url, error=exc))
 
     def every(self, path: str, key: str) -> list[dict[str, Any]]:
         """Every row of a paged list (`key` of each page), following its `next` cursor: newest first."""
@@ -214,7 +237,9 @@ def _http_error(response: httpx.Response, what: str) -> TreinoError:
         # the rule's name (purpose, grant, residency, ...; "LGPD Art. 7") in the CLI's language where the catalog has it
         named = Msg(rule.replace("{", "{{").replace("}", "}}"))
         return TreinoError(Msg("refused ({rule}): {message}", rule=named, message=message))
-    return TreinoError(f"The treino server answered {response.status_code}: {response.text[:500]}")
+    return TreinoError(
+        Msg("The treino server answered {status}: {text}", status=response.status_code, text=response.text[:500])
+    )
 
 
 def _sent(text: Any, body: dict[str, Any], key: str = "message_msg") -> str:
@@ -254,12 +279,23 @@ def spec_for_submit(path: Path) -> dict[str, Any]:
     else:
         return data  # not a string: the server's validation says so, field by field
     if not Path(data["workdir"]).is_dir():
-        raise JobError(f"{path}: workdir {data['workdir']} is not a directory. To fix: give an existing one.")
+        raise JobError(
+            Msg(
+                "{path}: workdir {workdir} is not a directory. To fix: give an existing one.",
+                path=path,
+                workdir=data["workdir"],
+            )
+        )
     script = data.get("script")
     if isinstance(script, str) and not (Path(data["workdir"]) / Path(script).expanduser()).is_file():
         raise JobError(
-            f"{path}: script {script!r} is not a file in the workdir {data['workdir']}. To fix: give 'script' "
-            "relative to the spec file's directory (or to 'workdir'), or as an absolute path."
+            Msg(
+                "{path}: script {script!r} is not a file in the workdir {workdir}. To fix: give 'script' relative to "
+                "the spec file's directory (or to 'workdir'), or as an absolute path.",
+                path=path,
+                script=script,
+                workdir=data["workdir"],
+            )
         )
     return data
 
@@ -531,7 +567,14 @@ def _print_logs(client: ServerClient, job_id: int, attempt: int | None, follow: 
         chunk = client.logs(job_id, current, offset)
         attempts = chunk.get("attempts", 0)  # absent before the first attempt starts
         if attempt is not None and attempt > attempts:
-            raise JobError(f"Job {job_id} has {attempts} attempt(s), not {attempt}. To fix: --attempt 1..{attempts}.")
+            raise JobError(
+                Msg(
+                    "Job {job_id} has {attempts} attempt(s), not {attempt}. To fix: --attempt 1..{attempts}.",
+                    job_id=job_id,
+                    attempts=attempts,
+                    attempt=attempt,
+                )
+            )
         if chunk["text"]:
             sys.stdout.write(chunk["text"])
             sys.stdout.flush()

@@ -49,7 +49,11 @@ def _epoch(text: str | None, option: str) -> float | None:
         return dt.datetime.fromisoformat(text).timestamp()
     except ValueError as exc:
         raise UsageError(
-            f"Cannot read {option} {text!r}. To fix: write ISO 8601, e.g. 2025-03-01 or 2025-03-01T12:00."
+            Msg(
+                "Cannot read {option} {text!r}. To fix: write ISO 8601, e.g. 2025-03-01 or 2025-03-01T12:00.",
+                option=option,
+                text=text,
+            )
         ) from exc
 
 
@@ -502,7 +506,7 @@ def data_retain(
     """A dataset past its retention period: extend the period on a documented legal basis (LGPD Art. 16), or erase
     the dataset. Both are audited (retention.extend, retention.erase)."""
     if erase == (days is not None):
-        raise UsageError("Give either --days (with --legal-basis and --reason) or --erase. To fix: pick one.")
+        raise UsageError(Msg("Give either --days (with --legal-basis and --reason) or --erase. To fix: pick one."))
     body = {"erase": True} if erase else {"days": days, "legal_basis": legal_basis, "reason": reason}
     with _client(url, token) as client:
         done = client.request(
@@ -613,7 +617,13 @@ def _read_anchors(path: Path) -> Any:
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"Cannot read --anchors {path}: {exc}. To fix: name the file --audit-anchor writes.") from exc
+        raise UsageError(
+            Msg(
+                "Cannot read --anchors {path}: {error}. To fix: name the file --audit-anchor writes.",
+                path=path,
+                error=exc,
+            )
+        ) from exc
     return parse_anchors(text.splitlines(), str(path))
 
 
@@ -621,7 +631,9 @@ def _read_key(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise UsageError(f"Cannot read --key-file {path}: {exc}. To fix: name DATA_DIR/server-key.") from exc
+        raise UsageError(
+            Msg("Cannot read --key-file {path}: {error}. To fix: name DATA_DIR/server-key.", path=path, error=exc)
+        ) from exc
 
 
 @audit_app.command("export")
@@ -643,7 +655,7 @@ def audit_export(
 ) -> None:
     """The audit records, with their hashes, for the DPO or the ANPD (re-verifiable outside treino)."""
     if fmt not in ("jsonl", "csv"):
-        raise UsageError(f"Unknown export format {fmt!r}. To fix: --format jsonl or --format csv.")
+        raise UsageError(Msg("Unknown export format {fmt!r}. To fix: --format jsonl or --format csv.", fmt=fmt))
     params = {
         "fmt": fmt,
         "dataset": dataset,

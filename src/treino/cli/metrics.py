@@ -20,7 +20,7 @@ import typer
 
 from treino.cli.client import JsonOpt, ServerClient, TokenOpt, UrlOpt, _client, _print_json, sparkline
 from treino.errors import TreinoError, UsageError
-from treino.i18n import N_, tr
+from treino.i18n import N_, Msg, tr
 from treino.server.settings import METRIC_POINTS_MAX, METRIC_SERIES_KEYS_MAX
 
 METRIC_ROWS_SHOWN = 10  # points `show --metric` lists, evenly spaced, the first and last included
@@ -54,8 +54,13 @@ def every_point(client: ServerClient, job_id: int) -> list[dict[str, Any]]:
         whole = [p for p in page if p["step"] < page[-1]["step"]]
         if not whole:
             raise TreinoError(
-                f"Job {job_id} logged more than {METRIC_POINTS_MAX:,} points at step {page[-1]['step']}: they do not "
-                f"fit one page. To fix: read them with 'treino show {job_id} --metric NAME', one key at a time."
+                Msg(
+                    "Job {job_id} logged more than {most:,} points at step {step}: they do not fit one page. To fix: "
+                    "read them with 'treino show {job_id} --metric NAME', one key at a time.",
+                    job_id=job_id,
+                    most=METRIC_POINTS_MAX,
+                    step=page[-1]["step"],
+                )
             )
         points += whole
         since = whole[-1]["step"]
@@ -94,7 +99,7 @@ def metrics(
 ) -> None:
     """Every metric a job logged: a summary of each key, or every point with --csv or --json."""
     if as_csv and as_json:
-        raise UsageError("--csv and --json are two formats of the same points. To fix: give one of them.")
+        raise UsageError(Msg("--csv and --json are two formats of the same points. To fix: give one of them."))
     with _client(url, token) as client:
         keys = metric_keys(client, job_id)
         if as_csv or as_json:

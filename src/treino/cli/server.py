@@ -222,10 +222,12 @@ def server(
         the_backend = slurm
     elif backend == "local":
         if partition or slurm_account:
-            raise UsageError("--partition and --slurm-account go with --backend slurm. To fix: add --backend slurm.")
+            raise UsageError(
+                Msg("--partition and --slurm-account go with --backend slurm. To fix: add --backend slurm.")
+            )
         the_backend = LocalBackend(discover(devices), runs_as)
     else:
-        raise UsageError(f"Unknown --backend {backend!r}. To fix: use 'local' or 'slurm'.")
+        raise UsageError(Msg("Unknown --backend {backend!r}. To fix: use 'local' or 'slurm'.", backend=backend))
     inventory = the_backend.inventory()
     engine = make_engine(db or sqlite_url(data_dir))
     check_database(engine)  # a corrupt database refuses to start, rather than fail request by request
@@ -366,9 +368,13 @@ def serve_until_stopped(
             done = ctx.shutdown()
         except (OSError, DBAPIError) as exc:  # a full disk or a broken database: said in one line
             raise TreinoError(
-                f"Stopped {how}, but the shutdown's audit checkpoint could not be signed: {getattr(exc, 'orig', exc)}. "
-                "Running jobs were left to their supervisors. To fix: free the disk or repair the database, then "
-                "start the server again (it signs the head every 5 minutes)."
+                Msg(
+                    "Stopped {how}, but the shutdown's audit checkpoint could not be signed: {error}. Running jobs "
+                    "were left to their supervisors. To fix: free the disk or repair the database, then start the "
+                    "server again (it signs the head every 5 minutes).",
+                    how=how,
+                    error=getattr(exc, "orig", exc),
+                )
             ) from exc
     out.print(
         tr(
@@ -437,7 +443,7 @@ def _job_user(backend: str, name: str, data_dir: Path, shared_dir: Path | None) 
 
     if backend != "local":
         if name:
-            raise UsageError("--job-user goes with --backend local. To fix: leave it out with --backend slurm.")
+            raise UsageError(Msg("--job-user goes with --backend local. To fix: leave it out with --backend slurm."))
         return None
     job_user = resolve_job_user(name or None)
     if job_user is not None:

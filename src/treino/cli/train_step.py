@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from treino.i18n import tr
+from treino.i18n import Msg, tr
 from treino.plan.calibration import CLOSE_PARAMS_RATIO
 
 
@@ -35,7 +35,7 @@ def bench_train_step(
     from treino.errors import UsageError
 
     if not model:
-        raise UsageError("--train-step needs a model. To fix: add --model NAME (a preset or a config.json path).")
+        raise UsageError(Msg("--train-step needs a model. To fix: add --model NAME (a preset or a config.json path)."))
     profile = load_profile(save) if save is not None and save.exists() else None
     err = Console(stderr=True)
     with steps("train step", total=2 + warmup_steps + steps_timed, enabled=not as_json, console=err) as on_step:

@@ -78,7 +78,7 @@ def usage(
     """GPU-hours per user, purpose or job, and what they cost in BRL at the server's price (treino server --offer
     or --gpu-hour-brl). Running jobs count up to now."""
     if by not in ("user", "purpose", "job"):
-        raise UsageError(f"--by {by!r}: not user, purpose or job. To fix: e.g. --by purpose.")
+        raise UsageError(Msg("--by {by!r}: not user, purpose or job. To fix: e.g. --by purpose.", by=by))
     params = {k: v for k, v in {"since": since, "by": by, "user": user}.items() if v is not None}
     with _client(url, token) as client:
         report = client.request("GET", "/api/v1/usage", N_("the usage"), params=params)
@@ -166,7 +166,7 @@ def quotas_set(
 ) -> None:
     """Set a user's or a role's quota (admins). A limit left out is no limit; with neither, the quota is removed."""
     if (user is None) == (role is None):
-        raise UsageError("Give --user NAME or --role ROLE (one of them). To fix: e.g. --user ana.")
+        raise UsageError(Msg("Give --user NAME or --role ROLE (one of them). To fix: e.g. --user ana."))
     body = {"user": user, "role": role, "gpu_hours_month": gpu_hours_month, "concurrent_gpus": concurrent_gpus}
     with _client(url, token) as client:
         row = client.request("PUT", "/api/v1/quotas", N_("the quota"), json=body)

@@ -27,7 +27,7 @@ from typing import Any
 
 from treino.errors import TreinoError
 from treino.govern.audit import GENESIS_HASH, record_hash
-from treino.i18n import N_, Msg
+from treino.i18n import N_, Msg, json_problem, message_of
 
 ANCHOR_FORMAT_VERSION = 1
 ANCHOR_REASONS = (N_("interval"), N_("shutdown"))
@@ -73,13 +73,31 @@ def parse_anchors(lines: Iterable[str], source: str) -> list[Anchor]:
         try:
             obj = json.loads(line)
             if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
+                raise ValueError(Msg("not a JSON object"))
             anchor = _anchor(obj, n)
         except (ValueError, KeyError, TypeError) as exc:
             shown = line.strip()[:80]
+            # json's own words with their position (str(exc)), a Msg of _anchor's, or a KeyError's field name
+            why = (
+                Msg(
+                    "{problem}: line {line} column {column} (char {pos})",
+                    problem=json_problem(exc),
+                    line=exc.lineno,
+                    column=exc.colno,
+                    pos=exc.pos,
+                )
+                if isinstance(exc, json.JSONDecodeError)
+                else message_of(exc)
+            )
             raise AnchorFileError(
-                f"{source} line {n} is not an audit anchor ({exc}): {shown!r}. To fix: restore the anchor file from "
-                "its write-once copy; each line is one JSON object written by 'treino server --audit-anchor'."
+                Msg(
+                    "{source} line {n} is not an audit anchor ({why}): {shown!r}. To fix: restore the anchor file from "
+                    "its write-once copy; each line is one JSON object written by 'treino server --audit-anchor'.",
+                    source=source,
+                    n=n,
+                    why=why,
+                    shown=shown,
+                )
             ) from exc
         anchors.append(anchor)
     return anchors
@@ -87,17 +105,17 @@ def parse_anchors(lines: Iterable[str], source: str) -> list[Anchor]:
 
 def _anchor(obj: Mapping[str, Any], line: int) -> Anchor:
     if obj.get("v") != ANCHOR_FORMAT_VERSION:
-        raise ValueError(f"format version {obj.get('v')!r}, not {ANCHOR_FORMAT_VERSION}")
+        raise ValueError(Msg("format version {v!r}, not {version}", v=obj.get("v"), version=ANCHOR_FORMAT_VERSION))
     seq, hash_, time_s, reason, mac = obj["seq"], obj["hash"], obj["time"], obj["reason"], obj["hmac"]
     if type(seq) is not int or seq < 1:
-        raise ValueError(f"seq {seq!r} is not a record number")
+        raise ValueError(Msg("seq {seq!r} is not a record number", seq=seq))
     for name, hex_ in (("hash", hash_), ("hmac", mac)):
         if not isinstance(hex_, str) or len(hex_) != 64 or any(c not in "0123456789abcdef" for c in hex_):
-            raise ValueError(f"{name} is not 64 hex digits")
+            raise ValueError(Msg("{name} is not 64 hex digits", name=name))
     if type(time_s) not in (int, float):
-        raise ValueError(f"time {time_s!r} is not unix seconds")
+        raise ValueError(Msg("time {time_s!r} is not unix seconds", time_s=time_s))
     if reason not in ANCHOR_REASONS:
-        raise ValueError(f"reason {reason!r} is not one of {', '.join(ANCHOR_REASONS)}")
+        raise ValueError(Msg("reason {reason!r} is not one of {valid}", reason=reason, valid=", ".join(ANCHOR_REASONS)))
     return Anchor(seq, hash_, float(time_s), reason, mac, line)
 
 

@@ -170,8 +170,11 @@ def raw_pseudonym(key: bytes, normalised_id: str) -> str:
 def _check_key(key: bytes) -> None:
     if not isinstance(key, bytes) or len(key) < KEY_MIN_BYTES:
         raise TreinoError(
-            f"The audit key must be at least {KEY_MIN_BYTES} random bytes. "
-            "To fix: generate one with 'python -c \"import secrets; print(secrets.token_hex(32))\"'."
+            Msg(
+                "The audit key must be at least {min_bytes} random bytes. To fix: generate one with "
+                "'python -c \"import secrets; print(secrets.token_hex(32))\"'.",
+                min_bytes=KEY_MIN_BYTES,
+            )
         )
 
 
@@ -223,7 +226,7 @@ class AuditLog:
     def __init__(self, key: bytes, checkpoint_every: int = CHECKPOINT_EVERY_RECORDS) -> None:
         _check_key(key)
         if checkpoint_every < 1:
-            raise TreinoError(f"checkpoint_every must be >= 1 record, not {checkpoint_every}.")
+            raise TreinoError(Msg("checkpoint_every must be >= 1 record, not {every}.", every=checkpoint_every))
         self.key = key
         self.checkpoint_every = checkpoint_every
         self._lock = threading.Lock()
@@ -359,23 +362,31 @@ def _fields(
     recomputed from a row equals the one computed here."""
     if action not in Action.__members__.values():
         close = difflib.get_close_matches(str(action), [a.value for a in Action], n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else f" Known: {', '.join(a.value for a in Action)}."
-        raise TreinoError(f"Unknown audit action {action!r}.{hint}")
+        hint = (
+            Msg(" Did you mean '{name}'?", name=close[0])
+            if close
+            else Msg(" Known: {known}.", known=", ".join(a.value for a in Action))
+        )
+        raise TreinoError(Msg("Unknown audit action {action!r}.{hint}", action=action, hint=hint))
     time_s = float(time_s)  # an int would come back from the REAL column as a float, and hash differently
     if not math.isfinite(time_s):
-        raise TreinoError(f"An audit record's time must be unix seconds, not {time_s!r}.")
+        raise TreinoError(Msg("An audit record's time must be unix seconds, not {time_s!r}.", time_s=time_s))
     if subject is not None and not _PSEUDONYM_RE.fullmatch(subject):
         raise TreinoError(
-            "An audit record's subject must be a pseudonym (64 hex digits), never a raw identifier. "
-            "To fix: pass treino.govern.audit.pseudonym(key, subject_id)."
+            Msg(
+                "An audit record's subject must be a pseudonym (64 hex digits), never a raw identifier. To fix: pass "
+                "treino.govern.audit.pseudonym(key, subject_id)."
+            )
         )
     # A JSON round trip gives detail the form it has when read back (tuples -> lists, int keys -> strings).
     detail_json = json.dumps(dict(detail or {}), ensure_ascii=False)
     for m in _CPF_IN_TEXT_RE.finditer(f'"{actor}" "{dataset}" {detail_json}'):
         if _cpf_is_valid(re.sub(r"\D", "", m.group(0))):
             raise TreinoError(
-                "An audit record may not carry a CPF (LGPD; lgpd-requirements.md R29). "
-                "To fix: put pseudonym(key, cpf) in subject, and keep identifiers out of detail."
+                Msg(
+                    "An audit record may not carry a CPF (LGPD; lgpd-requirements.md R29). To fix: put "
+                    "pseudonym(key, cpf) in subject, and keep identifiers out of detail."
+                )
             )
     return {
         "seq": int(seq),
@@ -609,7 +620,7 @@ def export(
     order, with their hashes; returns how many were written. `subject` is a pseudonym: the records under the old
     pseudonyms that `subject.alias` records tie to it (treino.govern.aliases) come too."""
     if fmt not in ("jsonl", "csv"):
-        raise TreinoError(f"Unknown export format {fmt!r}. To fix: use 'jsonl' or 'csv'.")
+        raise TreinoError(Msg("Unknown export format {fmt!r}. To fix: use 'jsonl' or 'csv'.", fmt=fmt))
     c = _RECORDS_RAW.c
     filters = {"dataset": dataset, "actor": actor, "action": action}
     where = [c[name] == value for name, value in filters.items() if value is not None]

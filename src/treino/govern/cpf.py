@@ -51,7 +51,7 @@ def _check_digit(digits: str, first_weight: int) -> int:
 def check_digits(first_nine: str) -> str:
     """The two check digits for the first nine digits of a CPF."""
     if len(first_nine) != 9 or not first_nine.isascii() or not first_nine.isdigit():
-        raise TreinoError(f"A CPF's check digits follow nine digits, not {first_nine!r}.")
+        raise TreinoError(Msg("A CPF's check digits follow nine digits, not {digits!r}.", digits=first_nine))
     dv1 = _check_digit(first_nine, 10)
     dv2 = _check_digit(first_nine + str(dv1), 11)
     return f"{dv1}{dv2}"

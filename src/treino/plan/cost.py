@@ -24,6 +24,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Literal
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 
 # 8760 h a year / 12 months = 730 h a month: the convention AWS and GCP use to turn hourly prices into
 # monthly ones (GCP's calculator: a2-highgpu-1g 2736 USD/month = 3.748 USD/h x 730, S90).
@@ -44,7 +45,9 @@ class FxRate:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.brl_per_usd) and self.brl_per_usd > 0):
-            raise PlanError(f"Exchange rate must be a positive number of BRL per USD, got {self.brl_per_usd}.")
+            raise PlanError(
+                Msg("Exchange rate must be a positive number of BRL per USD, got {rate}.", rate=self.brl_per_usd)
+            )
 
     def shifted(self, pct: float) -> FxRate:
         """This rate moved by `pct` percent (+10: the real weakens, one USD buys 10 % more BRL)."""
@@ -81,9 +84,17 @@ class Offer:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.price) and self.price > 0):
-            raise PlanError(f"Offer {self.name!r} has no valid price ({self.price}). To fix: give its price.")
+            raise PlanError(
+                Msg(
+                    "Offer {name!r} has no valid price ({price}). To fix: give its price.",
+                    name=self.name,
+                    price=self.price,
+                )
+            )
         if self.gpus < 1:
-            raise PlanError(f"Offer {self.name!r} must have at least one GPU, got {self.gpus}.")
+            raise PlanError(
+                Msg("Offer {name!r} must have at least one GPU, got {gpus}.", name=self.name, gpus=self.gpus)
+            )
 
 
 @dataclass(frozen=True)
@@ -125,8 +136,11 @@ def _to_brl(amount: float, currency: Currency, fx: FxRate | None, what: str) -> 
         return amount
     if fx is None:
         raise PlanError(
-            f"{what} is priced in USD but no BRL/USD rate was given. To fix: add a dated row to fx.csv "
-            "or pass a rate; treino never assumes one."
+            Msg(
+                "{what} is priced in USD but no BRL/USD rate was given. To fix: add a dated row to fx.csv or pass a "
+                "rate; treino never assumes one.",
+                what=what,
+            )
         )
     return amount * fx.brl_per_usd
 
@@ -161,13 +175,17 @@ def fabric_brl(offer: Offer, fx: FxRate | None, servers: int, hours: float) -> f
 def egress_brl(offer: Offer, fx: FxRate | None, gb: float) -> float:
     """What `gb` gigabytes leaving the provider cost, at its first-tier USD/GB price (§6.2)."""
     if gb < 0:
-        raise PlanError(f"Transfer must be zero or more GB, got {gb}.")
+        raise PlanError(Msg("Transfer must be zero or more GB, got {gb}.", gb=gb))
     if gb == 0:
         return 0.0
     if offer.egress_usd_per_gb is None:
         raise PlanError(
-            f"Offer {offer.name!r} has no egress price, and {gb:g} GB would leave it. To fix: add "
-            "egress_usd_per_gb to the offer (a local offers file), or plan with no transfer."
+            Msg(
+                "Offer {name!r} has no egress price, and {gb:g} GB would leave it. To fix: add egress_usd_per_gb to "
+                "the offer (a local offers file), or plan with no transfer.",
+                name=offer.name,
+                gb=gb,
+            )
         )
     if offer.egress_usd_per_gb == 0:  # a known zero (no egress fee) needs no exchange rate
         return 0.0
@@ -192,16 +210,26 @@ def project_cost(
     """
     if hours_per_run <= 0 or runs_per_month < 0 or months < 1:
         raise PlanError(
-            f"Need hours_per_run > 0, runs_per_month >= 0 and months >= 1; got {hours_per_run}, "
-            f"{runs_per_month}, {months}."
+            Msg(
+                "Need hours_per_run > 0, runs_per_month >= 0 and months >= 1; got {hours}, {runs}, {months}.",
+                hours=hours_per_run,
+                runs=runs_per_month,
+                months=months,
+            )
         )
     hours_per_month = hours_per_run * runs_per_month
     if offer.kind == "dedicated":
         if hours_per_month > HOURS_PER_MONTH:
             raise PlanError(
-                f"{runs_per_month:g} runs of {hours_per_run:g} h need {hours_per_month:g} h a month, more than "
-                f"the {HOURS_PER_MONTH} h one dedicated server {offer.name!r} has. To fix: rent more servers, "
-                "or run fewer or shorter jobs."
+                Msg(
+                    "{runs:g} runs of {hours:g} h need {month_hours:g} h a month, more than the {limit} h one "
+                    "dedicated server {name!r} has. To fix: rent more servers, or run fewer or shorter jobs.",
+                    runs=runs_per_month,
+                    hours=hours_per_run,
+                    month_hours=hours_per_month,
+                    limit=HOURS_PER_MONTH,
+                    name=offer.name,
+                )
             )
         compute = monthly_brl(offer, fx) * months
     else:
@@ -234,8 +262,14 @@ def break_even_utilisation(
     """
     if dedicated.kind != "dedicated" or cloud.kind != "cloud":
         raise PlanError(
-            f"break_even_utilisation compares a dedicated offer with a cloud one; got {dedicated.name!r} "
-            f"({dedicated.kind}) and {cloud.name!r} ({cloud.kind})."
+            Msg(
+                "break_even_utilisation compares a dedicated offer with a cloud one; got {dedicated!r} "
+                "({dedicated_kind}) and {cloud!r} ({cloud_kind}).",
+                dedicated=dedicated.name,
+                dedicated_kind=dedicated.kind,
+                cloud=cloud.name,
+                cloud_kind=cloud.kind,
+            )
         )
     fixed = monthly_brl(dedicated, fx) + egress_brl(dedicated, fx, egress_gb_per_month)
     return (fixed - egress_brl(cloud, fx, egress_gb_per_month)) / (hourly_brl(cloud, fx) * HOURS_PER_MONTH)
@@ -257,7 +291,7 @@ def fx_sensitivity(
     a USD-priced instance moves one for one with the rate.
     """
     if not (0 <= pct < 100):
-        raise PlanError(f"Exchange-rate move must be between 0 and 100 %, got {pct}.")
+        raise PlanError(Msg("Exchange-rate move must be between 0 and 100 %, got {pct}.", pct=pct))
 
     def at(rate: FxRate) -> CostBreakdown:
         return project_cost(offer, rate, hours_per_run, runs_per_month, months, dataset_gb, checkpoint_gb_per_run)
@@ -271,7 +305,7 @@ def format_brl(amount: float) -> str:
     Rounds half up to the centavo from the number's shortest decimal form (2.675 -> 'R$ 2,68').
     """
     if not math.isfinite(amount):
-        raise PlanError(f"Cannot show {amount} as money.")
+        raise PlanError(Msg("Cannot show {amount} as money.", amount=amount))
     cents = Decimal(repr(amount)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
     sign = "-" if cents < 0 else ""
     whole, frac = f"{abs(cents):.2f}".split(".")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 from treino.plan.hardware import GpuSpec
 from treino.plan.memory import DEFAULT_CUDA_CONTEXT_BYTES
 from treino.plan.model import ModelSpec
@@ -52,13 +53,31 @@ def estimate_inference(
 ) -> InferenceEstimate:
     """Memory per GPU for serving `batch` sequences of `context` tokens, tensor-parallel over `gpus`."""
     if batch < 1 or context < 1 or gpus < 1:
-        raise PlanError("--batch, --context and --gpus must be at least 1.")
+        raise PlanError(Msg("--batch, --context and --gpus must be at least 1."))
     if weights not in WEIGHT_BYTES:
-        raise PlanError(f"Unknown --weights {weights!r}. To fix: use one of {', '.join(WEIGHT_BYTES)}.")
+        raise PlanError(
+            Msg(
+                "Unknown --weights {weights!r}. To fix: use one of {valid}.",
+                weights=weights,
+                valid=", ".join(WEIGHT_BYTES),
+            )
+        )
     if kv_dtype not in KV_BYTES:
-        raise PlanError(f"Unknown KV-cache dtype {kv_dtype!r}. To fix: use one of {', '.join(KV_BYTES)}.")
+        raise PlanError(
+            Msg(
+                "Unknown KV-cache dtype {dtype!r}. To fix: use one of {valid}.",
+                dtype=kv_dtype,
+                valid=", ".join(KV_BYTES),
+            )
+        )
     if model.num_kv_heads % gpus and gpus > 1:
-        raise PlanError(f"{gpus} GPUs do not divide the model's {model.num_kv_heads} key/value heads.")
+        raise PlanError(
+            Msg(
+                "{gpus} GPUs do not divide the model's {kv_heads} key/value heads.",
+                gpus=gpus,
+                kv_heads=model.num_kv_heads,
+            )
+        )
     quantized = sum(
         t.numel * n
         for t, n in model.all_tensors()

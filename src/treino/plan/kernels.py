@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 
 DEVICE_KINDS = ("cuda", "rocm", "cpu")
 SDPA_KERNELS = ("cudnn", "flash", "efficient", "math", "flash-cpu")
@@ -155,7 +156,7 @@ def sdpa_kernel(device: Device, dtype: str, dropout: float, mask: bool, head_dim
     `dropout` its dropout_p, `mask` whether an attn_mask is passed (transformers passes none for causal,
     unpadded batches: `sdpa_mask`'s `allow_is_causal_skip`). Rules and sources: the module docstring."""
     if dtype not in ("fp32", "bf16", "fp16"):
-        raise PlanError(f"Unknown attention dtype {dtype!r}. To fix: use fp32, bf16 or fp16.")
+        raise PlanError(Msg("Unknown attention dtype {dtype!r}. To fix: use fp32, bf16 or fp16.", dtype=dtype))
     if device.kind == "cpu":
         return "flash-cpu" if dropout == 0 else "math"
     if device.kind == "cuda" and _cudnn_ok(device, dtype, dropout, head_dim):

@@ -195,7 +195,14 @@ def validate_setup(setup: TrainSetup) -> None:
         ("loop", setup.loop, LOOPS),
     ):
         if value not in allowed:
-            raise PlanError(f"Unknown {label} {value!r}. To fix: use one of {', '.join(allowed)}.")
+            raise PlanError(
+                Msg(
+                    "Unknown {label} {value!r}. To fix: use one of {allowed}.",
+                    label=label,
+                    value=value,
+                    allowed=", ".join(allowed),
+                )
+            )
     for label, number in (
         ("micro-batch", setup.micro_batch),
         ("seq-len", setup.seq_len),
@@ -206,23 +213,31 @@ def validate_setup(setup: TrainSetup) -> None:
         ("pp-interleave", setup.pp_interleave),
     ):
         if number < 1:
-            raise PlanError(f"--{label} must be at least 1, got {number}.")
+            raise PlanError(Msg("--{label} must be at least 1, got {number}.", label=label, number=number))
     if setup.zero not in (0, 1, 2, 3):
-        raise PlanError(f"--zero must be 0, 1, 2 or 3, got {setup.zero}.")
+        raise PlanError(Msg("--zero must be 0, 1, 2 or 3, got {zero}.", zero=setup.zero))
     if setup.gpus % (setup.tp * setup.pp):
-        split = f"--tp {setup.tp}" + (f" x --pp {setup.pp}" if setup.pp > 1 else "")
-        raise PlanError(f"{split} does not divide --gpus {setup.gpus}. To fix: use divisors of the GPU count.")
+        split = f"--tp {setup.tp}" + (f" x --pp {setup.pp}" if setup.pp > 1 else "")  # option names: no words
+        raise PlanError(
+            Msg(
+                "{split} does not divide --gpus {gpus}. To fix: use divisors of the GPU count.",
+                split=split,
+                gpus=setup.gpus,
+            )
+        )
     if setup.offload == "optimizer+params" and setup.zero != 3:
-        raise PlanError("Offloading parameters needs ZeRO-3 (FSDP full shard). To fix: add --zero 3.")
+        raise PlanError(Msg("Offloading parameters needs ZeRO-3 (FSDP full shard). To fix: add --zero 3."))
     if setup.lora_rank < 0:
-        raise PlanError(f"--lora-rank must be positive, got {setup.lora_rank}.")
+        raise PlanError(Msg("--lora-rank must be positive, got {rank}.", rank=setup.lora_rank))
     if setup.precision == "bf16-fsdp" and (setup.zero < 2 or setup.lora):
         raise PlanError(
-            "--precision bf16-fsdp is FSDP2's MixedPrecisionPolicy, for a full fine-tune sharded by FSDP. To fix: "
-            "add --zero 3 (or 2), or, with LoRA, use --precision bf16-mixed."
+            Msg(
+                "--precision bf16-fsdp is FSDP2's MixedPrecisionPolicy, for a full fine-tune sharded by FSDP. To fix: "
+                "add --zero 3 (or 2), or, with LoRA, use --precision bf16-mixed."
+            )
         )
     if setup.quant == "nf4" and not setup.lora:
-        raise PlanError("NF4 weights are frozen, so --quant nf4 needs LoRA. To fix: add --lora-rank 16 (QLoRA).")
+        raise PlanError(Msg("NF4 weights are frozen, so --quant nf4 needs LoRA. To fix: add --lora-rank 16 (QLoRA)."))
 
 
 def lora_targets_of(model: ModelSpec, setup: TrainSetup) -> tuple[str, ...]:
@@ -241,24 +256,44 @@ def validate(model: ModelSpec, setup: TrainSetup) -> None:
     validate_setup(setup)
     if model.num_layers % (setup.pp * setup.pp_interleave):
         raise PlanError(
-            f"--pp {setup.pp} x --pp-interleave {setup.pp_interleave} does not divide the model's {model.num_layers} "
-            "layers. To fix: pick stage counts that divide the layers."
+            Msg(
+                "--pp {pp} x --pp-interleave {interleave} does not divide the model's {layers} layers. To fix: pick "
+                "stage counts that divide the layers.",
+                pp=setup.pp,
+                interleave=setup.pp_interleave,
+                layers=model.num_layers,
+            )
         )
     if model.num_heads % setup.tp or model.num_kv_heads % setup.tp:
         raise PlanError(
-            f"--tp {setup.tp} does not divide the model's {model.num_heads} attention heads and "
-            f"{model.num_kv_heads} key/value heads. To fix: use a tensor-parallel size that divides both."
+            Msg(
+                "--tp {tp} does not divide the model's {heads} attention heads and {kv_heads} key/value heads. To "
+                "fix: use a tensor-parallel size that divides both.",
+                tp=setup.tp,
+                heads=model.num_heads,
+                kv_heads=model.num_kv_heads,
+            )
         )
     if setup.lora:
         targets = {t.lora_target for t in model.layer_tensors} | {t.lora_target for t in model.outer_tensors}
         unknown = [t for t in lora_targets_of(model, setup) if t not in targets]
         if unknown:
             raise PlanError(
-                f"LoRA target(s) {', '.join(unknown)} are not modules of a {model.family} model. "
-                f"Valid: {', '.join(sorted(t for t in targets if t))}."
+                Msg(
+                    "LoRA target(s) {unknown} are not modules of a {family} model. Valid: {valid}.",
+                    unknown=", ".join(unknown),
+                    family=model.family,
+                    valid=", ".join(sorted(t for t in targets if t)),
+                )
             )
     if setup.seq_len > model.max_positions and model.family in ("gpt2", "bert"):
-        raise PlanError(f"--seq-len {setup.seq_len} exceeds the model's {model.max_positions} learned positions.")
+        raise PlanError(
+            Msg(
+                "--seq-len {seq_len} exceeds the model's {positions} learned positions.",
+                seq_len=setup.seq_len,
+                positions=model.max_positions,
+            )
+        )
 
 
 def stage_fraction(model: ModelSpec, pp: int) -> float:
@@ -429,7 +464,14 @@ def _coefficients(model: ModelSpec, compute: str, kernel: str) -> BlockCoefficie
     for every SDPA kernel; `block_activation_bytes` adds what the math kernel and dropout keep besides."""
     coeffs = BLOCK_COEFFICIENTS.get((FAMILY_GROUP[model.family], compute, "eager" if kernel == "eager" else "sdpa"))
     if coeffs is None:  # pragma: no cover - every family has eager coefficients
-        raise PlanError(f"No activation coefficients for {model.family} {compute} {kernel}.")
+        raise PlanError(
+            Msg(
+                "No activation coefficients for {family} {compute} {kernel}.",
+                family=model.family,
+                compute=compute,
+                kernel=kernel,
+            )
+        )
     return coeffs
 
 

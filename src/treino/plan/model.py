@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from treino.errors import PlanError, UnsupportedModelError
+from treino.i18n import Msg
 
 LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "qwen2_moe")
 MOE_FAMILIES = ("mixtral", "qwen2_moe", "deepseek_v3")
@@ -153,12 +154,14 @@ def _int(cfg: Mapping[str, Any], *keys: str, default: int | None = None) -> int:
         value = cfg.get(key)
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int):
-                raise PlanError(f"config.json field '{key}' must be an integer, got {value!r}.")
+                raise PlanError(
+                    Msg("config.json field '{key}' must be an integer, got {value!r}.", key=key, value=value)
+                )
             if value <= 0:
-                raise PlanError(f"config.json field '{key}' must be positive, got {value}.")
+                raise PlanError(Msg("config.json field '{key}' must be positive, got {value}.", key=key, value=value))
             return value
     if default is None:
-        raise PlanError(f"config.json lacks '{keys[0]}'. To fix: add it (an integer) to the config.")
+        raise PlanError(Msg("config.json lacks '{key}'. To fix: add it (an integer) to the config.", key=keys[0]))
     return default
 
 
@@ -182,15 +185,18 @@ def _layernorm(name: str, h: int, bias: bool) -> list[Tensor]:
 def model_from_config(cfg: Mapping[str, Any], name: str = "custom") -> ModelSpec:
     """Read a Hugging Face config.json dict. Raises PlanError naming the bad field."""
     if not isinstance(cfg, Mapping):
-        raise PlanError("config.json must hold a JSON object.")
+        raise PlanError(Msg("config.json must hold a JSON object."))
     family = cfg.get("model_type")
     if not isinstance(family, str):
-        raise PlanError("config.json lacks 'model_type'. To fix: add the Hugging Face model_type (e.g. 'llama').")
+        raise PlanError(Msg("config.json lacks 'model_type'. To fix: add the Hugging Face model_type (e.g. 'llama')."))
     if family not in SUPPORTED_FAMILIES:
         raise UnsupportedModelError(
-            f"The analytic planner does not model model_type '{family}'. Supported: "
-            f"{', '.join(SUPPORTED_FAMILIES)}. To fix: use --method trace, which runs the real model on fake "
-            "tensors."
+            Msg(
+                "The analytic planner does not model model_type '{family}'. Supported: {supported}. To fix: use "
+                "--method trace, which runs the real model on fake tensors.",
+                family=family,
+                supported=", ".join(SUPPORTED_FAMILIES),
+            )
         )
     if family in LLAMA_LIKE:
         spec = _llama_like(cfg, family, name)
@@ -209,9 +215,11 @@ def model_from_config(cfg: Mapping[str, Any], name: str = "custom") -> ModelSpec
 
 def _check_heads(h: int, a: int, kv: int, head_dim_given: bool) -> None:
     if not head_dim_given and h % a:
-        raise PlanError(f"num_attention_heads ({a}) does not divide hidden_size ({h}). To fix: correct the config.")
+        raise PlanError(
+            Msg("num_attention_heads ({a}) does not divide hidden_size ({h}). To fix: correct the config.", a=a, h=h)
+        )
     if a % kv:
-        raise PlanError(f"num_key_value_heads ({kv}) does not divide num_attention_heads ({a}).")
+        raise PlanError(Msg("num_key_value_heads ({kv}) does not divide num_attention_heads ({a}).", kv=kv, a=a))
 
 
 def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
@@ -248,7 +256,11 @@ def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
         experts = _int(cfg, "num_local_experts")
         top_k = _int(cfg, "num_experts_per_tok", default=2)
         if top_k > experts:
-            raise PlanError(f"num_experts_per_tok ({top_k}) exceeds num_local_experts ({experts}).")
+            raise PlanError(
+                Msg(
+                    "num_experts_per_tok ({top_k}) exceeds num_local_experts ({experts}).", top_k=top_k, experts=experts
+                )
+            )
         layer.append(Tensor("router", (experts, h)))
         layer.append(Tensor("expert.gate_up_proj", (experts, 2 * f, h), "experts"))
         layer.append(Tensor("expert.down_proj", (experts, h, f), "experts"))
@@ -297,11 +309,15 @@ def _qwen2_moe_mlp(cfg: Mapping[str, Any], h: int, layer: list[Tensor]) -> tuple
     experts = _int(cfg, "num_experts", default=60)
     top_k = _int(cfg, "num_experts_per_tok", default=4)
     if top_k > experts:
-        raise PlanError(f"num_experts_per_tok ({top_k}) exceeds num_experts ({experts}).")
+        raise PlanError(
+            Msg("num_experts_per_tok ({top_k}) exceeds num_experts ({experts}).", top_k=top_k, experts=experts)
+        )
     if _int(cfg, "decoder_sparse_step", default=1) != 1 or cfg.get("mlp_only_layers"):
         raise UnsupportedModelError(
-            "The analytic planner models Qwen2-MoE with an MoE block in every layer; this config mixes in dense "
-            "layers (decoder_sparse_step or mlp_only_layers). To fix: use --method trace."
+            Msg(
+                "The analytic planner models Qwen2-MoE with an MoE block in every layer; this config mixes in dense "
+                "layers (decoder_sparse_step or mlp_only_layers). To fix: use --method trace."
+            )
         )
     fe = _int(cfg, "moe_intermediate_size", default=1408)
     fs = _int(cfg, "shared_expert_intermediate_size", default=5632)

@@ -76,13 +76,21 @@ def estimate_pipeline(
 ) -> PipelineEstimate:
     """Compare what `gpus` GPUs consume at `tokens_per_s` (all GPUs) with what the server delivers."""
     if data not in DATA_KINDS:
-        raise PlanError(f"Unknown --data {data!r}. To fix: use one of {', '.join(DATA_KINDS)}.")
+        raise PlanError(
+            Msg("Unknown --data {data!r}. To fix: use one of {valid}.", data=data, valid=", ".join(DATA_KINDS))
+        )
     if storage_read_gb_s is None:
         if storage not in STORAGE_READ_GB_S:
-            raise PlanError(f"Unknown --storage {storage!r}. To fix: use one of {', '.join(STORAGE_READ_GB_S)}.")
+            raise PlanError(
+                Msg(
+                    "Unknown --storage {storage!r}. To fix: use one of {valid}.",
+                    storage=storage,
+                    valid=", ".join(STORAGE_READ_GB_S),
+                )
+            )
         storage_read_gb_s = STORAGE_READ_GB_S[storage]
     if cpu_cores < 1 or ram_gb <= 0 or storage_read_gb_s <= 0 or tokens_per_s <= 0:
-        raise PlanError("CPU cores, RAM, storage speed and the token rate must be positive.")
+        raise PlanError(Msg("CPU cores, RAM, storage speed and the token rate must be positive."))
     kind = DATA_KINDS[data]
     rate = cpu_rate or kind.cpu_samples_per_s_per_core
     # images: one sample per sequence of `seq_len` "tokens" (patches); tokens: one sample per token

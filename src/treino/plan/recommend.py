@@ -127,11 +127,11 @@ def recommend(
     """`calibration`: training steps measured by `treino bench --train-step`; an offer whose GPU has a close one
     is timed with its measured MFU (plan.calibration), the others with the prior."""
     if tokens <= 0:
-        raise PlanError("--tokens must be positive.")
+        raise PlanError(Msg("--tokens must be positive."))
     if deadline_hours is not None and deadline_hours <= 0:
-        raise PlanError("--deadline must be positive.")
+        raise PlanError(Msg("--deadline must be positive."))
     if budget_brl is not None and budget_brl <= 0:
-        raise PlanError("--budget must be positive.")
+        raise PlanError(Msg("--budget must be positive."))
     feasible: list[Choice] = []
     fitting: list[Choice] = []
     rejected: list[Rejection] = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 
 MIG_PROFILES = {
     "1g": (1 / 7, 1 / 8),
@@ -69,25 +70,33 @@ def estimate_shared(
 ) -> SharedEstimate:
     """The same job on a shared slice of the GPU. `run_seconds` is its time on a dedicated GPU."""
     if checkpoint_minutes <= 0 or run_seconds < 0:
-        raise PlanError("--checkpoint-minutes must be positive.")
+        raise PlanError(Msg("--checkpoint-minutes must be positive."))
     if shared.kind == "mig":
         if shared.mig_profile not in MIG_PROFILES:
             raise PlanError(
-                f"Unknown MIG profile {shared.mig_profile!r}. To fix: use one of {', '.join(MIG_PROFILES)}."
+                Msg(
+                    "Unknown MIG profile {profile!r}. To fix: use one of {valid}.",
+                    profile=shared.mig_profile,
+                    valid=", ".join(MIG_PROFILES),
+                )
             )
         if gpu_name not in MIG_GPUS:
             raise PlanError(
-                f"The {gpu_name} does not support MIG. To fix: use --time-slice, or one of {', '.join(MIG_GPUS)}."
+                Msg(
+                    "The {gpu} does not support MIG. To fix: use --time-slice, or one of {valid}.",
+                    gpu=gpu_name,
+                    valid=", ".join(MIG_GPUS),
+                )
             )
         compute, memory_share = MIG_PROFILES[shared.mig_profile]
         speed = compute
     elif shared.kind == "time-slice":
         if shared.neighbours < 0 or not 0 <= shared.neighbour_memory_fraction < 1:
-            raise PlanError("Neighbours must be >= 0 and their memory fraction in [0, 1).")
+            raise PlanError(Msg("Neighbours must be >= 0 and their memory fraction in [0, 1)."))
         memory_share = 1 - shared.neighbour_memory_fraction if shared.neighbours else 1.0
         speed = 1 / (1 + shared.neighbours) * (1 - shared.interference if shared.neighbours else 1)
     else:
-        raise PlanError(f"Unknown sharing {shared.kind!r}. To fix: use mig or time-slice.")
+        raise PlanError(Msg("Unknown sharing {kind!r}. To fix: use mig or time-slice.", kind=shared.kind))
     memory = int(gpu_memory_bytes * memory_share)
     busy = run_seconds / speed
     rate = shared.interruptions_per_day / 86400

@@ -72,8 +72,13 @@ def offer_cost(
     hours = choice.hours
     if cand.offer.kind == "dedicated" and hours * runs_per_month > HOURS_PER_MONTH:
         raise PlanError(
-            f"{runs_per_month:g} runs of {hours:,.1f} h do not fit in a month on {cand.offer.name}. "
-            "To fix: fewer runs a month, or more servers."
+            Msg(
+                "{runs:g} runs of {hours:,.1f} h do not fit in a month on {offer}. To fix: fewer runs a month, or more "
+                "servers.",
+                runs=runs_per_month,
+                hours=hours,
+                offer=cand.offer.name,
+            )
         )
     one = project_cost(cand.offer, fx, hours, runs_per_month, months, dataset_gb, checkpoint_gb)
     # the network between servers: by the month on a dedicated server (the runs fit in one), by the hour in a cloud
@@ -100,7 +105,7 @@ def compare(
     fx_move_pct: float = 20.0,
 ) -> Comparison:
     if dedicated.offer.kind != "dedicated" or cloud.offer.kind != "cloud":
-        raise PlanError("Compare a dedicated offer (--dedicated) with a cloud one (--cloud).")
+        raise PlanError(Msg("Compare a dedicated offer (--dedicated) with a cloud one (--cloud)."))
     kwargs = {
         "tokens": tokens,
         "seq_len": seq_len,

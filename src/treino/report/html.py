@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 from treino.plan.cost import FxRate, Offer, format_brl, project_cost
 from treino.plan.hardware import GpuSpec
 from treino.plan.memory import TrainSetup, estimate_training_memory
@@ -377,8 +378,10 @@ def write_recommendation_report(
     top = recommendation.choices[0] if recommendation.choices else recommendation.best_effort
     if top is None:
         raise PlanError(
-            "No offer fits this job, so there is nothing to plot. To fix: add offers with more GPU memory "
-            "(--offers FILE), or raise --max-gpus."
+            Msg(
+                "No offer fits this job, so there is nothing to plot. To fix: add offers with more GPU memory "
+                "(--offers FILE), or raise --max-gpus."
+            )
         )
     by_name = {c.offer.name: c for c in candidates}
     offers = {name: c.offer for name, c in by_name.items()}

@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from treino.errors import TreinoError
+from treino.i18n import Msg
 from treino.server.isolation import JobUser
 from treino.server.lineage import checkpoints_on_disk
 from treino.server.settings import JOB_CHECKPOINTS_DIR
@@ -74,12 +75,16 @@ def seed_checkpoint(source_dir: Path, step: int, job_dir: Path, user: JobUser | 
         seeded = find_checkpoint(dest_dir, step)
         if seeded is not None:
             return seeded
-        raise CheckpointGone(f"{dest_dir} exists but holds no checkpoint of step {step}.")
+        raise CheckpointGone(Msg("{folder} exists but holds no checkpoint of step {step}.", folder=dest_dir, step=step))
     source = find_checkpoint(source_dir, step)
     if source is None:
         raise CheckpointGone(
-            f"the checkpoint of step {step} in {source_dir} is no longer on disk (deleted, or erased with its "
-            "data). To fix: resubmit the old job with --from-scratch."
+            Msg(
+                "the checkpoint of step {step} in {folder} is no longer on disk (deleted, or erased with its data). "
+                "To fix: resubmit the old job with --from-scratch.",
+                step=step,
+                folder=source_dir,
+            )
         )
     owner = user.uid if user is not None else os.geteuid()
     job_dir.mkdir(parents=True, exist_ok=True)
@@ -93,8 +98,12 @@ def seed_checkpoint(source_dir: Path, step: int, job_dir: Path, user: JobUser | 
             _link_file(source[0], target, owner)
         if find_checkpoint(staging, step) is None:  # what made it one (the file, the folder's marker) was skipped
             raise CheckpointGone(
-                f"the checkpoint of step {step} in {source_dir} is not the job's own files (see the server's log). "
-                "To fix: resubmit the old job with --from-scratch."
+                Msg(
+                    "the checkpoint of step {step} in {folder} is not the job's own files (see the server's log). To "
+                    "fix: resubmit the old job with --from-scratch.",
+                    step=step,
+                    folder=source_dir,
+                )
             )
         os.rename(staging, dest_dir)
     except BaseException:

@@ -399,7 +399,7 @@ def report(
         try:
             answer = sacct(sacct_argv(since, until))
             if not answer.startswith(SACCT_FIELDS[0] + "|"):  # --parsable2 always prints its header line first
-                raise SlurmError(f"sacct printed no table of jobs: {answer.strip()[:200]!r}")
+                raise SlurmError(Msg("sacct printed no table of jobs: {answer!r}", answer=answer.strip()[:200]))
             uses = parse_sacct(answer, slurm_tag)
         except (SlurmError, BackendUnavailable, OSError) as exc:  # no accounting storage, slurmdbd down, ...
             note = f"the server's records: Slurm's accounting did not answer ({str(exc).strip()[:200]})"

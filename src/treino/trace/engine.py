@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 from treino.trace.cuda import as_on_cuda
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-master", "bf16-true")
@@ -49,7 +50,13 @@ def weights_dtype(precision: str) -> torch.dtype:
         return torch.float32
     if precision in ("bf16-master", "bf16-true"):
         return torch.bfloat16
-    raise PlanError(f"Unknown precision {precision!r}. To fix: use one of {', '.join(PRECISIONS)}.")
+    raise PlanError(
+        Msg(
+            "Unknown precision {precision!r}. To fix: use one of {valid}.",
+            precision=precision,
+            valid=", ".join(PRECISIONS),
+        )
+    )
 
 
 def autocast_dtype(precision: str) -> torch.dtype | None:
@@ -90,8 +97,11 @@ def make_optimizer(name: str, params: list[nn.Parameter], device_type: str = "cu
     if name == "adafactor":
         return torch.optim.Adafactor(params, lr=1e-2, foreach=foreach)
     raise PlanError(
-        f"Optimizer {name!r} cannot be traced. To fix: use one of {', '.join(OPTIMIZERS)} "
-        "(adamw-8bit needs bitsandbytes on a GPU)."
+        Msg(
+            "Optimizer {name!r} cannot be traced. To fix: use one of {valid} (adamw-8bit needs bitsandbytes on a GPU).",
+            name=name,
+            valid=", ".join(OPTIMIZERS),
+        )
     )
 
 
@@ -181,8 +191,10 @@ def _loss_of(output: Any) -> torch.Tensor:
     loss = getattr(output, "loss", output)
     if not isinstance(loss, torch.Tensor):
         raise PlanError(
-            "The traced model's forward returned no loss. To fix: return a scalar tensor or an "
-            "object with a .loss attribute."
+            Msg(
+                "The traced model's forward returned no loss. To fix: return a scalar tensor or an object with a .loss "
+                "attribute."
+            )
         )
     return loss if loss.dim() == 0 else loss.float().mean()
 
@@ -198,7 +210,7 @@ def enable_full_checkpointing(model: nn.Module) -> None:
     elif enable_v4 is not None:
         enable_v4(gradient_checkpointing_kwargs=kwargs)
     else:
-        raise PlanError("Full checkpointing in trace mode needs a Hugging Face model.")
+        raise PlanError(Msg("Full checkpointing in trace mode needs a Hugging Face model."))
 
 
 @contextlib.contextmanager
@@ -273,11 +285,16 @@ def measure_training_step(
     accumulated gradients are live during forward and backward, so 2 gives the peak of any larger value.
     """
     if grad_accum < 1:
-        raise PlanError(f"grad_accum must be at least 1, got {grad_accum}.")
+        raise PlanError(Msg("grad_accum must be at least 1, got {grad_accum}.", grad_accum=grad_accum))
     if checkpointing == "full":
         enable_full_checkpointing(model)
     elif checkpointing not in ("none", "selective"):
-        raise PlanError(f"Unknown checkpointing {checkpointing!r}. To fix: use none, selective or full.")
+        raise PlanError(
+            Msg(
+                "Unknown checkpointing {checkpointing!r}. To fix: use none, selective or full.",
+                checkpointing=checkpointing,
+            )
+        )
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     plan_device = plan_device or device_type
@@ -385,13 +402,18 @@ def build_hf_model(config: dict[str, Any], *, precision: str, attention: str) ->
     fields = {k: v for k, v in config.items() if not k.startswith("treino_") and k not in ("torch_dtype", "dtype")}
     model_type = fields.pop("model_type", None)
     if not model_type:
-        raise PlanError("The config has no 'model_type'. To fix: add the Hugging Face model_type field.")
+        raise PlanError(Msg("The config has no 'model_type'. To fix: add the Hugging Face model_type field."))
     try:
         cfg = transformers.AutoConfig.for_model(model_type, **fields)
     except ValueError as exc:
         raise PlanError(
-            f"transformers {transformers.__version__} does not know model_type {model_type!r}: {exc} "
-            "To fix: upgrade transformers, or trace your own model with --model module:function."
+            Msg(
+                "transformers {version} does not know model_type {model_type!r}: {error} To fix: upgrade "
+                "transformers, or trace your own model with --model module:function.",
+                version=transformers.__version__,
+                model_type=model_type,
+                error=exc,
+            )
         ) from exc
     cfg._attn_implementation = attention
     auto: type[
@@ -406,8 +428,11 @@ def build_hf_model(config: dict[str, Any], *, precision: str, attention: str) ->
         auto = transformers.AutoModelForMaskedLM
     else:
         raise PlanError(
-            f"transformers has no causal, seq2seq or masked language-model head for {model_type!r}. "
-            "To fix: trace your own model with --model module:function."
+            Msg(
+                "transformers has no causal, seq2seq or masked language-model head for {model_type!r}. To fix: trace "
+                "your own model with --model module:function.",
+                model_type=model_type,
+            )
         )
     with default_dtype(weights_dtype(precision)):
         # from_config is unannotated in transformers (5.24): it returns the PreTrainedModel for `cfg`.
@@ -426,11 +451,16 @@ def load_callable(spec: str) -> Callable[[], tuple[nn.Module, dict[str, torch.Te
     """`package.module:function` returning `(model, batch_kwargs)`."""
     module_name, _, func_name = spec.partition(":")
     if not module_name or not func_name:
-        raise PlanError(f"{spec!r} is not 'module:function'. To fix: e.g. --model mypkg.models:build.")
+        raise PlanError(Msg("{spec!r} is not 'module:function'. To fix: e.g. --model mypkg.models:build.", spec=spec))
     try:
         func = getattr(importlib.import_module(module_name), func_name)
     except (ImportError, AttributeError) as exc:
         raise PlanError(
-            f"Cannot load {spec!r}: {exc}. To fix: run from the folder that holds the module, or add it to PYTHONPATH."
+            Msg(
+                "Cannot load {spec!r}: {error}. To fix: run from the folder that holds the module, or add it to "
+                "PYTHONPATH.",
+                spec=spec,
+                error=exc,
+            )
         ) from exc
     return func  # type: ignore[no-any-return]

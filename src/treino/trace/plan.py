@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from treino import catalog
 from treino.errors import PlanError, TreinoError
-from treino.i18n import Msg
+from treino.i18n import Joined, Msg
 from treino.plan import MemoryEstimate, TrainPlan, TrainSetup
 from treino.plan.advice import Advice
 from treino.plan.hardware import GpuSpec
@@ -166,9 +166,13 @@ def _failing_clearly(model: str, trace: Callable[[], StepMeasurement]) -> StepMe
     except Exception as exc:  # whatever the traced model's code raises
         first_line = (str(exc).strip().splitlines() or [""])[0][:300]
         raise PlanError(
-            f"Tracing {model} on fake tensors failed: {type(exc).__name__}: {first_line}. To fix: use --method "
-            "analytic if the family is supported, or make the model's forward independent of tensor values; "
-            "--debug shows the traceback."
+            Msg(
+                "Tracing {model} on fake tensors failed: {kind}: {error}. To fix: use --method analytic if the family "
+                "is supported, or make the model's forward independent of tensor values; --debug shows the traceback.",
+                model=model,
+                kind=type(exc).__name__,
+                error=first_line,
+            )
         ) from exc
 
 
@@ -185,14 +189,22 @@ def _refuse_untraceable(setup: TrainSetup, *, own_model: bool = False) -> None:
         (setup.quant != "none", f"--quant {setup.quant}", "--quant none"),
         (setup.optimizer == "adamw-8bit", "--optimizer adamw-8bit", "--optimizer adamw"),
         # Adafactor scales its step by parameter norms read with .item(): fake tensors hold no values.
-        (setup.optimizer == "adafactor", "--optimizer adafactor", "another optimizer"),
-        (own_model and setup.checkpointing == "selective", "--checkpointing selective", "--checkpointing none or full"),
+        (setup.optimizer == "adafactor", "--optimizer adafactor", Msg("another optimizer")),
+        (
+            own_model and setup.checkpointing == "selective",
+            "--checkpointing selective",
+            Msg("--checkpointing none or full"),
+        ),
     )
     bad = [(flag, fix) for refused, flag, fix in refusals if refused]
     if bad:
         raise PlanError(
-            f"Trace mode runs one process on fake tensors and cannot trace {', '.join(f for f, _ in bad)}. "
-            f"To fix: use --method analytic, or trace with {', '.join(x for _, x in bad)}."
+            Msg(
+                "Trace mode runs one process on fake tensors and cannot trace {flags}. To fix: use --method analytic, "
+                "or trace with {fixes}.",
+                flags=", ".join(f for f, _ in bad),
+                fixes=Joined(", ", [x for _, x in bad]),
+            )
         )
 
 
@@ -245,8 +257,12 @@ def _trace_callable(spec: str, setup: TrainSetup, device: str, on_step: Callable
             and isinstance(built[1], dict)
         ):
             raise PlanError(
-                f"{spec} must return (nn.Module, dict of forward keyword arguments), got "
-                f"{type(built).__name__}. To fix: return (model, batch)."
+                Msg(
+                    "{spec} must return (nn.Module, dict of forward keyword arguments), got {kind}. To fix: return "
+                    "(model, batch).",
+                    spec=spec,
+                    kind=type(built).__name__,
+                )
             )
         module, batch = built
         for tensor in itertools.chain(module.parameters(), module.buffers()):
