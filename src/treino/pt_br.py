@@ -3164,4 +3164,33 @@ PT: dict[str, str] = {
     ),
     "sacct printed no table of jobs: {answer!r}": "o sacct não imprimiu uma tabela de jobs: {answer!r}",
     "{first} or {rest}": "{first} ou {rest}",
+    "num_experts_per_tok ({top_k}) exceeds n_routed_experts ({experts}). To fix: correct the config.": (
+        "num_experts_per_tok ({top_k}) passa de n_routed_experts ({experts}). Como corrigir: corrija o config."
+    ),
+    "n_group ({groups}) does not divide n_routed_experts ({experts}). To fix: correct the config.": (
+        "n_group ({groups}) não divide n_routed_experts ({experts}). Como corrigir: corrija o config."
+    ),
+    "topk_group ({topk_groups}) exceeds n_group ({groups}). To fix: correct the config.": (
+        "topk_group ({topk_groups}) passa de n_group ({groups}). Como corrigir: corrija o config."
+    ),
+    "config.json field 'n_shared_experts' must be a non-negative integer, got {shared!r}. To fix: correct the "
+    "config.": (
+        "O campo 'n_shared_experts' do config.json deve ser um inteiro não negativo, não {shared!r}. Como corrigir: "
+        "corrija o config."
+    ),
+    "config.json field 'first_k_dense_replace' must be an integer from 0 to num_hidden_layers ({L}), got "
+    "{first_dense!r}. To fix: correct the config.": (
+        "O campo 'first_k_dense_replace' do config.json deve ser um inteiro de 0 a num_hidden_layers ({L}), não "
+        "{first_dense!r}. Como corrigir: corrija o config."
+    ),
+    "Unknown fabric {text!r}. To fix: write NICs per server x line rate and kind, e.g. 8x400g-ib, 32x100g-efa, "
+    "8x400g-roce, 2x100g-eth, or none.": (
+        "Rede desconhecida {text!r}. Como corrigir: escreva NICs por servidor x taxa de linha e tipo, p. ex. "
+        "8x400g-ib, 32x100g-efa, 8x400g-roce, 2x100g-eth, ou none."
+    ),
+    "{gpus} GPUs span {units} servers, and no network joins them. To fix: name the fabric between the servers "
+    "(--fabric, e.g. 8x400g-ib), or plan at most one server's GPUs.": (
+        "{gpus} GPUs ocupam {units} servidores, e nenhuma rede os une. Como corrigir: indique a rede entre os "
+        "servidores (--fabric, p. ex. 8x400g-ib), ou planeje no máximo as GPUs de um servidor."
+    ),
 }

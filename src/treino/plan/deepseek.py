@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 from treino.plan.model import ModelSpec, Tensor, _check_heads, _float, _int, _linear
 
 
@@ -74,27 +75,50 @@ def deepseek_v3_from_config(cfg: Mapping[str, Any], name: str) -> ModelSpec:
     top_k = _int(cfg, "num_experts_per_tok", default=8)
     if top_k > experts:
         raise PlanError(
-            f"num_experts_per_tok ({top_k}) exceeds n_routed_experts ({experts}). To fix: correct the config."
+            Msg(
+                "num_experts_per_tok ({top_k}) exceeds n_routed_experts ({experts}). To fix: correct the config.",
+                top_k=top_k,
+                experts=experts,
+            )
         )
     groups = _int(cfg, "n_group", default=8)
     if experts % groups:
-        raise PlanError(f"n_group ({groups}) does not divide n_routed_experts ({experts}). To fix: correct the config.")
+        raise PlanError(
+            Msg(
+                "n_group ({groups}) does not divide n_routed_experts ({experts}). To fix: correct the config.",
+                groups=groups,
+                experts=experts,
+            )
+        )
     topk_groups = _int(cfg, "topk_group", default=4)
     if topk_groups > groups:
-        raise PlanError(f"topk_group ({topk_groups}) exceeds n_group ({groups}). To fix: correct the config.")
+        raise PlanError(
+            Msg(
+                "topk_group ({topk_groups}) exceeds n_group ({groups}). To fix: correct the config.",
+                topk_groups=topk_groups,
+                groups=groups,
+            )
+        )
     shared = cfg.get("n_shared_experts", 1)
     if shared is None:
         shared = 0
     if isinstance(shared, bool) or not isinstance(shared, int) or shared < 0:
         raise PlanError(
-            f"config.json field 'n_shared_experts' must be a non-negative integer, got {shared!r}. "
-            "To fix: correct the config."
+            Msg(
+                "config.json field 'n_shared_experts' must be a non-negative integer, got {shared!r}. "
+                "To fix: correct the config.",
+                shared=shared,
+            )
         )
     first_dense = cfg.get("first_k_dense_replace", 3)
     if isinstance(first_dense, bool) or not isinstance(first_dense, int) or not 0 <= first_dense <= L:
         raise PlanError(
-            f"config.json field 'first_k_dense_replace' must be an integer from 0 to num_hidden_layers ({L}), "
-            f"got {first_dense!r}. To fix: correct the config."
+            Msg(
+                "config.json field 'first_k_dense_replace' must be an integer from 0 to num_hidden_layers ({L}), "
+                "got {first_dense!r}. To fix: correct the config.",
+                L=L,
+                first_dense=first_dense,
+            )
         )
     V = _int(cfg, "vocab_size", default=129280)
     tied = bool(cfg.get("tie_word_embeddings", False))

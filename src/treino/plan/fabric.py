@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass
 
 from treino.errors import PlanError
+from treino.i18n import Msg
 
 # What NCCL achieves of a port's line rate, large messages (hardware-and-prices §2.3, §3.2, §7):
 # ib: NDR 48.5 of 50 GB/s (nccl-tests#267), HDR ~24 of 25 (nccl-tests#119, nccl#412, nccl#1576), EDR ~12 of 12.5.
@@ -102,8 +103,11 @@ def parse_fabric(text: str) -> Fabric:
     found = _SPEC.match(spec)
     if not found or int(found[1]) < 1 or float(found[2]) <= 0:
         raise PlanError(
-            f"Unknown fabric {text!r}. To fix: write NICs per server x line rate and kind, e.g. 8x400g-ib, "
-            "32x100g-efa, 8x400g-roce, 2x100g-eth, or none."
+            Msg(
+                "Unknown fabric {text!r}. To fix: write NICs per server x line rate and kind, e.g. 8x400g-ib, "
+                "32x100g-efa, 8x400g-roce, 2x100g-eth, or none.",
+                text=text,
+            )
         )
     return Fabric(found[3], int(found[1]), float(found[2]))
 
@@ -163,8 +167,12 @@ def hierarchical_allreduce(
         return _faster(local, domains, intra, cross, 0.0, ring, 1)
     if fabric.kind == "none":
         raise PlanError(
-            f"{gpus} GPUs span {units} servers, and no network joins them. To fix: name the fabric between the "
-            "servers (--fabric, e.g. 8x400g-ib), or plan at most one server's GPUs."
+            Msg(
+                "{gpus} GPUs span {units} servers, and no network joins them. To fix: name the fabric between the "
+                "servers (--fabric, e.g. 8x400g-ib), or plan at most one server's GPUs.",
+                gpus=gpus,
+                units=units,
+            )
         )
     # The unit's share of the fabric: each of its GPUs brings its server's ports / GPUs per server.
     unit_gb_s = fabric.server_gb_s / gpus_per_server * unit
