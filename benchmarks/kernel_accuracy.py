@@ -46,7 +46,7 @@ def main(families: list[str]) -> None:
     errors: list[float] = []
     for family in families:
         for name, cfg in _variants(SMALL[family]):
-            for precision in ("fp32", "bf16-mixed"):
+            for precision in ("fp32", "bf16-mixed", "bf16-true"):
                 for attention in ("sdpa", "eager"):
                     if family == "gemma2" and attention == "sdpa":
                         continue  # no SDPA path in transformers 5.24

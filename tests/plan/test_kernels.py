@@ -77,6 +77,8 @@ CASES = [
     ("gemma2", "eager", "on", "bf16-mixed"),
     ("phi3", "sdpa", "on", "bf16-mixed"),
     ("gpt_neox", "eager", "on", "fp32"),
+    ("bert", "eager", "on", "bf16-true"),  # 16-bit logits for the loss; softmax in the inputs' dtype
+    ("llama", "eager", "on", "bf16-true"),  # the dropout's output in place of the softmax's 16-bit copy
 ]
 
 
@@ -128,13 +130,15 @@ def test_math_kernel_keeps_what_the_plan_counts_per_score(dtype: str, dropout: f
     assert _score_bytes(model_from_config(cfg), setup, "math", compute) == sum(saved.values()) / (b * h * s * s)
 
 
+@pytest.mark.parametrize("family", ["llama", "bert"])
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_eager_attention_dropout_adds_what_the_plan_counts_per_score(dtype: str) -> None:
-    """Eager attention (transformers' `eager_attention_forward`: softmax, dropout, then the product with V) with
-    dropout on the probabilities keeps, beyond what it keeps without, the dropout's noise in the activations' dtype
-    on CPU, and in fp32 its output too; in 16 bits the output takes the place of the probabilities' 16-bit copy
-    (saved-tensor hooks, 16-bit tensors without autocast: the bf16-true case; under autocast the whole step's peak
-    is what test_dropout_peak_within_10_percent measures)."""
+def test_eager_attention_dropout_adds_what_the_plan_counts_per_score(family: str, dtype: str) -> None:
+    """Eager attention (softmax, dropout, then the product with V) with dropout on the probabilities keeps, beyond
+    what it keeps without, the dropout's noise in the activations' dtype on CPU, and its output, which the product
+    saves in place of the probabilities: new where those are the softmax's own output (fp32; GPT-2's and BERT's
+    softmax in the inputs' dtype), replacing the cast's 16-bit copy where the softmax runs in fp32 and is cast back
+    (Llama's `eager_attention_forward` in 16 bits). Saved-tensor hooks, 16-bit tensors without autocast (the
+    bf16-true case); under autocast the whole step's peak is what test_dropout_peak_within_10_percent measures."""
     from treino.plan.memory import _score_bytes
 
     b, h, s, d = 2, 4, 64, 32
@@ -150,11 +154,33 @@ def test_eager_attention_dropout_adds_what_the_plan_counts_per_score(dtype: str)
             return t
 
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            weights = torch.softmax(q @ k.transpose(-1, -2), dim=-1, dtype=torch.float32).to(torch_dtype)
+            scores = q @ k.transpose(-1, -2)
+            if family == "llama":
+                weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(torch_dtype)
+            else:
+                weights = torch.softmax(scores, dim=-1)
             torch.nn.functional.dropout(weights, p=p, training=True) @ v
         return sum(saved.values())
 
     setup = TrainSetup(seq_len=s, device="cpu", sm=0, precision="fp32" if dtype == "fp32" else "bf16-true")
-    model = model_from_config(with_dropout(SMALL["llama"], 0.1))
+    model = model_from_config(with_dropout(SMALL[family], 0.1))
     per_score = _score_bytes(model, setup, "eager", "fp32" if dtype == "fp32" else "16bit")
     assert per_score == (kept(0.1) - kept(0.0)) / (b * h * s * s)
+
+
+# BERT in 16 bits (bf16-true), 2 x 256 tokens: the peak of live tensors MemTracker measured on CPU (torch 2.13.0,
+# transformers 5.24.0; engine.measure_training_step, as test_dropout_peak_within_10_percent and
+# benchmarks/kernel_accuracy.py measure), kept here so that the fast suite (and `make mutate`) holds the plan to
+# them: BertForMaskedLM takes its loss of the 16-bit logits as they are, and its eager softmax runs in the inputs'
+# dtype.
+BERT_16BIT_PEAKS = {("sdpa", "default"): 41_992_940, ("eager", "default"): 31_376_108, ("eager", "zero"): 24_167_148}
+
+
+@pytest.mark.parametrize("attention,dropout", sorted(BERT_16BIT_PEAKS))
+def test_bert_in_16_bits_as_measured(attention: str, dropout: str) -> None:
+    cfg = SMALL["bert"] if dropout == "default" else without_dropout(SMALL["bert"])
+    setup = TrainSetup(
+        micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision="bf16-true", attention=attention, device="cpu", sm=0
+    )
+    predicted = estimate_training_memory(model_from_config(cfg), setup).peak_tensor_bytes
+    assert predicted == pytest.approx(BERT_16BIT_PEAKS[attention, dropout], rel=0.01)

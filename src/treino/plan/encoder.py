@@ -44,11 +44,12 @@ def mlm_outer_bytes(model: ModelSpec, compute: str, tokens: int) -> float:
     return tokens * per_token + weights
 
 
-def mlm_backward_logits_bytes(model: ModelSpec, tokens: int, head_grad: float) -> float:
+def mlm_backward_logits_bytes(model: ModelSpec, tokens: int, head_grad: float, compute: str = "mixed") -> float:
     """Live logit-sized bytes at the top of backward, with the decoder's weight gradient where it exists.
 
-    log_softmax's backward holds its saved fp32 output, the incoming gradient and the logits' gradient
-    (3 x 4·T·V); the decoder's weight gradient is formed only after the first two are freed, next to the
-    logits' gradient (MemTracker: no gradient is live at the peak)."""
-    logits = tokens * model.vocab_size * 4
+    log_softmax's backward holds its saved output, the incoming gradient and the logits' gradient (3 x T·V
+    values); the decoder's weight gradient is formed only after the first two are freed, next to the logits'
+    gradient (MemTracker: no gradient is live at the peak). They are fp32 but in 16-bit models: BertForMaskedLM
+    takes CrossEntropyLoss of its logits as they are, without the upcast of transformers' ForMaskedLMLoss."""
+    logits = tokens * model.vocab_size * (2 if compute == "16bit" else 4)
     return max(3 * logits, logits + head_grad)

@@ -475,6 +475,9 @@ def _coefficients(model: ModelSpec, compute: str, kernel: str) -> BlockCoefficie
     return coeffs
 
 
+_SOFTMAX_IN_INPUT_DTYPE = frozenset({"gpt2", "bert"})  # their eager attention's softmax: no fp32 upcast
+
+
 def _score_bytes(model: ModelSpec, setup: TrainSetup, kernel: str, compute: str) -> float:
     """Bytes per head, query token and key beyond the family's row, for s x s tensors the kernel keeps
     (kernels.py docstring): the math kernel's fp32 softmax output, and with dropout on the attention
@@ -484,12 +487,14 @@ def _score_bytes(model: ModelSpec, setup: TrainSetup, kernel: str, compute: str)
         return MATH_SOFTMAX_BYTES + ((dropout_mask_bytes(setup.target, 4) + 4) if p > 0 else 0)
     if kernel == "eager" and p > 0:
         # Saved for backward (saved-tensor hooks: tests/plan/test_kernels.py): the dropout's noise, and its output,
-        # which the product with V saves in place of the probabilities. In 16 bits those are the softmax's 16-bit
-        # copy, which the output replaces; in fp32 they are the softmax's own output, kept anyway, so the output
-        # is new. Under autocast the step's peak also holds one more s x s tensor of the activations' dtype with
-        # dropout than without (MemTracker on whole models: Llama -4.7 % without it, +0.8 % with it).
+        # which the product with V saves in place of the probabilities. Where the softmax runs in fp32 and is cast
+        # back (transformers' `softmax(..., dtype=torch.float32).to(query.dtype)`, all but GPT-2 and BERT), in 16
+        # bits those probabilities are the cast's copy, which the output replaces; elsewhere they are the softmax's
+        # own output, kept anyway, so the output is new. Under autocast the step's peak also holds one more s x s
+        # tensor with dropout than without (MemTracker on whole models: Llama -4.7 % without it, +0.8 % with it).
         act = 4 if compute == "fp32" else 2
-        return dropout_mask_bytes(setup.target, act) + (0 if compute == "16bit" else act)
+        replaced = compute == "16bit" and FAMILY_GROUP[model.family] not in _SOFTMAX_IN_INPUT_DTYPE
+        return dropout_mask_bytes(setup.target, act) + (0 if replaced else act)
     return 0.0
 
 
@@ -559,7 +564,16 @@ def _encoder_head_terms(
         return decoder_terms
     compute = _compute(setup)
     head_grad = decoder_terms[2]
-    return mlm_outer_bytes(model, compute, tokens), mlm_backward_logits_bytes(model, tokens, head_grad), 0.0
+    return mlm_outer_bytes(model, compute, tokens), mlm_backward_logits_bytes(model, tokens, head_grad, compute), 0.0
+
+
+def _loss_bytes(model: ModelSpec, setup: TrainSetup, logit_values: float, logits16: float) -> float:
+    """Logit-sized bytes live at the loss: the fp32 logits and log_softmax's output (+ the 16-bit logits). BERT in
+    16 bits: its 16-bit logits and log_softmax's 16-bit output, as BertForMaskedLM takes CrossEntropyLoss of its
+    logits without an upcast (measured: tests/plan/test_kernels.py, benchmarks/kernel_accuracy.py)."""
+    if model.family == "bert" and _compute(setup) == "16bit":
+        return logit_values * 4
+    return logit_values * 8 + logits16
 
 
 def _embedding_output_bytes(model: ModelSpec, setup: TrainSetup, tokens: int) -> float:
@@ -706,7 +720,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     # ForCausalLMLoss), and log_softmax keeps its fp32 output (§B3: "2 x 4·b·s·V" at the loss boundary).
     V = model.vocab_size / t
     logits16 = 0 if p.compute == "fp32" else 2 * tokens * V
-    loss_time = tokens * V * 8 + logits16  # fp32 logits + log_softmax output (+ 16-bit logits)
+    loss_time = _loss_bytes(model, setup, tokens * V, logits16)
     # Top of backward: the saved log_softmax output, its gradient, and the logits' gradient that the LM head's
     # weight gradient is formed from (fp32). With a frozen head (LoRA) that third tensor is not needed
     # (both measured with MemTracker: tests/plan/test_accuracy.py, test_lora.py).
