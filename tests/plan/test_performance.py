@@ -217,3 +217,81 @@ def test_lora_all_reduces_only_its_adapters() -> None:
     full = estimate_time(model, gpu, TrainSetup(micro_batch=1, seq_len=2048, gpus=8, zero=2), interconnect="pcie")
     assert lora.comm_seconds < 0.01 * full.comm_seconds
     assert full.comm_seconds > 1.0
+
+
+def test_bad_input_says_what_is_wrong() -> None:
+    model, gpu, setup = catalog.model("llama-3.2-1b"), catalog.gpu("h100-sxm"), TrainSetup()
+    cases = [
+        ({"interconnect": "infiniband"}, "Unknown interconnect 'infiniband'. To fix: use nvlink or pcie."),
+        ({"mfu": 0.0}, "--mfu must be in (0, 1], got 0.0."),
+        ({"mfu": 1.5}, "--mfu must be in (0, 1], got 1.5."),
+        ({"tokens": -1.0}, "--tokens must not be negative."),
+    ]
+    for options, message in cases:
+        with pytest.raises(PlanError) as error:
+            estimate_time(model, gpu, setup, **options)
+        assert str(error.value) == message
+    assert estimate_time(model, gpu, setup, mfu=1.0).mfu == pytest.approx(1.0)  # the bound itself is allowed
+
+
+def test_where_the_mfu_comes_from() -> None:
+    """The prior unless told otherwise; a given --mfu is used as given; no tokens, no run time."""
+    model, gpu, setup = catalog.model("llama-3.2-1b"), catalog.gpu("h100-sxm"), TrainSetup(micro_batch=2)
+    prior = estimate_time(model, gpu, setup)
+    assert (prior.mfu_origin, prior.total_seconds, prior.steps) == ("prior", 0.0, 0)
+    assert prior.mfu_source == "prior for h100-sxm (docs/catalog.md, MFU priors)"
+    given = estimate_time(model, gpu, setup, mfu=0.3)
+    assert (given.mfu_origin, given.mfu_source, given.mfu) == ("given", "given", pytest.approx(0.3))
+    unverified = estimate_time(model, catalog.gpu("l40s"), setup, interconnect="pcie")
+    assert (unverified.mfu_origin, unverified.mfu_source) == ("prior", "unverified prior for l40s")
+
+
+def test_a_given_mfu_in_fp32_runs_at_the_tf32_peak() -> None:
+    """fp32 training runs its matmuls in TF32: at the same MFU an H100 SXM step takes bf16/TF32 dense peak = 2x as
+    long as in bf16 (989.4 vs 494.7 TFLOP/s dense, NVIDIA H100 datasheet, hardware-and-prices §1)."""
+    model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    bf16 = estimate_time(model, gpu, TrainSetup(micro_batch=4, seq_len=4096), mfu=0.4)
+    fp32 = estimate_time(model, gpu, TrainSetup(micro_batch=4, seq_len=4096, precision="fp32"), mfu=0.4)
+    assert bf16.bound == fp32.bound == "compute"
+    assert fp32.step_seconds / bf16.step_seconds == pytest.approx(2.0, rel=0.01)
+
+
+def test_more_micro_batches_shrink_the_pipeline_bubble() -> None:
+    """The bubble is (p-1)/(v·m) of the ideal time (Narayanan et al. 2021, §2.2): with 4 stages, 4 micro-batches
+    leave a bubble the size of 3 of them, 32 micro-batches a tenth of that; interleaving 2 virtual stages halves it."""
+    model, gpu = catalog.model("llama-3-70b"), catalog.gpu("h100-sxm")
+
+    def per_micro_batch(m: int, pp: int, v: int = 1) -> float:
+        setup = TrainSetup(micro_batch=1, seq_len=4096, gpus=8 * pp, tp=8, pp=pp, pp_interleave=v, grad_accum=m)
+        return estimate_time(model, gpu, setup, mfu=0.4).compute_seconds / m
+
+    ideal = per_micro_batch(4, 1) / 4  # 4 stages, each a quarter of the model
+    assert per_micro_batch(4, 4) == pytest.approx(ideal * (1 + 3 / 4), rel=1e-9)
+    assert per_micro_batch(32, 4) == pytest.approx(ideal * (1 + 3 / 32), rel=1e-9)
+    assert per_micro_batch(4, 4, 2) == pytest.approx(ideal * (1 + 3 / 8), rel=1e-9)
+
+
+def test_lora_skips_the_frozen_weights_gradients() -> None:
+    """LoRA computes no gradient for the frozen weights: Hu et al. 2021 (§4.2) report a 25 % training speedup on
+    GPT-3 175B against full fine-tuning. The planner (4N of 6N, plus the adapters) gives 1.48x, 18 % above the
+    published 1.25x; tolerance 25 % (a predicted speedup, planner-formulas §C)."""
+    model = model_from_config(_gpt(12288, 96, 96))  # GPT-3 175B
+    gpu = catalog.gpu("a100-80gb-sxm")
+    full = estimate_time(model, gpu, TrainSetup(micro_batch=1, seq_len=2048), mfu=0.4)
+    lora = estimate_time(model, gpu, TrainSetup(micro_batch=1, seq_len=2048, lora_rank=4), mfu=0.4)
+    assert full.compute_seconds / lora.compute_seconds == pytest.approx(1.25, rel=0.25)
+    assert lora.compute_seconds < full.compute_seconds
+
+
+def test_a_tiny_micro_batch_is_bound_by_reading_the_weights() -> None:
+    """16 tokens a step on an H100 SXM: the step is reading the weights (once in forward, twice in backward), not
+    computing; the plan then implies the HBM bandwidth copy kernels reach, 0.88 of the datasheet's 3.35 TB/s
+    (hbm_bw_efficiency, hardware-and-prices §7: 0.78-0.92, S60 S61 S64), and fp32 weights take twice as long."""
+    model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    for precision, weight_bytes in (("bf16-mixed", 2), ("fp32", 4)):
+        est = estimate_time(model, gpu, TrainSetup(micro_batch=1, seq_len=16, precision=precision))
+        assert est.bound == "memory"
+        achieved_gb_s = 3 * weight_bytes * model.params / est.step_seconds / 1e9
+        assert achieved_gb_s / gpu.hbm_bandwidth_gb_s == pytest.approx(0.88, rel=1e-6)
+    big = estimate_time(model, gpu, TrainSetup(micro_batch=4, seq_len=4096))
+    assert big.bound == "compute"

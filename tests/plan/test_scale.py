@@ -123,6 +123,12 @@ def test_a_measured_step_calibrates_every_row() -> None:
         plan = estimate_time(model, gpu, replace(setup, gpus=p.gpus), interconnect=p.interconnect, calibration=[point])
         assert p.step_seconds == plan.step_seconds > q.step_seconds  # MFU 0.2 is below the prior (0.42 x size)
     assert [p.efficiency for p in calibrated if p.gpus == 1] == [1.0, 1.0]
+    one = estimate_time(model, gpu, replace(setup, gpus=1), calibration=[point])
+    assert (one.mfu_origin, one.mfu) == ("measured", pytest.approx(0.2))  # the same model on the same GPU
+    assert (
+        one.mfu_source
+        == "measured on NVIDIA H100 80GB HBM3, 2026-12-02: qwen2.5-1.5b at micro-batch 2 x 2048 tokens, MFU 20.0 %"
+    )
 
 
 def test_without_a_network_scale_stops_at_one_nvlink_domain() -> None:
