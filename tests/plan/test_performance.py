@@ -54,6 +54,8 @@ def test_mt_nlg_tflops_per_gpu() -> None:
     44.4 s per iteration on 3,360 A100s = 113 TFLOP/s per GPU."""
     model = model_from_config(_gpt(20480, 128, 105))
     flops = hardware_flops_per_token(model, TrainSetup(seq_len=2048, checkpointing="full"))
+    est = estimate_time(model, catalog.gpu("a100-40gb-pcie"), TrainSetup(seq_len=2048, checkpointing="full"))
+    assert est.hardware_flops_per_token == flops  # what the plan reports
     assert 1920 * 2048 * flops / (44.4 * 3360) / 1e12 == pytest.approx(113, rel=0.03)
 
 
@@ -325,3 +327,28 @@ def test_narrow_models_reach_less_mfu_as_mpt_did() -> None:
     assert mfu_size_factor(2048) / mfu_size_factor(4096) == pytest.approx(59.86 / 64.23, rel=0.05)
     assert mfu_size_factor(768) / mfu_size_factor(4096) == pytest.approx(44.79 / 64.23, rel=0.05)
     assert mfu_size_factor(4096) == mfu_size_factor(8192) == 1.0  # wide matmuls: the large-model prior itself
+
+
+def test_only_the_last_micro_batch_overlaps_the_all_reduce() -> None:
+    """Gradient accumulation reduces the gradients once, after the last micro-batch (DDP's no_sync, FSDP's
+    accumulation), so only that micro-batch's backward can hide it: 8 micro-batches wait as long as 1."""
+    model, gpu = catalog.model("llama-3-8b"), catalog.gpu("l40s")
+
+    def exposed(grad_accum: int) -> float:
+        setup = TrainSetup(micro_batch=1, seq_len=2048, gpus=4, zero=3, grad_accum=grad_accum)
+        return estimate_time(model, gpu, setup, interconnect="pcie").exposed_comm_seconds
+
+    assert exposed(8) == pytest.approx(exposed(1), rel=1e-12) and exposed(1) > 0
+
+
+@pytest.mark.parametrize("gpus,interconnect", [(1, "nvlink"), (8, "pcie"), (16, "nvlink")])
+def test_the_reported_mfu_is_what_the_step_achieves(gpus: int, interconnect: str) -> None:
+    """MFU is model FLOP/s over peak FLOP/s (PaLM App. B): the plan's tokens/s x its FLOPs per token over the GPUs'
+    bf16 peak, all-reduce waits included; the tokens of a step are micro-batch x sequence x accumulation x GPUs."""
+    model, gpu = catalog.model("llama-3-8b"), catalog.gpu("h100-sxm")
+    setup = TrainSetup(micro_batch=2, seq_len=4096, gpus=gpus, grad_accum=2, zero=3)
+    est = estimate_time(model, gpu, setup, interconnect=interconnect)
+    assert est.tokens_per_step == 2 * 4096 * 2 * gpus
+    assert est.flops_per_token == model_flops_per_token(model, 4096) == est.hardware_flops_per_token
+    achieved = est.tokens_per_second * est.flops_per_token / (gpus * gpu.bf16_tflops * 1e12)
+    assert est.mfu == pytest.approx(achieved, rel=1e-12)

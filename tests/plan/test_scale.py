@@ -104,6 +104,7 @@ def test_a_scale_row_is_the_plan_of_that_many_gpus(
         )
         parts = (p.intra_comm_seconds, p.inter_comm_seconds, p.cross_comm_seconds)
         assert parts == (plan.intra_comm_seconds, plan.inter_comm_seconds, plan.cross_comm_seconds)
+        assert (sum(parts) > 0) == (p.gpus > 1)  # two replicas or more all-reduce their gradients
         assert p.servers == -(-gpus // options.get("gpus_per_server", 8))  # TP multiplies the GPUs a row fills
     one = by_gpus(points, interconnects[0])[1]
     assert one.efficiency == 1.0
