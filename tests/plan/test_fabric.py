@@ -388,6 +388,7 @@ def test_a_well_overlapped_step_still_waits_for_its_last_bucket_over_the_fabric(
         model_parallel=setup.pp,
     )
     assert est.domains > 1 and est.exposed_comm_seconds == pytest.approx(bucket, rel=1e-12)
+    assert est.fabric == options["fabric"] and est.servers == -(-gpus // kwargs.get("gpus_per_server", 8))
     assert est.exposed_comm_seconds < 0.01 * est.comm_seconds
 
 

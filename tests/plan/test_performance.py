@@ -7,6 +7,7 @@ import pytest
 from treino import catalog
 from treino.errors import PlanError
 from treino.plan import TrainSetup, model_from_config
+from treino.plan.memory import lora_params
 from treino.plan.performance import (
     _comm_bytes,
     estimate_time,
@@ -352,3 +353,61 @@ def test_the_reported_mfu_is_what_the_step_achieves(gpus: int, interconnect: str
     assert est.flops_per_token == model_flops_per_token(model, 4096) == est.hardware_flops_per_token
     achieved = est.tokens_per_second * est.flops_per_token / (gpus * gpu.bf16_tflops * 1e12)
     assert est.mfu == pytest.approx(achieved, rel=1e-12)
+
+
+def test_nvlink_bridges_join_pairs_only() -> None:
+    """H100 PCIe and A100 PCIe bridges join two cards (NVIDIA product briefs, hardware-and-prices §1): a pair
+    all-reduces over its bridge, three or more cards over PCIe (4 x Gen5: 35 GB/s, nccl#1639, S31); the H200 NVL's
+    bridge joins 2 or 4 cards (nvidia.com/en-us/data-center/h200/: "2- or 4-way NVLink bridge"), so 4 of them stay on
+    NVLink, 8 do not. A GPU without NVLink says how to plan it."""
+    h100_pcie, h200_nvl = catalog.gpu("h100-pcie"), catalog.gpu("h200-nvl")
+    pcie = link_busbw_gb_s(h100_pcie, "pcie", 4)
+    assert link_busbw_gb_s(h100_pcie, "nvlink", 4) == link_busbw_gb_s(h100_pcie, "nvlink", 3) == pcie
+    assert pcie == pytest.approx(35.0, rel=0.05)
+    assert link_busbw_gb_s(h100_pcie, "nvlink", 2) > 2 * link_busbw_gb_s(h100_pcie, "pcie", 2)
+    assert link_busbw_gb_s(h200_nvl, "nvlink", 4) == link_busbw_gb_s(h200_nvl, "nvlink", 2) > 10 * pcie
+    assert link_busbw_gb_s(h200_nvl, "nvlink", 8) == link_busbw_gb_s(h200_nvl, "pcie", 8)  # two 4-way groups
+    assert link_busbw_gb_s(catalog.gpu("h100-sxm"), "nvlink", 8) > 10 * pcie  # NVSwitch: every GPU of the server
+    with pytest.raises(PlanError) as error:
+        link_busbw_gb_s(catalog.gpu("l40s"), "nvlink", 2)
+    assert str(error.value) == "The NVIDIA L40S has no NVLink. To fix: use --interconnect pcie."
+
+
+@pytest.mark.parametrize("seq_len", [2048, 8192])
+def test_full_recompute_adds_one_forward(seq_len: int) -> None:
+    """Full activation recompute runs each forward twice: 8N + 16·L·d·s against 6N + 12·L·d·s (planner-formulas
+    §B3), 4/3 of the model FLOPs, attention included."""
+    model = catalog.model("llama-3.1-8b")
+    full = hardware_flops_per_token(model, TrainSetup(seq_len=seq_len, checkpointing="full"))
+    assert full / model_flops_per_token(model, seq_len) == pytest.approx(4 / 3, rel=1e-12)
+
+
+def test_what_lora_computes() -> None:
+    """LoRA (§B5): the frozen weights run forward (2 FLOPs a parameter and token) and pass activation gradients
+    back (2), their weight gradients skipped: 4 of full training's 6 (Kaplan et al. 2020, §2.1: 2N forward, 4N
+    backward); each adapter parameter trains fully (6); the attention core has no weights and is all kept."""
+    model = catalog.model("llama-3.1-8b")
+
+    def lora(rank: int, seq_len: int = 4096) -> float:
+        return hardware_flops_per_token(model, TrainSetup(seq_len=seq_len, lora_rank=rank))
+
+    def adapters(rank: int) -> int:
+        return lora_params(model, TrainSetup(lora_rank=rank))
+
+    assert lora(32) - lora(16) == pytest.approx(6 * (adapters(32) - adapters(16)), rel=1e-9)
+    longer = model_flops_per_token(model, 8192) - model_flops_per_token(model, 4096)  # the attention core's growth
+    assert lora(16, 8192) - lora(16, 4096) == pytest.approx(longer, rel=1e-9)
+    frozen = lora(16, 4096) - 6 * adapters(16) - (model_flops_per_token(model, 4096) - model_flops_per_token(model, 0))
+    assert frozen == pytest.approx(4 * model.active_params, rel=1e-9)
+
+
+def test_what_kind_of_domain_the_all_reduce_spans() -> None:
+    """--nvlink-domain the size of the server changes nothing: the domain is the server; pairs, or an NVL72 rack
+    across 4-GPU trays, are NVLink domains of their own."""
+    model, spec = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    setup = TrainSetup(micro_batch=1, seq_len=4096, gpus=16, zero=3)
+    assert estimate_time(model, spec, setup, nvlink_domain=8).domain_kind == "server"
+    assert estimate_time(model, spec, setup).domain_kind == "server"
+    assert estimate_time(model, spec, setup, nvlink_domain=2).domain_kind == "nvlink-domain"
+    assert estimate_time(model, spec, setup, gpus_per_server=4, nvlink_domain=72).domain_kind == "nvlink-domain"
+    assert estimate_time(model, spec, setup, interconnect="pcie", nvlink_domain=2).domain_kind == "server"
