@@ -110,6 +110,15 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "last bucket)) is 0 as well",
         "treino.plan.performance.x_estimate_time__mutmut_257": "no tokens: ceil(0 / tokens_per_step) is 0 steps as "
         "well",
+        "treino.plan.performance.x_link_busbw_gb_s__mutmut_28": "min()'s default is never taken: 8 is a key, and "
+        "min(gpus, 8) <= 8",
+        "treino.plan.performance.x_link_busbw_gb_s__mutmut_30": "min()'s default is never taken: 8 is a key, and "
+        "min(gpus, 8) <= 8",
+        "treino.plan.performance.x_link_busbw_gb_s__mutmut_37": "min()'s default is never taken: 8 is a key, and "
+        "min(gpus, 8) <= 8",
+        "treino.plan.performance.x_link_busbw_gb_s__mutmut_36": "min(gpus, 9): 9 GPUs or more find no key >= 9 and "
+        "take the default, 8, as before",
+        "treino.plan.performance.x_estimate_time__mutmut_304": "step > 0 always (compute is): the else is never taken",
     },
     "scheduler": {
         "treino.server.scheduler.x_schedule__mutmut_14": "reservation = None: read once a head set it",

@@ -367,6 +367,7 @@ def test_nvlink_bridges_join_pairs_only() -> None:
     assert link_busbw_gb_s(h100_pcie, "nvlink", 2) > 2 * link_busbw_gb_s(h100_pcie, "pcie", 2)
     assert link_busbw_gb_s(h200_nvl, "nvlink", 4) == link_busbw_gb_s(h200_nvl, "nvlink", 2) > 10 * pcie
     assert link_busbw_gb_s(h200_nvl, "nvlink", 8) == link_busbw_gb_s(h200_nvl, "pcie", 8)  # two 4-way groups
+    assert link_busbw_gb_s(h200_nvl, "nvlink", 5) == link_busbw_gb_s(h200_nvl, "pcie", 5)  # a group and one more
     assert link_busbw_gb_s(catalog.gpu("h100-sxm"), "nvlink", 8) > 10 * pcie  # NVSwitch: every GPU of the server
     with pytest.raises(PlanError) as error:
         link_busbw_gb_s(catalog.gpu("l40s"), "nvlink", 2)
