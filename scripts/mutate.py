@@ -64,6 +64,62 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "treino.govern.cpf.x__sample__mutmut_11": "pa.array(ints, None) infers int64 anyway",
         "treino.govern.cpf.x__sample__mutmut_13": "pa.array(ints) infers int64 anyway",
     },
+    "performance": {
+        "treino.plan.performance.x_scale__mutmut_43": "max(gpus_per_server, 1): a server holds at least one GPU",
+        "treino.plan.performance.x_allreduce_time__mutmut_27": "one GPU to a domain: no traffic inside it; its busbw "
+        "can only slow the ring to the hierarchical sum's pace, which then wins with the same seconds (only "
+        "AllReduceTime.algorithm changes)",
+        "treino.plan.performance.x_allreduce_time__mutmut_68": "one GPU to a domain: its busbw, now finite, changes "
+        "no seconds (as mutmut_27)",
+        "treino.plan.performance.x_allreduce_time__mutmut_75": "one GPU to a domain: its busbw, now finite, changes "
+        "no seconds (as mutmut_27)",
+        "treino.plan.performance.x_allreduce_time__mutmut_34": "the PCIe busbw is read only where a domain is smaller "
+        "than the server (fabric.hierarchical_allreduce: one domain to a unit otherwise)",
+        "treino.plan.performance.x_allreduce_time__mutmut_48": "domain == server: one domain to a server, the PCIe "
+        "busbw unread (as mutmut_34)",
+        "treino.plan.performance.x_allreduce_time__mutmut_36": "link_busbw_gb_s takes any interconnect but nvlink as "
+        "PCIe",
+        "treino.plan.performance.x_allreduce_time__mutmut_41": "link_busbw_gb_s takes any interconnect but nvlink as "
+        "PCIe",
+        "treino.plan.performance.x_allreduce_time__mutmut_42": "link_busbw_gb_s takes any interconnect but nvlink as "
+        "PCIe",
+        "treino.plan.performance.x_tensor_parallel_seconds__mutmut_11": "max(gpus_per_server, 1): a server holds at "
+        "least one GPU",
+        "treino.plan.performance.x_tensor_parallel_seconds__mutmut_32": "link_busbw_gb_s takes any interconnect but "
+        "nvlink as PCIe",
+        "treino.plan.performance.x_tensor_parallel_seconds__mutmut_33": "link_busbw_gb_s takes any interconnect but "
+        "nvlink as PCIe",
+        "treino.plan.performance.x_tensor_parallel_seconds__mutmut_34": "link_busbw_gb_s takes any interconnect but "
+        "nvlink as PCIe",
+        "treino.plan.performance.x__with_gpus__mutmut_6": "ZeRO kept on one replica: estimate_time reads zero only "
+        "for the gradient all-reduce, which one replica does not run",
+        "treino.plan.performance.x__with_gpus__mutmut_9": "ZeRO kept on one replica (as mutmut_6)",
+        "treino.plan.performance.x__with_gpus__mutmut_10": "ZeRO kept on one replica (as mutmut_6)",
+        "treino.plan.performance.x__with_gpus__mutmut_12": "ZeRO 1 on one replica (as mutmut_6)",
+        "treino.plan.performance.x__fp8_peak__mutmut_15": "x (1e12 + 1): the peak moves by 1e-12 of itself, below any "
+        "figure's precision",
+        "treino.plan.performance.x_estimate_time__mutmut_45": "calibrated_mfu of no measured steps is None, as "
+        "skipping it",
+        "treino.plan.performance.x_estimate_time__mutmut_131": "HBM GB/s x (1e9 + 1): 1e-9 of the memory time, below "
+        "any figure's precision",
+        "treino.plan.performance.x_mfu_size_factor__mutmut_15": "log2(h / 769): moves the factor by 3e-4 (0.03 pp of "
+        "MFU), nothing at the floor or the cap; no published MFU resolves it",
+        "treino.plan.performance.x_estimate_time__mutmut_137": "memory_time == compute: only the label would differ, "
+        "at a tie of two float sums no plan meets",
+        "treino.plan.performance.x_estimate_time__mutmut_224": "no all-reduce (comm 0): max(-0.8 backward, min(0, "
+        "last bucket)) is 0 as well",
+        "treino.plan.performance.x_estimate_time__mutmut_257": "no tokens: ceil(0 / tokens_per_step) is 0 steps as "
+        "well",
+        "treino.plan.performance.x_link_busbw_gb_s__mutmut_28": "min()'s default is never taken: 8 is a key, and "
+        "min(gpus, 8) <= 8",
+        "treino.plan.performance.x_link_busbw_gb_s__mutmut_30": "min()'s default is never taken: 8 is a key, and "
+        "min(gpus, 8) <= 8",
+        "treino.plan.performance.x_link_busbw_gb_s__mutmut_37": "min()'s default is never taken: 8 is a key, and "
+        "min(gpus, 8) <= 8",
+        "treino.plan.performance.x_link_busbw_gb_s__mutmut_36": "min(gpus, 9): 9 GPUs or more find no key >= 9 and "
+        "take the default, 8, as before",
+        "treino.plan.performance.x_estimate_time__mutmut_304": "step > 0 always (compute is): the else is never taken",
+    },
     "scheduler": {
         "treino.server.scheduler.x_schedule__mutmut_14": "reservation = None: read once a head set it",
         "treino.server.scheduler.x_schedule__mutmut_15": "spare_at_reservation = None: read once a head set it",
@@ -190,6 +246,15 @@ def prepare(name: str, target: Target) -> Path:
     # Which tests reach which function is collected afresh (one run of the tests): mutmut adds only new tests' to
     # what it recorded, so the mutants of a function added since would not be run against the tests that reach it.
     (folder / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    # mutmut copies the sources' data files (the catalog's CSVs) into mutants/ once, and refreshes only the Python
+    # files it mutates: a catalog row changed since would be read stale there.
+    copied = folder / "mutants" / "src"
+    if copied.is_dir():
+        for path in (ROOT / "src").rglob("*"):
+            if path.is_file() and path.suffix not in (".py", ".pyc"):
+                dest = copied / path.relative_to(ROOT / "src")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, dest)
     return folder
 
 

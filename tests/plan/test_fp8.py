@@ -39,5 +39,10 @@ def test_fp8_peak_memory_matches_torchtitan() -> None:
 
 
 def test_fp8_needs_fp8_tensor_cores() -> None:
-    with pytest.raises(PlanError, match=r"no FP8 tensor cores.*To fix"):
+    """The message names the GPU and the two ways out: bf16, or a GPU that has FP8 (the GPUs that do, by family)."""
+    with pytest.raises(PlanError) as error:
         estimate_time(catalog.model("llama-3-8b"), catalog.gpu("a100-80gb-sxm"), _setup("fp8"))
+    assert str(error.value) == (
+        "The NVIDIA A100 80GB SXM has no FP8 tensor cores. To fix: use --precision bf16-mixed, or a GPU with FP8 "
+        "(Ada: L4, L40S; Hopper: H100, H200; Blackwell)."
+    )

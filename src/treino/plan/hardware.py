@@ -19,7 +19,7 @@ class GpuSpec:
     bf16_tflops: float  # dense, no 2:4 sparsity
     fp16_tflops: float
     fp8_tflops: float  # 0 where unsupported
-    gpu_link: str  # "none", "nvlink3", "nvlink4-bridge", ...
+    gpu_link: str  # "none", "nvlink3", "nvlink4-bridge" (pairs), "nvlink4-bridge-2or4way" (H200 NVL), ...
     gpu_link_gb_s_bidir: float
     pcie_generation: int
     tdp_w: float

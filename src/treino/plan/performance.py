@@ -137,9 +137,9 @@ def link_busbw_gb_s(gpu: GpuSpec, interconnect: str, gpus: int) -> float:
     if interconnect == "nvlink":
         if gpu.gpu_link in ("none",):
             raise PlanError(f"The {gpu.display_name} has no NVLink. To fix: use --interconnect pcie.")
-        if gpu.gpu_link.endswith("bridge") and gpus > 2 and not gpu.gpu_link.endswith("2or4way"):
-            interconnect = "pcie"  # bridges join pairs only
-        else:
+        # Bridges join pairs of cards (A100/H100 PCIe, H100 NVL), or 2 or 4 (H200 NVL: "-2or4way"); more meet over PCIe.
+        bridged = 4 if gpu.gpu_link.endswith("-bridge-2or4way") else 2 if gpu.gpu_link.endswith("-bridge") else gpus
+        if gpus <= bridged:
             return gpu.gpu_link_gb_s_bidir / 2 * NVLINK_BUSBW_EFFICIENCY
     uni = PCIE_UNI_GB_S[gpu.pcie_generation]
     key = min((k for k in PCIE_BUSBW_EFFICIENCY if k >= min(gpus, 8)), default=8)
