@@ -412,3 +412,15 @@ def test_what_kind_of_domain_the_all_reduce_spans() -> None:
     assert estimate_time(model, spec, setup, nvlink_domain=2).domain_kind == "nvlink-domain"
     assert estimate_time(model, spec, setup, gpus_per_server=4, nvlink_domain=72).domain_kind == "nvlink-domain"
     assert estimate_time(model, spec, setup, interconnect="pcie", nvlink_domain=2).domain_kind == "server"
+
+
+def test_the_prior_in_fp32_is_the_same_share_of_the_tf32_peak() -> None:
+    """An MFU prior is a share of the dense peak of the dtype the matmuls run in (docs/catalog.md): fp32 training
+    runs them in TF32, half the H100's bf16 rate (datasheet), so an fp32 plan takes 2x the bf16 one, not 4x (the
+    prior once scaled by TF32/bf16 on top of the TF32 peak)."""
+    model = catalog.model("llama-3.1-8b")
+    gpu = catalog.gpu("h100-sxm")
+    bf16 = estimate_time(model, gpu, TrainSetup(micro_batch=4, seq_len=4096, precision="bf16-mixed"))
+    fp32 = estimate_time(model, gpu, TrainSetup(micro_batch=4, seq_len=4096, precision="fp32"))
+    assert fp32.mfu == bf16.mfu
+    assert fp32.step_seconds / bf16.step_seconds == pytest.approx(2.0, rel=0.01)

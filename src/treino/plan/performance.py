@@ -127,8 +127,8 @@ def mfu_prior(model: ModelSpec, gpu: GpuSpec, setup: TrainSetup) -> tuple[float,
     mfu = base * mfu_size_factor(model.hidden_size)
     if setup.checkpointing == "full":
         mfu *= RECOMPUTE_MFU_FACTOR
-    if setup.precision == "fp32":
-        mfu *= gpu.tf32_tflops / gpu.bf16_tflops  # fp32 training runs its matmuls in TF32
+    # fp32 training runs its matmuls in TF32: estimate_time divides by the TF32 peak, so the prior (a fraction of
+    # the peak of the dtype the matmuls run in) is not scaled again
     return mfu, source
 
 
