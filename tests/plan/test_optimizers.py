@@ -173,3 +173,17 @@ def test_lora_keeps_no_master_copy(name: str) -> None:
     ]
     assert plans[0].optimizer_bytes == plans[1].optimizer_bytes
     assert plans[0].phase_peaks_bytes == plans[1].phase_peaks_bytes
+
+
+@pytest.mark.parametrize("name", ["adafactor", "adamw-8bit", "lion"])
+def test_lora_on_fused_experts_state_and_step_temporaries_measured(name: str) -> None:
+    """LoRA on a MoE layer's fused experts (PEFT's target_parameters): one A (r·E x d_in) and one B (d_out x r·E) per
+    parameter, which Adafactor factors as 2-D matrices, not per expert."""
+    peft = pytest.importorskip("peft")
+    cfg = _small("mixtral")
+    torch.manual_seed(0)
+    base = engine.build_hf_model(cfg, precision="bf16-true", attention="sdpa")
+    config = peft.LoraConfig(r=8, target_modules=[], target_parameters=["experts.gate_up_proj", "experts.down_proj"])
+    model = peft.get_peft_model(base, config)
+    setup = TrainSetup(precision="bf16-true", optimizer=name, seq_len=16, lora_rank=8, lora_targets=("experts",))
+    _check(cfg, model, name, setup)

@@ -401,9 +401,11 @@ def _trainable_tensors(model: ModelSpec, setup: TrainSetup) -> list[tuple[tuple[
     adapted = lora_targets_of(model, setup)
     for tensor, copies in model.all_tensors():
         if tensor.lora_target in adapted and len(tensor.shape) >= 2:
-            lead = tensor.shape[:-2]  # fused experts (E, d_out, d_in): one adapter pair per expert
+            # Fused experts (E, d_out, d_in): PEFT's ParamWrapper stacks the experts' adapters into one A
+            # (r·E x d_in) and one B (d_out x r·E) (peft 0.21 tuners/lora/layer.py), which factored optimizers see
+            experts = math.prod(tensor.shape[:-2])
             d_out, d_in = tensor.shape[-2:]
-            out += [((*lead, setup.lora_rank, d_in), copies), ((*lead, d_out, setup.lora_rank), copies)]
+            out += [((setup.lora_rank * experts, d_in), copies), ((d_out, setup.lora_rank * experts), copies)]
     return out
 
 
