@@ -16,7 +16,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "treino"
 # TreinoError from plain text fails the test until its messages are Msgs with pt-BR entries, or it is added here.
 ALLOWED = {
     # being rewritten by another change: their messages become Msgs with it
-    "plan/performance.py": "pending",
     # the Job SDK and what it loads: raised inside the user's own training script, in Python, where the message is
     # read beside a Python traceback in the job's log, as the errors of torch and transformers are
     "job.py": "the Job SDK (Python API, raised in a training script)",

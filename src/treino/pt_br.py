@@ -3193,4 +3193,22 @@ PT: dict[str, str] = {
         "{gpus} GPUs ocupam {units} servidores, e nenhuma rede os une. Como corrigir: indique a rede entre os "
         "servidores (--fabric, p. ex. 8x400g-ib), ou planeje no máximo as GPUs de um servidor."
     ),
+    "The {gpu} has no NVLink. To fix: use --interconnect pcie.": (
+        "A {gpu} não tem NVLink. Como corrigir: use --interconnect pcie."
+    ),
+    "--tp {t} spans servers; tensor parallelism needs one NVLink domain. To fix: --tp <= {gpus_per_server}, and "
+    "data parallelism (ZeRO) across servers.": (
+        "--tp {t} ocupa mais de um servidor; o paralelismo de tensor precisa de um só domínio NVLink. Como corrigir: "
+        "--tp <= {gpus_per_server}, e paralelismo de dados (ZeRO) entre os servidores."
+    ),
+    "The {gpu} has no FP8 tensor cores. To fix: use --precision bf16-mixed, or a GPU with FP8 (Ada: L4, L40S; "
+    "Hopper: H100, H200; Blackwell).": (
+        "A {gpu} não tem tensor cores FP8. Como corrigir: use --precision bf16-mixed, ou uma GPU com FP8 (Ada: L4, "
+        "L40S; Hopper: H100, H200; Blackwell)."
+    ),
+    "Unknown interconnect {interconnect!r}. To fix: use nvlink or pcie.": (
+        "Interconexão desconhecida {interconnect!r}. Como corrigir: use nvlink ou pcie."
+    ),
+    "--mfu must be in (0, 1], got {mfu}.": "--mfu deve estar em (0, 1], não {mfu}.",
+    "--tokens must not be negative.": "--tokens não pode ser negativo.",
 }

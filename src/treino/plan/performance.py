@@ -136,7 +136,7 @@ def link_busbw_gb_s(gpu: GpuSpec, interconnect: str, gpus: int) -> float:
     """All-reduce bus bandwidth inside one server, GB/s (nccl-tests' busbw, hardware-and-prices §3.1)."""
     if interconnect == "nvlink":
         if gpu.gpu_link in ("none",):
-            raise PlanError(f"The {gpu.display_name} has no NVLink. To fix: use --interconnect pcie.")
+            raise PlanError(Msg("The {gpu} has no NVLink. To fix: use --interconnect pcie.", gpu=gpu.display_name))
         # Bridges join pairs of cards (A100/H100 PCIe, H100 NVL), or 2 or 4 (H200 NVL: "-2or4way"); more meet over PCIe.
         bridged = 4 if gpu.gpu_link.endswith("-bridge-2or4way") else 2 if gpu.gpu_link.endswith("-bridge") else gpus
         if gpus <= bridged:
@@ -224,8 +224,12 @@ def tensor_parallel_seconds(
         return 0.0
     if t > max(gpus_per_server, nvlink_domain or 0):
         raise PlanError(
-            f"--tp {t} spans servers; tensor parallelism needs one NVLink domain. To fix: --tp <= "
-            f"{gpus_per_server}, and data parallelism (ZeRO) across servers."
+            Msg(
+                "--tp {t} spans servers; tensor parallelism needs one NVLink domain. To fix: --tp <= "
+                "{gpus_per_server}, and data parallelism (ZeRO) across servers.",
+                t=t,
+                gpus_per_server=gpus_per_server,
+            )
         )
     per_block = 6 if setup.checkpointing == "full" else 4
     nbytes = setup.micro_batch * setup.seq_len * model.hidden_size * 2
@@ -254,8 +258,11 @@ def _comm_bytes(model: ModelSpec, setup: TrainSetup) -> float:
 def _fp8_peak(model: ModelSpec, gpu: GpuSpec, flops_per_token: float) -> float:
     if not gpu.fp8_tflops:
         raise PlanError(
-            f"The {gpu.display_name} has no FP8 tensor cores. To fix: use --precision bf16-mixed, or a GPU with "
-            "FP8 (Ada: L4, L40S; Hopper: H100, H200; Blackwell)."
+            Msg(
+                "The {gpu} has no FP8 tensor cores. To fix: use --precision bf16-mixed, or a GPU with "
+                "FP8 (Ada: L4, L40S; Hopper: H100, H200; Blackwell).",
+                gpu=gpu.display_name,
+            )
         )
     return fp8_peak_tflops(model, flops_per_token, gpu.bf16_tflops, gpu.fp8_tflops) * 1e12
 
@@ -278,11 +285,13 @@ def estimate_time(
     domain (None: the server; 72 for an NVL72 rack). `calibration`: training steps measured by `treino bench
     --train-step`; a close one replaces the MFU prior (plan.calibration)."""
     if interconnect not in ("nvlink", "pcie"):
-        raise PlanError(f"Unknown interconnect {interconnect!r}. To fix: use nvlink or pcie.")
+        raise PlanError(
+            Msg("Unknown interconnect {interconnect!r}. To fix: use nvlink or pcie.", interconnect=interconnect)
+        )
     if mfu is not None and not 0 < mfu <= 1:
-        raise PlanError(f"--mfu must be in (0, 1], got {mfu}.")
+        raise PlanError(Msg("--mfu must be in (0, 1], got {mfu}.", mfu=mfu))
     if tokens < 0:
-        raise PlanError("--tokens must not be negative.")
+        raise PlanError(Msg("--tokens must not be negative."))
     model_flops = model_flops_per_token(model, setup.seq_len)
     hw_flops = hardware_flops_per_token(model, setup)
     prior, source = mfu_prior(model, gpu, setup)
