@@ -25,10 +25,17 @@ CLIENTES = EXAMPLES / "clientes.csv"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, database: Database) -> Iterator[ServerProcess]:
+def imports(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A second import root, for a test's own data files."""
+    return tmp_path_factory.mktemp("imports")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, database: Database, imports: Path) -> Iterator[ServerProcess]:
     servers = Servers(tmp_path_factory, database)
     try:
-        yield servers.start(extra_args=["--site", "eveo-sp1", "--import-root", str(EXAMPLES)])
+        roots = ["--import-root", str(EXAMPLES), "--import-root", str(imports)]
+        yield servers.start(extra_args=["--site", "eveo-sp1", *roots])
     finally:
         servers.close()
 
@@ -250,7 +257,9 @@ def test_the_governance_commands_speak_portuguese(server: ServerProcess, tmp_pat
     assert untranslated(english) != []  # the check sees English where there is some
 
 
-def test_a_refused_command_prints_the_servers_message_in_portuguese(server: ServerProcess, tmp_path: Path) -> None:
+def test_a_refused_command_prints_the_servers_message_in_portuguese(
+    server: ServerProcess, imports: Path, tmp_path: Path
+) -> None:
     """The server's refusals (404, 409, a role's 403, a governance rule's 403, 401, a 422) sent as data beside the
     English `detail` (treino.server.api.errors), worded by the CLI in pt-BR; the same refusals in English as the
     server words them. SQLite only: the words do not depend on the database."""
@@ -264,11 +273,17 @@ def test_a_refused_command_prints_the_servers_message_in_portuguese(server: Serv
         assert out.returncode in (1, 2) and out.stdout == "", (out.returncode, out.stdout, out.stderr)
         return one_line(out.stderr)
 
+    from treino.govern.cpf import make_cpf
+
     ok(treino("users", "add", "eng-refused", "--role", "engineer", cwd=tmp_path, url=server.url, token=server.token))
     eng = make_token(server, tmp_path, "eng-refused")
+    # rows of its own: the module's server refuses clientes.csv again once another test erased one of its subjects
+    data = imports / "refused.csv"
+    rows = [f"{make_cpf(f'{n:09d}')},{n}" for n in (417_203_968, 582_914_307, 903_166_421)]
+    data.write_text("cpf,compras_12m\n" + "\n".join(rows) + "\n")
     ok(
         treino(
-            "data", "add", "clientes-refused", str(CLIENTES), "--legal-basis", "art7-ix", "--purpose", "churn-model",
+            "data", "add", "clientes-refused", str(data), "--legal-basis", "art7-ix", "--purpose", "churn-model",
             "--personal", "--subject-column", "cpf", "--retention-days", "365",
             cwd=tmp_path, url=server.url, token=server.token,
         )
