@@ -17,13 +17,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch
 from rich.console import Console
 from rich.table import Table
-from tests.plan.families import SMALL, with_dropout, without_dropout
+from tests.plan.families import SMALL, planned_against_measured, with_dropout, without_dropout
 
-from treino.plan import TrainSetup, estimate_training_memory, model_from_config
-from treino.trace import engine
+from treino.plan import model_from_config
 
 MICRO_BATCH, SEQ_LEN = 2, 256
 MIB = 2**20
@@ -50,21 +48,9 @@ def main(families: list[str]) -> None:
                 for attention in ("sdpa", "eager"):
                     if family == "gemma2" and attention == "sdpa":
                         continue  # no SDPA path in transformers 5.24
-                    torch.manual_seed(0)
-                    model = engine.build_hf_model(cfg, precision=precision, attention=attention)
-                    measured = engine.measure_training_step(
-                        model, engine.lm_batch(cfg, MICRO_BATCH, SEQ_LEN), precision=precision
-                    ).peak_bytes
-                    setup = TrainSetup(
-                        micro_batch=MICRO_BATCH,
-                        seq_len=SEQ_LEN,
-                        precision=precision,
-                        attention=attention,
-                        device="cpu",
-                        sm=0,
+                    plan, measured, error = planned_against_measured(
+                        cfg, precision, attention, "none", MICRO_BATCH, SEQ_LEN
                     )
-                    plan = estimate_training_memory(model_from_config(cfg), setup)
-                    error = plan.peak_tensor_bytes / measured - 1
                     errors.append(abs(error))
                     row = (family, precision, attention, name, plan.attention_kernel)
                     print(*row, f"{error:+.2%}", flush=True)
