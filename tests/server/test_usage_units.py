@@ -21,8 +21,11 @@ from treino.server.quotas import quota_block, set_quota
 from treino.server.scheduler import Queued, Running, schedule
 from treino.server.slurm import SlurmError
 from treino.server.usage import (
+    KNOWN_SLACK_S,
     SACCT_ENV,
+    KnownAttempt,
     alloc_gpus,
+    known_slurm_attempts,
     parse_sacct,
     parse_since,
     price_from_offer,
@@ -142,6 +145,38 @@ def test_real_sacct_output_one_record_per_run_and_a_cancelled_pending_job_left_o
     assert SACCT_ENV == {"SLURM_TIME_FORMAT": "%s", "TZ": "UTC"}
 
 
+# What a real Slurm 22.05 with slurmdbd printed once for the requeued job of tests/cluster/test_slurm_accounting.py
+# (the CI run of 2026-12-02): the run after `scontrol requeue` recorded under slurmdbd's placeholder name, the first
+# run under treino's. Below it, a user's own salloc (named `allocation` too) and a job never started.
+NAMELESS_RUN = """JobIDRaw|JobName|AllocTRES|Start|End|State
+7|treino-ef23c0d4-1-1|billing=1,cpu=1,gres/gpu=2,node=1|1796194942|1796194945|REQUEUED
+7|allocation|billing=1,cpu=1,gres/gpu=2,node=1|1796194950|1796194954|COMPLETED
+8|allocation|billing=1,cpu=1,gres/gpu=1,node=1|1796194950|1796194990|COMPLETED
+9|allocation||Unknown|Unknown|PENDING
+"""
+
+
+def test_a_run_slurmdbd_recorded_without_its_name_is_counted_by_its_slurm_job_id() -> None:
+    uses = parse_sacct(NAMELESS_RUN, "ef23c0d4")
+    assert [(u.slurm_job_id, u.job_id, u.attempt, u.gpus, u.end - u.start) for u in uses if u.end] == [
+        (7, 1, 1, 2, 3.0),
+        (7, 1, 1, 2, 4.0),
+    ]
+    # No record of the answer names job 8: the server's own record of the Slurm job ids it launched decides, and
+    # only for a run that started within that attempt's lifetime (a Slurm id alone is reused after a cold start).
+    started = 1796194950.0
+    ours = {8: KnownAttempt(job_id=3, attempt=2, started_at=started - 5, ended_at=started + 45)}
+    assert [(u.slurm_job_id, u.job_id, u.attempt) for u in parse_sacct(NAMELESS_RUN, "ef23c0d4", ours)][-1] == (8, 3, 2)
+    for stale in (
+        KnownAttempt(3, 2, started - 2 * KNOWN_SLACK_S - 86400, started - 86400),  # ended a day before
+        KnownAttempt(3, 2, started + KNOWN_SLACK_S + 1, None),  # began after the run started
+    ):
+        assert [u.slurm_job_id for u in parse_sacct(NAMELESS_RUN, "ef23c0d4", {8: stale})] == [7, 7]
+    # Another server's name, or a user's own name, is never taken for treino's by the id alone
+    renamed = NAMELESS_RUN.replace("8|allocation|", "8|treino-ffffffff-3-2|").replace("7|allocation|", "7|bash|")
+    assert [u.slurm_job_id for u in parse_sacct(renamed, "ef23c0d4", ours)] == [7]
+
+
 def test_usage_from_slurm_accounting_and_the_fallback_to_the_servers_records(tmp_path: Path) -> None:
     engine = make_engine(sqlite_url(tmp_path))
     migrate(engine)
@@ -163,6 +198,27 @@ def test_usage_from_slurm_accounting_and_the_fallback_to_the_servers_records(tmp
         nine = dt.datetime(2026, 12, 2, 9).timestamp()
         early = report(s, since, nine, "user", None, "ab12cd34", lambda argv: SACCT, NOW)
         assert [(r.key, r.jobs) for r in early.rows] == [("ana", 1)]
+
+        # A run slurmdbd recorded as `allocation`: counted by the Slurm job id the server's attempt recorded
+        s.add(
+            Attempt(job_id=8, number=2, devices=[0], handle={"slurm_job_id": 106}, started_at=NOW - 1800, ended_at=None)
+        )
+        s.add(
+            Attempt(
+                job_id=8,
+                number=1,
+                devices=[0],
+                handle={"slurm_job_id": "107"},
+                started_at=NOW - 30 * 3600,
+                ended_at=NOW - 29 * 3600,
+            )
+        )
+        s.flush()
+        assert known_slurm_attempts(s, since, NOW, NOW) == {106: KnownAttempt(8, 2, NOW - 1800, None)}  # 107: before
+        nameless = SACCT + "106|allocation|cpu=1,gres/gpu=4,node=1|2026-12-02T09:40:00|2026-12-02T09:50:00|COMPLETED\n"
+        with_it = report(s, since, NOW, "user", slurm_tag="ab12cd34", sacct=lambda argv: nameless, now=NOW)
+        assert {r.key: r.gpu_hours for r in with_it.rows} == pytest.approx({"ana": 4.0, "bia": 0.5 + 4 * 10 / 60})
+        s.rollback()
 
         def no_accounting(argv: Sequence[str]) -> str:
             assert argv[0] == "sacct" and "--parsable2" in argv

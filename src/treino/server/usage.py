@@ -14,7 +14,12 @@ What a real sacct (Slurm 22.05 with slurmdbd, tests/cluster/test_slurm_accountin
     is State REQUEUED, with its own Start and End); without it only the last run counts;
   * a job cancelled while pending has Start = End = the cancel time and an empty AllocTRES: it held nothing;
   * `--allocations` leaves out the steps (`N.batch`, `N.0`), which repeat the job's own GPUs and time;
-  * `-S/-E` also select jobs that were only pending in the window: a record counts where it ran in it.
+  * `-S/-E` also select jobs that were only pending in the window: a record counts where it ran in it;
+  * a run's record may carry the name `allocation` instead of treino's: slurmdbd writes that placeholder when the
+    start message it got had no job name (as_mysql_job.c, `as_mysql_job_start`), as seen once for the run after a
+    `scontrol requeue` whose first run kept its name. Such a record is treino's when its Slurm job id is that of
+    another record of the same answer named by treino, or that of an attempt the server recorded, started within
+    that attempt's lifetime (ids restart after a controller's cold start, so an id alone is never trusted).
 
 The price (`GpuHourPrice`) is `treino server --gpu-hour-brl 12.50`, or an offer of the catalog
 (`treino server --offer ID`) spread over its GPUs and the hours of a month:
@@ -31,7 +36,7 @@ import dataclasses
 import datetime as dt
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -290,34 +295,81 @@ def _sacct_time(text: str) -> float | None:
         return None
 
 
-def parse_sacct(text: str, tag: str) -> list[SlurmUse]:
+SLURMDBD_NO_NAME = "allocation"  # the name slurmdbd records for a run whose start message carried none
+KNOWN_SLACK_S = 120.0  # a Slurm run starts after treino recorded its attempt; clocks and polls differ by seconds
+
+
+@dataclass(frozen=True)
+class KnownAttempt:
+    """An attempt the server launched on Slurm, as its own records hold it (`known_slurm_attempts`)."""
+
+    job_id: int
+    attempt: int
+    started_at: float
+    ended_at: float | None
+
+    def holds(self, start: float) -> bool:
+        """Whether a Slurm run that started at `start` can be this attempt's (not a reused id's)."""
+        return self.started_at - KNOWN_SLACK_S <= start and (
+            self.ended_at is None or start <= self.ended_at + KNOWN_SLACK_S
+        )
+
+
+def parse_sacct(text: str, tag: str, known: Mapping[int, KnownAttempt] | None = None) -> list[SlurmUse]:
     """`sacct --allocations --parsable2 --format=JobIDRaw,JobName,AllocTRES,Start,End,State` (a header line, then
     `|`-separated records) -> treino's jobs of the server `tag` (job names `treino-TAG-JOB-ATTEMPT`,
     treino.server.slurm.SlurmBackend.job_name) that ran, one per run (`--duplicates`: a requeued job ran more than
-    once). Other jobs of the cluster, and jobs that never held anything (AllocTRES empty), are left out."""
+    once). A run recorded under slurmdbd's placeholder name (`allocation`) is treino's by its Slurm job id: that of
+    a named record of the same answer, else one of `known` (slurm job id -> the server's attempt) started within
+    the attempt's lifetime. Other jobs of the cluster, and jobs that never held anything (AllocTRES empty), are
+    left out."""
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return []
     header = lines[0].split("|")
     name_re = re.compile(rf"^treino-{re.escape(tag)}-(\d+)-(\d+)$")
+    records = [dict(zip(header, line.split("|"), strict=False)) for line in lines[1:]]
+    named: dict[str, tuple[int, int]] = {}  # Slurm job id -> (treino job, attempt), from the names in the answer
+    for record in records:
+        if m := name_re.match(record.get("JobName", "")):
+            named.setdefault(record.get("JobIDRaw", ""), (int(m.group(1)), int(m.group(2))))
     out = []
-    for line in lines[1:]:
-        record = dict(zip(header, line.split("|"), strict=False))
+    for record in records:
+        slurm_id, start = record.get("JobIDRaw", ""), _sacct_time(record.get("Start", ""))
+        if start is None or not slurm_id.isdigit() or not record.get("AllocTRES"):
+            continue
         m = name_re.match(record.get("JobName", ""))
-        start = _sacct_time(record.get("Start", ""))
-        if m is None or start is None or not record.get("JobIDRaw", "").isdigit() or not record.get("AllocTRES"):
+        owner: tuple[int, int] | None = (int(m.group(1)), int(m.group(2))) if m else None
+        if owner is None and record.get("JobName") == SLURMDBD_NO_NAME:
+            mine = (known or {}).get(int(slurm_id))
+            owner = named.get(slurm_id) or ((mine.job_id, mine.attempt) if mine and mine.holds(start) else None)
+        if owner is None:
             continue
         out.append(
             SlurmUse(
-                int(record["JobIDRaw"]),
-                int(m.group(1)),
-                int(m.group(2)),
+                int(slurm_id),
+                owner[0],
+                owner[1],
                 alloc_gpus(record.get("AllocTRES", "")),
                 start,
                 _sacct_time(record.get("End", "")),
             )
         )
     return out
+
+
+def known_slurm_attempts(s: Session, since: float, until: float, now: float) -> dict[int, KnownAttempt]:
+    """The server's attempts in [since, until] that name their Slurm job id (`Attempt.handle["slurm_job_id"]`)."""
+    known = {}
+    for job_id, number, handle, started, ended in s.execute(
+        select(Attempt.job_id, Attempt.number, Attempt.handle, Attempt.started_at, Attempt.ended_at).where(
+            overlaps(since, until, now)
+        )
+    ):
+        slurm_id = (handle or {}).get("slurm_job_id")
+        if isinstance(slurm_id, int) or (isinstance(slurm_id, str) and slurm_id.isdigit()):
+            known[int(slurm_id)] = KnownAttempt(job_id, number, started, ended)
+    return known
 
 
 def sacct_argv(since: float, until: float) -> list[str]:
@@ -400,7 +452,7 @@ def report(
             answer = sacct(sacct_argv(since, until))
             if not answer.startswith(SACCT_FIELDS[0] + "|"):  # --parsable2 always prints its header line first
                 raise SlurmError(Msg("sacct printed no table of jobs: {answer!r}", answer=answer.strip()[:200]))
-            uses = parse_sacct(answer, slurm_tag)
+            uses = parse_sacct(answer, slurm_tag, known_slurm_attempts(s, since, until, now))
         except (SlurmError, BackendUnavailable, OSError) as exc:  # no accounting storage, slurmdbd down, ...
             note = f"the server's records: Slurm's accounting did not answer ({str(exc).strip()[:200]})"
         else:
