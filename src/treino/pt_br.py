@@ -3211,4 +3211,33 @@ PT: dict[str, str] = {
     ),
     "--mfu must be in (0, 1], got {mfu}.": "--mfu deve estar em (0, 1], não {mfu}.",
     "--tokens must not be negative.": "--tokens não pode ser negativo.",
+    # plan shared: the seed article's dedicated-vs-shared table (plan/shared.py, cli/app.py)
+    "{model} on {gpu}: dedicated vs shared ({how})": "{model} em {gpu}: dedicada vs compartilhada ({how})",
+    "MIG {profile}": "MIG {profile}",
+    "time slice with {n} neighbour(s)": "fatias de tempo com {n} vizinho(s)",
+    "aspect": "aspecto",
+    "shared": "compartilhado",
+    "VRAM available": "VRAM disponível",
+    "100 %: {memory_gib:,.1f} GiB (job needs {peak_gib:,.1f})": (
+        "100 %: {memory_gib:,.1f} GiB (o job precisa de {peak_gib:,.1f})"
+    ),
+    "{share:.0f} %: {memory_gib:,.1f} GiB, job {fit}": "{share:.0f} %: {memory_gib:,.1f} GiB, o job {fit}",
+    "does NOT fit": "NÃO cabe",
+    "Training time": "Tempo de treino",
+    "{hours:,.1f} h, predictable": "{hours:,.1f} h, previsível",
+    "{hours:,.1f} h expected, varies with the neighbours": "{hours:,.1f} h esperadas, varia com os vizinhos",
+    "Interruptions": "Interrupções",
+    "none from neighbours": "nenhuma vinda de vizinhos",
+    "{interruptions:,.2f} expected, {lost_hours:,.1f} h of work lost (checkpoint every {minutes:,.0f} min "
+    "to minimise it)": (
+        "{interruptions:,.2f} esperadas, {lost_hours:,.1f} h de trabalho perdidas (checkpoint a cada "
+        "{minutes:,.0f} min para reduzi-las ao mínimo)"
+    ),
+    "NVLink between GPUs": "NVLink entre GPUs",
+    "no (this GPU has none)": "não (esta GPU não tem)",
+    "no (MIG instances have no peer NVLink)": "não (instâncias MIG não têm NVLink entre pares)",
+    "Data isolation": "Isolamento dos dados",
+    "total (whole GPU, whole server)": "total (GPU inteira, servidor inteiro)",
+    "memory and SMs partitioned in hardware": "memória e SMs particionados no hardware",
+    "none between time slices": "nenhum entre fatias de tempo",
 }

@@ -213,6 +213,16 @@ def test_plan_shared_table() -> None:
     assert "VRAM available" in treino(*args, "--mig", "3g").stdout
     bad = treino(*args)
     assert bad.returncode == 2 and "--mig 3g, or --time-slice 1" in bad.stderr
+    # A GPU without NVLink (an L4) plans over PCIe: once refused with advice no option of this command could follow
+    l4 = ("plan", "shared", "--model", "llama-3-8b", "--gpu", "l4", "--tokens", "1e8", "--lora-rank", "16")
+    sliced = treino(*l4, "--time-slice", "1")
+    assert sliced.returncode == 0, sliced.stderr
+    (nvlink,) = [line for line in sliced.stdout.splitlines() if "NVLink between GPUs" in line]
+    assert [cell.strip() for cell in nvlink.split("│")[2:4]] == ["no (this GPU has none)"] * 2
+    # A time-sliced L4 keeps half its 22.5 GiB (the neighbour holds the rest): the table in pt-BR, numbers too
+    pt = treino("--lang", "pt-BR", *l4, "--time-slice", "1")
+    assert pt.returncode == 0 and "50 %: 11,2 GiB, o job NÃO" in pt.stdout and "nenhum entre fatias de" in pt.stdout
+    assert "VRAM available" not in pt.stdout and "dedicated" not in pt.stdout
 
 
 def test_recommend_json_and_parsing() -> None:

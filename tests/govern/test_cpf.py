@@ -107,8 +107,9 @@ def test_make_cpf_formats_unless_told_not_to_and_refuses_what_is_not_nine_digits
     assert make_cpf("123456789") == "123.456.789-09"
     assert make_cpf("123456789", formatted=False) == "12345678909"
     for bad in ("12345678", "1234567890", "12345678a", "１２３４５６７８９"):  # the last in full-width digits
-        with pytest.raises(TreinoError, match="nine digits"):
+        with pytest.raises(TreinoError) as refused:
             check_digits(bad)
+        assert str(refused.value) == f"A CPF's check digits follow nine digits, not {bad!r}."  # the input named
 
 
 def test_digits_of_other_scripts_and_short_numbers_are_no_cpf() -> None:

@@ -346,7 +346,7 @@ def _measure(
     on_step("device")
     device, device_spec, peak_source, cpu = _device(profile, precision, cpu_time)
     setup = TrainSetup(micro_batch=micro_batch, seq_len=seq_len, precision=precision)
-    link = "pcie" if device_spec.gpu_link == "none" else "nvlink"
+    link = device_spec.interconnect
     prior = estimate_time(spec, device_spec, setup, interconnect=link)
     on_step("model")
     torch.manual_seed(0)

@@ -275,7 +275,7 @@ def plan_train(
 
     if epochs < 1:
         raise UsageError(Msg("--epochs must be at least 1, got {epochs}.", epochs=epochs))
-    link = interconnect or ("pcie" if gpu_spec.gpu_link == "none" else "nvlink")
+    link = interconnect or gpu_spec.interconnect
     from treino.plan.fabric import parse_fabric
 
     network = parse_fabric(fabric) if fabric else None
@@ -431,7 +431,7 @@ def plan_scale(
         nvlink_domain=nvlink_domain,
         calibration=device.calibration,
     )
-    link = "pcie" if gpu_spec.gpu_link == "none" else "nvlink"
+    link = gpu_spec.interconnect
     one = estimate_time(spec, gpu_spec, setup, interconnect=link, mfu=mfu, calibration=device.calibration)
     if as_json:
         _print_json(
@@ -477,7 +477,7 @@ def plan_shared(
     )
     spec, gpu_spec = catalog.model(model), catalog.gpu(gpu)
     plan = plan_training(spec, gpu_spec, setup)
-    run = estimate_time(spec, gpu_spec, setup, tokens=tokens)
+    run = estimate_time(spec, gpu_spec, setup, tokens=tokens, interconnect=gpu_spec.interconnect)
     share = (
         SharedGpu("mig", mig_profile=mig, interruptions_per_day=interruptions_per_day)
         if mig
@@ -514,15 +514,15 @@ def plan_shared(
 
     from treino.cli.render import console
 
+    how = Msg("MIG {profile}", profile=mig) if mig else Msg("time slice with {n} neighbour(s)", n=time_slice)
     table = Table(
-        title=f"{spec.name} on {gpu_spec.display_name}: dedicated vs shared "
-        f"({'MIG ' + mig if mig else f'time slice with {time_slice} neighbour(s)'})",
+        title=tr("{model} on {gpu}: dedicated vs shared ({how})", model=spec.name, gpu=gpu_spec.display_name, how=how),
         title_justify="left",
     )
-    for col in ("aspect", "dedicated", "shared"):
-        table.add_column(col)
+    for col in (N_("aspect"), N_("dedicated"), N_("shared")):
+        table.add_column(tr(col))
     for r in rows:
-        table.add_row(r.aspect, r.dedicated, r.shared)
+        table.add_row(tr(r.aspect), tr(r.dedicated), tr(r.shared))
     console().print(table)
 
 

@@ -30,6 +30,11 @@ class GpuSpec:
     memory_source: str | None = None  # where the two readings above come from
 
     @property
+    def interconnect(self) -> str:
+        """The link between its GPUs that a plan assumes unless told: nvlink where the GPU has one, else pcie."""
+        return "pcie" if self.gpu_link == "none" else "nvlink"
+
+    @property
     def memory_bytes(self) -> int:
         """What one process can fill: the capacity the planner compares its peak against.
 

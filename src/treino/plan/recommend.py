@@ -221,7 +221,7 @@ def best_for_offer(
 ) -> tuple[Choice, bool, str] | Rejection:
     """The cheapest (then fastest) configuration of one offer; whether it meets the limits, and why not."""
     offer, gpu = cand.offer, cand.gpu
-    interconnect = offer.interconnect or ("nvlink" if gpu.gpu_link != "none" else "pcie")
+    interconnect = offer.interconnect or gpu.interconnect
     fabric = parse_fabric(offer.fabric)
     best: tuple[float, float, Choice] | None = None
     leanest_gib = math.inf

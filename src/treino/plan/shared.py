@@ -126,38 +126,53 @@ def seed_table(
     gpu_has_nvlink: bool,
     kind: str,
 ) -> list[Comparison]:
-    """The seed article's table ('GPU dedicada ou compartilhada'), each row with this job's numbers."""
+    """The seed article's table ('GPU dedicada ou compartilhada'), each row with this job's numbers: Msgs, so that a
+    view words them (and their numbers) in its language."""
     gib = 2**30
-
-    def hours(s: float) -> str:
-        return f"{s / 3600:,.1f} h"
-
-    fit = "fits" if shared.fits else "does NOT fit"
+    no_nvlink = Msg("no (this GPU has none)")
     return [
         Comparison(
-            "VRAM available",
-            f"100 %: {dedicated_memory / gib:,.1f} GiB (job needs {peak_bytes / gib:,.1f})",
-            f"{shared.memory_bytes / dedicated_memory:.0%}: {shared.memory_bytes / gib:,.1f} GiB, job {fit}",
+            Msg("VRAM available"),
+            Msg(
+                "100 %: {memory_gib:,.1f} GiB (job needs {peak_gib:,.1f})",
+                memory_gib=dedicated_memory / gib,
+                peak_gib=peak_bytes / gib,
+            ),
+            Msg(
+                "{share:.0f} %: {memory_gib:,.1f} GiB, job {fit}",
+                share=100 * shared.memory_bytes / dedicated_memory,
+                memory_gib=shared.memory_bytes / gib,
+                fit=Msg("fits") if shared.fits else Msg("does NOT fit"),
+            ),
         ),
         Comparison(
-            "Training time",
-            f"{hours(dedicated_seconds)}, predictable",
-            f"{hours(shared.seconds)} expected, varies with the neighbours",
+            Msg("Training time"),
+            Msg("{hours:,.1f} h, predictable", hours=dedicated_seconds / 3600),
+            Msg("{hours:,.1f} h expected, varies with the neighbours", hours=shared.seconds / 3600),
         ),
         Comparison(
-            "Interruptions",
-            "none from neighbours",
-            f"{shared.expected_interruptions:,.2f} expected, {hours(shared.lost_seconds)} of work lost "
-            f"(checkpoint every {shared.best_checkpoint_minutes:,.0f} min to minimise it)",
+            Msg("Interruptions"),
+            Msg("none from neighbours"),
+            Msg(
+                "{interruptions:,.2f} expected, {lost_hours:,.1f} h of work lost (checkpoint every {minutes:,.0f} min "
+                "to minimise it)",
+                interruptions=shared.expected_interruptions,
+                lost_hours=shared.lost_seconds / 3600,
+                minutes=shared.best_checkpoint_minutes,
+            ),
         ),
         Comparison(
-            "NVLink between GPUs",
-            "yes" if gpu_has_nvlink else "no (this GPU has none)",
-            "yes" if shared.nvlink else "no (MIG instances have no peer NVLink)",
+            Msg("NVLink between GPUs"),
+            Msg("yes") if gpu_has_nvlink else no_nvlink,
+            Msg("yes")
+            if shared.nvlink
+            else Msg("no (MIG instances have no peer NVLink)")
+            if kind == "mig"
+            else no_nvlink,
         ),
         Comparison(
-            "Data isolation",
-            "total (whole GPU, whole server)",
-            "memory and SMs partitioned in hardware" if kind == "mig" else "none between time slices",
+            Msg("Data isolation"),
+            Msg("total (whole GPU, whole server)"),
+            Msg("memory and SMs partitioned in hardware") if kind == "mig" else Msg("none between time slices"),
         ),
     ]

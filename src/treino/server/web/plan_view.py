@@ -126,7 +126,7 @@ def compute(form: PlanForm) -> PlanResult:
             {"label": label, "bytes": getattr(m, attr), "colour": colour, "share": getattr(m, attr) / m.peak_bytes}
             for label, attr, colour in MEMORY_PARTS
         ]
-        out.interconnect = "pcie" if gpu.gpu_link == "none" else "nvlink"
+        out.interconnect = gpu.interconnect
         out.timing = estimate_time(spec, gpu, setup, tokens=form.tokens, interconnect=out.interconnect)
         scale_setup = TrainSetup(
             micro_batch=form.micro_batch, seq_len=form.seq_len, precision=form.precision, zero=SCALE_ZERO
