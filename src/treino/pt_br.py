@@ -3240,4 +3240,24 @@ PT: dict[str, str] = {
     "total (whole GPU, whole server)": "total (GPU inteira, servidor inteiro)",
     "memory and SMs partitioned in hardware": "memória e SMs particionados no hardware",
     "none between time slices": "nenhum entre fatias de tempo",
+    # treino gpus, treino models (cli/render.py)
+    "GPU catalog (dense TFLOP/s; source and date per row: treino gpus --json)": (
+        "Catálogo de GPUs (TFLOP/s densos; fonte e data de cada linha: treino gpus --json)"
+    ),
+    "HBM GB/s": "HBM GB/s",
+    "bf16 / fp8 TF": "bf16 / fp8 TF",
+    "GPU link, PCIe": "conexão GPU-GPU, PCIe",
+    "no NVLink": "sem NVLink",
+    "TDP W": "TDP W",
+    "{gb:g} GB": "{gb:g} GB",
+    "{gb_s:,.0f} GB/s": "{gb_s:,.0f} GB/s",
+    "Model presets (Hugging Face config.json files; source per file)": (
+        "Modelos pré-definidos (arquivos config.json do Hugging Face; fonte em cada arquivo)"
+    ),
+    "params": "parâm.",
+    "layers": "camadas",
+    "hidden": "oculta",
+    "heads/kv": "cab./kv",
+    "vocab": "vocab.",
+    "tied": "atadas",
 }

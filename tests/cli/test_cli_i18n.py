@@ -92,6 +92,11 @@ def test_offers_sites_and_a_waited_jobs_outcome_in_pt_br() -> None:
     sites = treino("--lang", "pt-BR", "sites", "--country", "BR")
     head = "\n".join(sites.stdout.splitlines()[:2])  # the rows are catalog data (a city is "São Paulo State")
     assert sites.returncode == 0 and "Locais: " in head and "fornecedor" in head and english_in(head) == []
+    # The catalogs' tables: their titles and headers (the rows are catalog data: names, families, link kinds)
+    gpus = treino("--lang", "pt-BR", "gpus").stdout.split("────")[0]
+    assert "Catálogo de GPUs" in gpus and "memória" in gpus and "conexão GPU-GPU" in gpus and english_in(gpus) == []
+    models = treino("--lang", "pt-BR", "models").stdout.split("────")[0]
+    assert "Modelos pré-definidos" in models and "camadas" in models and english_in(models) == []
     from treino.cli.wait import outcome
     from treino.i18n import current, language, use
 

@@ -96,6 +96,18 @@ def test_offers_and_sites_at_80_columns() -> None:
     assert unknown.returncode == 2 and "run 'treino offers'" in unknown.stderr and "offers.csv" not in unknown.stderr
 
 
+@pytest.mark.parametrize("command", ["gpus", "models"])
+def test_every_gpu_and_model_name_whole_at_80_columns(command: str) -> None:
+    """The names users pass to --gpu and --model: once cut to `a100-…` and `deepsee…` at 80 columns."""
+    names = [row["name"] for row in json.loads(treino(command, "--json").stdout)]
+    assert len(names) >= 10
+    for lang in ("en", "pt-BR"):
+        text = treino("--lang", lang, command).stdout
+        cells = {cell.strip() for line in text.splitlines() for cell in line.split("  ") if cell.strip()}
+        assert set(names) <= cells, sorted(set(names) - cells)  # each a whole cell of its own, not a longer word
+        assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text, text
+
+
 def test_recommend_keeps_every_offer_id_whole_at_80_columns() -> None:
     args = ("recommend", "--model", "llama-3-8b", "--tokens", "2e9", "--deadline", "3d")
     data = json.loads(treino(*args, "--json").stdout)

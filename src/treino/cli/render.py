@@ -7,12 +7,13 @@ import math
 import re
 import textwrap
 
+from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from treino.i18n import N_, Joined, Msg, tr
+from treino.i18n import N_, Joined, Msg, current, tr
 from treino.plan import InferenceEstimate, TrainPlan
 from treino.plan.hardware import GpuSpec
 from treino.plan.model import ModelSpec
@@ -509,40 +510,57 @@ def infer_plan(model: ModelSpec, gpu: GpuSpec, est: InferenceEstimate, batch: in
 
 
 def gpus_table(gpus: list[GpuSpec]) -> Table:
+    """The GPU catalog at 80 columns: each name (what --gpu takes) whole; under each link between GPUs its speed and
+    the PCIe generation. The GPUs' own names, sources and dates: --json."""
     table = Table(
-        title="GPU catalog (dense TFLOP/s; source and date per row: treino gpus --json)", title_justify="left"
+        title=tr("GPU catalog (dense TFLOP/s; source and date per row: treino gpus --json)"),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
     )
-    for col in ("name", "GPU", "memory", "HBM GB/s", "bf16 TF", "fp8 TF", "GPU link", "PCIe", "TDP W"):
-        table.add_column(col, justify="left" if col in ("name", "GPU", "GPU link") else "right")
+    identity_column(table, tr("name"))
+    for col in (N_("memory"), N_("HBM GB/s"), N_("bf16 / fp8 TF")):
+        table.add_column(tr(col), justify="right", overflow="fold")
+    table.add_column(tr("GPU link, PCIe"), overflow="fold", min_width=14)
+    table.add_column(tr("TDP W"), justify="right", overflow="fold")
     for g in gpus:
+        link = Text(g.gpu_link if g.gpu_link != "none" else tr("no NVLink"))
+        speed = tr("{gb_s:,.0f} GB/s", gb_s=g.gpu_link_gb_s_bidir) + " · " if g.gpu_link != "none" else ""
+        link.append(f"\n{speed}Gen{g.pcie_generation}", style="dim")
+        fp8 = current().num(g.fp8_tflops, 1 if g.fp8_tflops % 1 else 0) if g.fp8_tflops else "-"
         table.add_row(
-            g.name,
-            g.display_name,
-            f"{g.memory_gb:g} GB",
-            f"{g.hbm_bandwidth_gb_s:,.0f}",
-            f"{g.bf16_tflops:g}",
-            f"{g.fp8_tflops:g}" if g.fp8_tflops else "-",
-            f"{g.gpu_link} {g.gpu_link_gb_s_bidir:g} GB/s" if g.gpu_link != "none" else "none",
-            f"Gen{g.pcie_generation}",
-            f"{g.tdp_w:g}",
+            Text(g.name, style="bold"),
+            tr("{gb:g} GB", gb=g.memory_gb),
+            current().num(g.hbm_bandwidth_gb_s),
+            f"{current().num(g.bf16_tflops, 1 if g.bf16_tflops % 1 else 0)} / {fp8}",
+            link,
+            current().num(g.tdp_w),
         )
     return table
 
 
 def models_table(models: list[ModelSpec]) -> Table:
-    table = Table(title="Model presets (Hugging Face config.json files; source per file)", title_justify="left")
-    for col in ("name", "family", "params", "layers", "hidden", "heads/kv", "vocab", "tied"):
-        table.add_column(col, justify="left" if col in ("name", "family") else "right")
+    """The model presets at 80 columns: under each name (what --model takes, never cut) its family."""
+    table = Table(
+        title=tr("Model presets (Hugging Face config.json files; source per file)"),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
+    identity_column(table, tr("name"))
+    for col in (N_("params"), N_("layers"), N_("hidden"), N_("heads/kv"), N_("vocab"), N_("tied")):
+        table.add_column(tr(col), justify="right")
     for m in models:
+        name = Text(m.name, style="bold")
+        name.append(f"\n{m.family}", style="dim")
         table.add_row(
-            m.name,
-            m.family,
+            name,
             count(m.params),
             str(m.num_layers),
-            f"{m.hidden_size:,}",
+            current().num(m.hidden_size),
             f"{m.num_heads}/{m.num_kv_heads}",
-            f"{m.vocab_size:,}",
-            "yes" if m.tied_embeddings else "no",
+            current().num(m.vocab_size),
+            tr("yes") if m.tied_embeddings else tr("no"),
         )
     return table
 
