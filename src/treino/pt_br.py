@@ -3240,6 +3240,14 @@ PT: dict[str, str] = {
     "total (whole GPU, whole server)": "total (GPU inteira, servidor inteiro)",
     "memory and SMs partitioned in hardware": "memória e SMs particionados no hardware",
     "none between time slices": "nenhum entre fatias de tempo",
+    # plan infer (cli/render.py)
+    "{model} inference, {weights} weights on {gpu}": "{model}: inferência, pesos em {weights}, na {gpu}",
+    "KV cache ({batch} × {context:,} tokens, {kib_per_token:,.0f} KiB/token)": (
+        "cache KV ({batch} × {context:,} tokens, {kib_per_token:,.0f} KiB/token)"
+    ),
+    "Decode ≤ {tokens_per_s:,.0f} tokens/s for the batch (≥ {ms:,.1f} ms per step at {hbm_gb_s:,.0f} GB/s)": (
+        "Decodificação ≤ {tokens_per_s:,.0f} tokens/s para o lote (≥ {ms:,.1f} ms por passo a {hbm_gb_s:,.0f} GB/s)"
+    ),
     # treino gpus, treino models (cli/render.py)
     "GPU catalog (dense TFLOP/s; source and date per row: treino gpus --json)": (
         "Catálogo de GPUs (TFLOP/s densos; fonte e data de cada linha: treino gpus --json)"

@@ -84,6 +84,19 @@ def test_help_in_pt_br() -> None:
     assert "Will it fit" in treino("--lang", "en", "plan", "--help", lang="pt_BR.UTF-8").stdout
 
 
+def test_plan_infer_and_plan_shared_in_pt_br() -> None:
+    infer = treino("--lang", "pt-BR", "plan", "infer", "--model", "llama-3-8b", "--gpu", "l4")
+    assert infer.returncode == 0, infer.stderr
+    assert "cache KV (1 × 4.096 tokens" in infer.stdout and "Decodificação ≤ 18 tokens/s" in infer.stdout
+    assert "memória da NVIDIA L4" in infer.stdout and "CABE" in infer.stdout and english_in(infer.stdout) == []
+    shared = treino(
+        "--lang", "pt-BR", "plan", "shared", "--model", "llama-3-8b", "--gpu", "h200-sxm", "--tokens", "5e8",
+        "--mig", "3g",
+    )  # fmt: skip
+    assert shared.returncode == 0, shared.stderr
+    assert "instâncias MIG não têm" in shared.stdout and english_in(shared.stdout) == [], english_in(shared.stdout)
+
+
 def test_offers_sites_and_a_waited_jobs_outcome_in_pt_br() -> None:
     offers = treino("--lang", "pt-BR", "offers", "--kind", "dedicated")
     assert offers.returncode == 0, offers.stderr

@@ -489,24 +489,32 @@ def scale_table(
 
 def infer_plan(model: ModelSpec, gpu: GpuSpec, est: InferenceEstimate, batch: int, context: int, weights: str) -> Panel:
     table = Table(show_edge=False)
-    table.add_column("per GPU")
-    table.add_column("memory", justify="right")
-    table.add_row("weights", gib(est.weights_bytes))
-    table.add_row(
-        f"KV cache ({batch} × {context:,} tokens, {est.kv_cache_bytes_per_token / 1024:,.0f} KiB/token)",
-        gib(est.kv_cache_bytes),
+    table.add_column(tr("per GPU"))
+    table.add_column(tr("memory"), justify="right")
+    table.add_row(tr("weights"), gib(est.weights_bytes))
+    kv = tr(
+        "KV cache ({batch} × {context:,} tokens, {kib_per_token:,.0f} KiB/token)",
+        batch=batch,
+        context=context,
+        kib_per_token=est.kv_cache_bytes_per_token / 1024,
     )
-    table.add_row("activations", gib(est.activations_bytes))
-    table.add_row("overhead", gib(est.overhead_bytes))
-    table.add_row("peak", gib(est.peak_bytes), style="bold")
-    table.add_row(f"{gpu.display_name} memory", gib(gpu.memory_bytes), style="dim")
+    table.add_row(kv, gib(est.kv_cache_bytes))
+    table.add_row(tr("activations"), gib(est.activations_bytes))
+    table.add_row(tr("overhead"), gib(est.overhead_bytes))
+    table.add_row(tr("peak"), gib(est.peak_bytes), style="bold")
+    table.add_row(tr("{gpu} memory", gpu=gpu.display_name), gib(gpu.memory_bytes), style="dim")
     fits = est.peak_bytes <= gpu.memory_bytes
-    verdict = Text("FITS" if fits else "DOES NOT FIT", style="bold green" if fits else "bold red")
+    verdict = Text(tr("FITS") if fits else tr("DOES NOT FIT"), style="bold green" if fits else "bold red")
     speed = Text(
-        f"Decode ≤ {est.decode_tokens_per_s_bound:,.0f} tokens/s for the batch "
-        f"(≥ {est.decode_ms_per_token_bound:.1f} ms per step at {gpu.hbm_bandwidth_gb_s:,.0f} GB/s)"
+        tr(
+            "Decode ≤ {tokens_per_s:,.0f} tokens/s for the batch (≥ {ms:,.1f} ms per step at {hbm_gb_s:,.0f} GB/s)",
+            tokens_per_s=est.decode_tokens_per_s_bound,
+            ms=est.decode_ms_per_token_bound,
+            hbm_gb_s=gpu.hbm_bandwidth_gb_s,
+        )
     )
-    return Panel(Group(table, verdict, speed), title=f"{model.name} inference, {weights} weights on {gpu.display_name}")
+    title = tr("{model} inference, {weights} weights on {gpu}", model=model.name, weights=weights, gpu=gpu.display_name)
+    return Panel(Group(table, verdict, speed), title=title)
 
 
 def gpus_table(gpus: list[GpuSpec]) -> Table:
