@@ -294,8 +294,9 @@ PT: dict[str, str] = {
         "os pesos cruzam o PCIe a cada passo; precisa de RAM da CPU para todo o estado do modelo"
     ),
     "fine-tunes adapters, not the full model": "ajusta adaptadores, não o modelo inteiro",
-    "needs CPU RAM for the optimizer state; the seed article puts the cost at 50-80 %": (
-        "precisa de RAM da CPU para o estado do otimizador; o artigo de referência estima o custo em 50-80 %"
+    "needs CPU RAM for the optimizer state, and each step waits on its update on the CPU (about +60 % time)": (
+        "precisa de RAM da CPU para o estado do otimizador, e cada passo espera a atualização dele na CPU (cerca de "
+        "+60 % de tempo)"
     ),
     "fine-tunes adapters on a 4-bit base; some quality loss": (
         "ajusta adaptadores sobre uma base de 4 bits; alguma perda de qualidade"
@@ -517,12 +518,14 @@ PT: dict[str, str] = {
     ),
     (
         "Measure this server against what it promises: GPU bandwidth and TFLOP/s, collectives (algbw/busbw"
-        " as\nnccl-tests), host memory, storage read and data-loader rate, with verdicts on the seed's"
-        " criteria.\nWith --train-step, time real training steps of a model instead and calibrate the planner's MFU."
+        " as\nnccl-tests), host memory, storage read and data-loader rate, with verdicts on sizing criteria"
+        " (docs/catalog.md).\nWith --train-step, time real training steps of a model instead and calibrate the"
+        " planner's MFU."
     ): (
         "Mede este servidor contra o que ele promete: banda e TFLOP/s das GPUs, coletivas (algbw/busbw como"
         " o\nnccl-tests), memória do host, leitura do armazenamento e taxa do data loader, com veredictos"
-        " pelos critérios de referência.\nCom --train-step, cronometra passos reais de treino de um modelo e"
+        " por critérios de dimensionamento (docs/catalog.md).\nCom --train-step, cronometra passos reais de treino"
+        " de um modelo e"
         " calibra o MFU do planejador."
     ),
     (
@@ -586,8 +589,9 @@ PT: dict[str, str] = {
         "Tempo do passo e eficiência para 1, 2, 4 ... GPUs, NVLink contra PCIe dentro do servidor, a rede entre\n"
         "servidores (escalabilidade fraca)."
     ),
-    "Dedicated against shared GPU for this job: the seed article's table, computed.": (
-        "GPU dedicada contra compartilhada para este job: a tabela do artigo de referência, calculada."
+    "Dedicated against shared GPU for this job: memory, time, interruptions, NVLink and isolation, computed.": (
+        "GPU dedicada contra compartilhada para este job: memória, tempo, interrupções, NVLink e isolamento, "
+        "calculados."
     ),
     "Dedicated server against cloud for this job: total cost in BRL, break-even, exchange-rate risk.": (
         "Servidor dedicado contra nuvem para este job: custo total em BRL, ponto de equilíbrio, risco cambial."
@@ -1731,8 +1735,15 @@ PT: dict[str, str] = {
     "asks for {asked} nodes but {inventory}. To fix: nodes <= {nodes}.": (
         "pede {asked} nós, mas {inventory}. Como corrigir: nodes <= {nodes}."
     ),
-    "asks for {gpus} {has} ({inventory}). To fix: gpus <= {per_node}{more}.": (
-        "pede {gpus} {has} ({inventory}). Como corrigir: gpus <= {per_node}{more}."
+    "asks for {gpus} but this server has {per_node} ({inventory}). To fix: gpus <= {per_node}.": (
+        "pede {gpus}, mas este servidor tem {per_node} ({inventory}). Como corrigir: gpus <= {per_node}."
+    ),
+    (
+        "asks for {gpus} per node but a node has at most {per_node} ({inventory}). To fix: gpus <= {per_node}, and "
+        "more nodes."
+    ): (
+        "pede {gpus} por nó, mas um nó tem no máximo {per_node} ({inventory}). Como corrigir: gpus <= {per_node}, e"
+        " mais nós."
     ),
     (
         "asks for {asked} node(s) x {gpus} GPU(s), more than the partitions its data may be processed in "
@@ -1769,6 +1780,49 @@ PT: dict[str, str] = {
         " Como corrigir: escreva os valores em vez de usar aliases."
     ),
     "Invalid job spec: {lines}.": "Especificação de job inválida: {lines}.",
+    # a job spec's own checks (treino.server.spec), after its field's name
+    "may not contain NUL bytes (\\x00)": "não pode conter bytes NUL (\\x00)",
+    "is not valid Unicode ({reason} at character {start})": "não é Unicode válido ({reason} no caractere {start})",
+    "is {size} bytes long; a path may have at most {most} (PATH_MAX)": (
+        "tem {size} bytes; um caminho pode ter no máximo {most} (PATH_MAX)"
+    ),
+    "has a name of {longest} bytes; each name in a path may have at most {most} (NAME_MAX)": (
+        "tem um nome de {longest} bytes; cada nome de um caminho pode ter no máximo {most} (NAME_MAX)"
+    ),
+    "is {size} bytes long; one argument may have at most {most} (MAX_ARG_STRLEN)": (
+        "tem {size} bytes; um argumento pode ter no máximo {most} (MAX_ARG_STRLEN)"
+    ),
+    "the planner knows no {label} {value!r}. To fix: use one of {allowed}": (
+        "o planejador não conhece {label} {value!r}. Como corrigir: use um de {allowed}"
+    ),
+    "no tracker {unknown}; treino writes to {known}. To fix: name some of those, or [] for none": (
+        "não há tracker {unknown}; o treino escreve em {known}. Como corrigir: indique alguns deles, ou [] para nenhum"
+    ),
+    "names a tracker twice. To fix: name each once": "cita um tracker duas vezes. Como corrigir: cite cada um uma vez",
+    "give exactly one of 'command' (an argv list) or 'script' (a Python file)": (
+        "indique exatamente um de 'command' (uma lista argv) ou 'script' (um arquivo Python)"
+    ),
+    "'args' goes with 'script'; put a command's arguments in the 'command' list": (
+        "'args' acompanha 'script'; ponha os argumentos de um comando na lista 'command'"
+    ),
+    "env may not set {names}: the server sets them": "env não pode definir {names}: o servidor as define",
+    (
+        "the command line and env take {size} bytes; at most {most} fit beside the server's own (the kernel's "
+        "ARG_MAX). To fix: pass large inputs in a file and its path in args"
+    ): (
+        "a linha de comando e o env ocupam {size} bytes; cabem no máximo {most} ao lado dos do servidor (o ARG_MAX"
+        " do kernel). Como corrigir: passe entradas grandes em um arquivo, e o caminho dele em args"
+    ),
+    "may not be blank: write it out": "não pode ficar em branco: escreva-o",
+    "Extra inputs are not permitted.{hint} To fix: remove it, or use one of the keys {keys}.": (
+        "Não são permitidos campos extras.{hint} Como corrigir: remova-o, ou use uma das chaves {keys}."
+    ),
+    "Extra inputs are not permitted.{hint} To fix: remove it, or use a key of {where}: {keys}.": (
+        "Não são permitidos campos extras.{hint} Como corrigir: remova-o, ou use uma chave de {where}: {keys}."
+    ),
+    "The request body is over {size}. To fix: send less per request.": (
+        "O corpo do pedido passa de {size}. Como corrigir: envie menos por pedido."
+    ),
     (
         "{path} has more than {max_aliases} YAML aliases (*name), as a 'billion laughs' file has to expand to "
         "gigabytes. To fix: write the values out instead of aliasing them."
@@ -1935,7 +1989,58 @@ PT: dict[str, str] = {
         "o dataset está marcado como dados pessoais, então 'not-personal' não é base legal para ele. Como corrigir:"
         " informe uma de {bases}."
     ),
-    "{why}. To fix: {fix}.": "{why}. Como corrigir: {fix}.",
+    (
+        "{label} does not cover sensitive data; Art. 11 has its own, narrower list. To fix: use {basis} "
+        "({basis_label})."
+    ): (
+        "{label} não cobre dados sensíveis; o Art. 11 tem sua própria lista, mais restrita. Como corrigir: use"
+        " {basis} ({basis_label})."
+    ),
+    (
+        "{label} is not available for sensitive data (only Art. 11 bases are). To fix: choose one of {bases}, if one "
+        "truly applies, or drop the sensitive columns."
+    ): (
+        "{label} não está disponível para dados sensíveis (só as bases do Art. 11 estão). Como corrigir: escolha uma"
+        " de {bases}, se uma realmente se aplicar, ou retire as colunas sensíveis."
+    ),
+    # the legal bases (treino.govern.datasets.BASIS_LABELS), in the words of the LGPD's own text
+    "Art. 7 I: consent of the data subject": "Art. 7 I: consentimento do titular",
+    "Art. 7 II: legal or regulatory obligation": "Art. 7 II: cumprimento de obrigação legal ou regulatória",
+    "Art. 7 III: public administration, for public policies": (
+        "Art. 7 III: administração pública, para a execução de políticas públicas"
+    ),
+    "Art. 7 IV: studies by a research body": "Art. 7 IV: realização de estudos por órgão de pesquisa",
+    "Art. 7 V: performance of a contract": "Art. 7 V: execução de contrato",
+    "Art. 7 VI: exercise of rights in judicial, administrative or arbitral proceedings": (
+        "Art. 7 VI: exercício regular de direitos em processo judicial, administrativo ou arbitral"
+    ),
+    "Art. 7 VII: protection of life or physical safety": "Art. 7 VII: proteção da vida ou da incolumidade física",
+    "Art. 7 VIII: health protection, by health professionals or services": (
+        "Art. 7 VIII: tutela da saúde, por profissionais de saúde ou serviços de saúde"
+    ),
+    "Art. 7 IX: legitimate interest of the controller or a third party": (
+        "Art. 7 IX: interesse legítimo do controlador ou de terceiro"
+    ),
+    "Art. 7 X: credit protection": "Art. 7 X: proteção do crédito",
+    "Art. 11 I: specific and highlighted consent, for specific purposes": (
+        "Art. 11 I: consentimento específico e destacado, para finalidades específicas"
+    ),
+    "Art. 11 II a: legal or regulatory obligation": "Art. 11 II a: cumprimento de obrigação legal ou regulatória",
+    "Art. 11 II b: public administration, for public policies": (
+        "Art. 11 II b: administração pública, para a execução de políticas públicas"
+    ),
+    "Art. 11 II c: studies by a research body": "Art. 11 II c: realização de estudos por órgão de pesquisa",
+    "Art. 11 II d: exercise of rights, including in contracts and proceedings": (
+        "Art. 11 II d: exercício regular de direitos, inclusive em contrato e em processo"
+    ),
+    "Art. 11 II e: protection of life or physical safety": "Art. 11 II e: proteção da vida ou da incolumidade física",
+    "Art. 11 II f: health protection, by health professionals or services": (
+        "Art. 11 II f: tutela da saúde, por profissionais de saúde ou serviços de saúde"
+    ),
+    "Art. 11 II g: fraud prevention and the subject's security in identification": (
+        "Art. 11 II g: prevenção à fraude e segurança do titular, na identificação"
+    ),
+    "no personal data (Art. 5 I): the LGPD does not apply": "sem dados pessoais (Art. 5 I): a LGPD não se aplica",
     (
         "processing needs legitimate, specific and explicit purposes (purpose principle). To fix: name at least one "
         "purpose, e.g. --purpose churn-model."
@@ -1956,6 +2061,8 @@ PT: dict[str, str] = {
         "{target} está fora das raízes de importação permitidas: {shown}. Como corrigir: copie o arquivo para dentro"
         " de uma delas, ou peça a um admin para acrescentar o diretório dele como raiz de importação."
     ),
+    "(none configured)": "(nenhuma configurada)",
+    "{path} (resolves to {resolved})": "{path} (que aponta para {resolved})",
     "No such file: {path}. To fix: check the path (it is read on the server).": (
         "Arquivo inexistente: {path}. Como corrigir: confira o caminho (ele é lido no servidor)."
     ),
@@ -2350,11 +2457,11 @@ PT: dict[str, str] = {
         "{per:.0f} GB de RAM por GPU: {verdict} {min} GB por GPU."
     ),
     (
-        "No GPUs here: {cores} cores and {ram:.0f} GB RAM would feed {fed} GPU(s) at the seed's {min_cores} cores and "
-        "{min_ram} GB per GPU."
+        "No GPUs here: {cores} cores and {ram:.0f} GB RAM would feed {fed} GPU(s) at {min_cores} cores and "
+        "{min_ram} GB per GPU (the sizing criteria of docs/catalog.md)."
     ): (
-        "Sem GPUs aqui: {cores} núcleos e {ram:.0f} GB de RAM alimentariam {fed} GPU(s), aos {min_cores} núcleos e "
-        "{min_ram} GB por GPU do critério de referência."
+        "Sem GPUs aqui: {cores} núcleos e {ram:.0f} GB de RAM alimentariam {fed} GPU(s), a {min_cores} núcleos e "
+        "{min_ram} GB por GPU (os critérios de dimensionamento de docs/catalog.md)."
     ),
     (
         "Storage {read:.1f} GB/s was read through the page cache: not judged against {min:g} GB/s. To fix: --path on a "
@@ -2808,6 +2915,38 @@ PT: dict[str, str] = {
     "Input should be greater than {gt}": "O valor deve ser maior que {gt}",
     "Input should be greater than or equal to {ge}": "O valor deve ser maior ou igual a {ge}",
     "String should match pattern '{pattern}'": "O texto deve seguir o padrão '{pattern}'",
+    # more of pydantic's words (treino.i18n.PYDANTIC_MSGS): a job spec's and an API body's usual mistakes
+    "Field required": "Campo obrigatório",
+    "Extra inputs are not permitted": "Não são permitidos campos extras",
+    "Input should be less than {lt}": "O valor deve ser menor que {lt}",
+    "Input should be less than or equal to {le}": "O valor deve ser menor ou igual a {le}",
+    "Input should be a valid list": "Deveria ser uma lista",
+    "Input should be a valid dictionary": "Deveria ser um mapeamento (dicionário)",
+    "Input should be a valid dictionary or instance of {class_name}": (
+        "Deveria ser um mapeamento (dicionário) ou uma instância de {class_name}"
+    ),
+    "Input should be a valid dictionary or object to extract fields from": (
+        "Deveria ser um mapeamento (dicionário) ou um objeto de onde ler os campos"
+    ),
+    "String should have at least {min_length} character": "O texto deve ter pelo menos {min_length} caractere",
+    "String should have at least {min_length} characters": "O texto deve ter pelo menos {min_length} caracteres",
+    "String should have at most {max_length} character": "O texto deve ter no máximo {max_length} caractere",
+    "String should have at most {max_length} characters": "O texto deve ter no máximo {max_length} caracteres",
+    "List should have at least {min_length} item after validation, not {actual_length}": (
+        "A lista deve ter pelo menos {min_length} item, não {actual_length}"
+    ),
+    "List should have at least {min_length} items after validation, not {actual_length}": (
+        "A lista deve ter pelo menos {min_length} itens, não {actual_length}"
+    ),
+    "List should have at most {max_length} item after validation, not {actual_length}": (
+        "A lista deve ter no máximo {max_length} item, não {actual_length}"
+    ),
+    "List should have at most {max_length} items after validation, not {actual_length}": (
+        "A lista deve ter no máximo {max_length} itens, não {actual_length}"
+    ),
+    "Dictionary should have at most {max_length} items after validation, not {actual_length}": (
+        "O mapeamento deve ter no máximo {max_length} itens, não {actual_length}"
+    ),
     (
         "The {backend} collectives did not finish within {timeout_s:.0f} s (exit codes {codes}). To fix: rerun "
         "with --only to skip collectives."
@@ -2916,10 +3055,12 @@ PT: dict[str, str] = {
         "identificador bruto. Como corrigir: passe treino.govern.audit.pseudonym(key, subject_id)."
     ),
     (
-        "An audit record may not carry a CPF (LGPD; lgpd-requirements.md R29). To fix: put pseudonym(key, cpf) "
+        "An audit record may not carry a CPF (LGPD: logs hold pseudonyms only, docs/govern.md). To fix: put "
+        "pseudonym(key, cpf) "
         "in subject, and keep identifiers out of detail."
     ): (
-        "Um registro de auditoria não pode conter um CPF (LGPD; lgpd-requirements.md R29). Como corrigir: ponha "
+        "Um registro de auditoria não pode conter um CPF (LGPD: os logs guardam só pseudônimos, docs/govern.md). "
+        "Como corrigir: ponha "
         "pseudonym(key, cpf) em subject, e mantenha identificadores fora de detail."
     ),
     "Unknown export format {fmt!r}. To fix: use 'jsonl' or 'csv'.": (

@@ -24,7 +24,12 @@ L4 = ("plan", "train", "--model", "llama-3-8b", "--gpu", "l4", "--seq-len", "409
 NOTHING = ("recommend", "--model", "llama-3-8b", "--tokens", "2e9", "--deadline", "1h", "--residency", "BR")
 COST = ("plan", "cost", "--model", "llama-3-8b", "--tokens", "2e9", "--dedicated", "example-eveo-sp1-8x-h200")
 COST += ("--cloud", "aws-p5en-48xlarge")
-CITATION = re.compile(r"§\s?\d|\bS\d{2,3}\b")  # the internal reference's section and source codes
+# The internal reference's section and source codes, its file names, and the article the product was conceived from:
+# none of them is something a user can look up (the docs are)
+CITATION = re.compile(
+    r"§\s?\d|\bS\d{2,3}\b|\bR\d{1,2}\b|seed|artigo de referência|critérios? de referência"
+    r"|lgpd-requirements|hardware-and-prices|planner-formulas|job-servers-compared|cluster-on-one-machine"
+)
 
 
 def treino(*args: str, columns: int = 80, **env: str) -> subprocess.CompletedProcess[str]:
@@ -140,8 +145,14 @@ def test_no_internal_citation_codes_in_what_users_read() -> None:
     """A plan with advice, its run time (the MFU prior's source), its data-loading fix and its cost; a recommendation;
     a cost comparison with its price sources; every offer's source and every GPU's. The HTML report: tests/report."""
     plan = (*L4, "--tokens", "1e9", "--cpu-cores", "1", "--offer", "example-eveo-sp1-1x-l4")
+    offload = ("plan", "train", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len", "4096", "--micro-batch", "8")
     shown = [
         treino(*plan, columns=200).stdout,
+        treino(*offload, columns=200).stdout,  # its advice includes the optimizer's offload
+        treino("--lang", "pt-BR", *offload, columns=200).stdout,
+        treino("bench", "--help", columns=200).stdout,
+        treino("--lang", "pt-BR", "bench", "--help", columns=200).stdout,
+        treino("plan", "shared", "--help", columns=200).stdout,
         treino("recommend", "--model", "llama-3-8b", "--tokens", "2e9", columns=200).stdout,
         treino(*COST, columns=200).stdout,
         treino("offers", "--sources", columns=200).stdout,

@@ -374,7 +374,7 @@ SUBJECT_REFUSED = (
     "To fix: pass treino.govern.audit.pseudonym(key, subject_id)."
 )
 CPF_REFUSED = (
-    "An audit record may not carry a CPF (LGPD; lgpd-requirements.md R29). "
+    "An audit record may not carry a CPF (LGPD: logs hold pseudonyms only, docs/govern.md). "
     "To fix: put pseudonym(key, cpf) in subject, and keep identifiers out of detail."
 )
 KEY_REFUSED = (

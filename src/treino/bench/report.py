@@ -16,7 +16,7 @@ from treino.i18n import Joined, Msg, current, tr
 CORES_PER_GPU_MIN = 8
 RAM_PER_GPU_MIN_GB = 128
 NVME_READ_MIN_GB_S = 7.0
-NVME_SOURCE = "seed criterion: NVMe >= 7 GB/s (Samsung 980 PRO class, docs/catalog.md, storage)"
+NVME_SOURCE = "sizing criterion: NVMe >= 7 GB/s (Samsung 980 PRO class, docs/catalog.md, storage)"
 
 
 class Verdict(TypedDict):
@@ -86,8 +86,8 @@ def verdicts(
                     "cpu_cores_and_ram_per_gpu",
                     None,
                     Msg(
-                        "No GPUs here: {cores} cores and {ram:.0f} GB RAM would feed {fed} GPU(s) at the seed's "
-                        "{min_cores} cores and {min_ram} GB per GPU.",
+                        "No GPUs here: {cores} cores and {ram:.0f} GB RAM would feed {fed} GPU(s) at {min_cores} "
+                        "cores and {min_ram} GB per GPU (the sizing criteria of docs/catalog.md).",
                         cores=cores,
                         ram=ram_gb,
                         fed=gpus_fed,

@@ -465,7 +465,7 @@ def plan_shared(
     checkpoint_minutes: Annotated[float, typer.Option("--checkpoint-minutes")] = 60.0,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Dedicated against shared GPU for this job: the seed article's table, computed."""
+    """Dedicated against shared GPU for this job: memory, time, interruptions, NVLink and isolation, computed."""
     from treino.plan import TrainSetup, plan_training
     from treino.plan.performance import estimate_time
     from treino.plan.shared import SharedGpu, estimate_shared, seed_table

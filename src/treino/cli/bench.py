@@ -52,7 +52,7 @@ def bench(
     ] = False,
 ) -> None:
     """Measure this server against what it promises: GPU bandwidth and TFLOP/s, collectives (algbw/busbw as
-    nccl-tests), host memory, storage read and data-loader rate, with verdicts on the seed's criteria.
+    nccl-tests), host memory, storage read and data-loader rate, with verdicts on sizing criteria (docs/catalog.md).
     With --train-step, time real training steps of a model instead and calibrate the planner's MFU."""
     from rich.console import Console
 

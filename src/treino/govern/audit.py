@@ -384,8 +384,8 @@ def _fields(
         if _cpf_is_valid(re.sub(r"\D", "", m.group(0))):
             raise TreinoError(
                 Msg(
-                    "An audit record may not carry a CPF (LGPD; lgpd-requirements.md R29). To fix: put "
-                    "pseudonym(key, cpf) in subject, and keep identifiers out of detail."
+                    "An audit record may not carry a CPF (LGPD: logs hold pseudonyms only, docs/govern.md). "
+                    "To fix: put pseudonym(key, cpf) in subject, and keep identifiers out of detail."
                 )
             )
     return {

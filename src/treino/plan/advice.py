@@ -151,7 +151,7 @@ CHANGES: tuple[_Change, ...] = (
         "offload optimizer",
         lambda s: replace(s, offload="optimizer") if s.offload == "none" else None,
         1.6,
-        "needs CPU RAM for the optimizer state; the seed article puts the cost at 50-80 %",
+        "needs CPU RAM for the optimizer state, and each step waits on its update on the CPU (about +60 % time)",
     ),
     _Change(
         "QLoRA r16 (NF4 base)",
