@@ -4,6 +4,7 @@ most 1/K of a full retrain plus overhead.
 
     python benchmarks/sisa_bench.py          (part of make bench)
     python benchmarks/sisa_bench.py --jobs   (the example as whole job processes)
+    python benchmarks/sisa_bench.py --mlp-only   (the MLP's runs only, below)
 
 Runs in process, as local runs of the SDK (no server), on examples/data/clientes.csv (2,000 customers), with the
 example's own model and training (full-batch AdamW on a logistic regression, STEPS steps per model; a SISA shard
@@ -20,6 +21,10 @@ spreads them over its slices). The held-out customers (treino.sisa's hash bucket
   step of this model costs about the same whatever its rows (fixed per-step overhead), so there only the slices
   skipped save time; with more rows a step costs in proportion to them, and a shard's retraining approaches 1/K.
 - accuracy: of the single model and of the K-shard ensemble (mean probability), on the held-out customers.
+- the same runs with a second model whose step costs follow its rows (MLP_COPIES copies of the data, MLP_STEPS steps
+  a model): an MLP 3 -> MLP_HIDDEN -> MLP_HIDDEN -> 1 (ReLU) on the example's features, full-batch AdamW, seeded;
+  whether an erasure's total, treino's plan and checkpoints included, is within 1/K plus overhead, and what K
+  shards cost it in accuracy.
 - where an erasure's time goes (K = PHASES_K), phase by phase: treino's plan (canonical subject keys, the shard and
   slice of every row, the slice digests), reading and writing the slice checkpoints, registering the folder, the
   example's tensors and its AdamW steps.
@@ -42,7 +47,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
@@ -51,6 +56,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import torch
 from rich.console import Console
 from rich.table import Table
+from torch import nn
 
 from treino import job, sisa
 
@@ -64,6 +70,12 @@ SEED = 3
 REPEATS = 3
 # The churn data as is (2,000 rows), 25 copies (50,000) and 250 (500,000): where a step's cost follows its rows
 COPIES = (1, 25, 250)
+# The MLP: 3 -> 64 -> 64 -> 1 costs ~2 ms a step on 2,000 rows and ~75 on 50,000 (one CPU thread), ~1.5 µs a row;
+# 256 wide costs 9 times as much, which would leave ~25 steps a model in the MLP part's two minutes
+MLP_HIDDEN = 64
+MLP_STEPS = 100
+MLP_LR = 0.01
+MLP_COPIES = (1, 25)
 PHASES_K = 3  # the K whose erasure is broken down phase by phase
 STEP_COST_ROWS = (500, 2_000, 15_000, 50_000, 150_000, 500_000)  # rows a step of the model sees
 STEP_COST_STEPS = 100
@@ -74,6 +86,57 @@ CKPT_IO, TENSORS, ADAMW = (
     "the example's tensors",
     "the example's AdamW steps",
 )
+
+
+class Model(Protocol):
+    """What the benchmark trains: the churn example's module, or Mlp."""
+
+    FEATURE_MEAN: tuple[float, ...]
+    FEATURE_STD: tuple[float, ...]
+
+    def features(self, table: pa.Table, mean: torch.Tensor, std: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def fit(self, state: Any, x: torch.Tensor, y: torch.Tensor, steps: int) -> Any: ...
+
+    def ensemble_probs(self, states: list[Any], x: torch.Tensor) -> torch.Tensor: ...
+
+
+class Mlp:
+    """An MLP 3 -> MLP_HIDDEN -> MLP_HIDDEN -> 1 (ReLU) on the churn example's features and standardisation,
+    trained like the example's model (full-batch AdamW from a seeded start): a step's cost follows its rows."""
+
+    def __init__(self, churn: ModuleType) -> None:
+        self.features = churn.features
+        self.FEATURE_MEAN: tuple[float, ...] = churn.FEATURE_MEAN
+        self.FEATURE_STD: tuple[float, ...] = churn.FEATURE_STD
+
+    @staticmethod
+    def net() -> nn.Sequential:
+        h = MLP_HIDDEN
+        return nn.Sequential(nn.Linear(3, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU(), nn.Linear(h, 1))
+
+    def fit(self, state: dict[str, Any] | None, x: torch.Tensor, y: torch.Tensor, steps: int) -> dict[str, Any]:
+        torch.manual_seed(0)
+        model = self.net()
+        opt = torch.optim.AdamW(model.parameters(), lr=MLP_LR)
+        if state is not None:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+        for _ in range(steps):
+            loss = nn.functional.binary_cross_entropy_with_logits(model(x).squeeze(1), y)
+            opt.zero_grad()
+            loss.backward()  # type: ignore[no-untyped-call]  # unannotated (torch 2.13)
+            opt.step()
+        return {"model": model.state_dict(), "optimizer": opt.state_dict()}
+
+    def ensemble_probs(self, states: list[dict[str, Any]], x: torch.Tensor) -> torch.Tensor:
+        probs = []
+        for state in states:
+            model = self.net()
+            model.load_state_dict(state["model"])
+            with torch.no_grad():
+                probs.append(torch.sigmoid(model(x).squeeze(1)))
+        return sisa.aggregate(probs)
 
 
 def churn_example() -> ModuleType:
@@ -87,13 +150,13 @@ def churn_example() -> ModuleType:
 class Timed:
     """The training callback, timing its own calls (the AdamW steps only)."""
 
-    def __init__(self, churn: ModuleType) -> None:
-        self.churn = churn
+    def __init__(self, model: Model) -> None:
+        self.model = model
         self.seconds = 0.0
 
     def fit(self, state: Any, x: torch.Tensor, y: torch.Tensor, steps: int) -> Any:
         start = time.process_time()
-        out = self.churn.fit(state, x, y, steps)
+        out = self.model.fit(state, x, y, steps)
         self.seconds += time.process_time() - start
         return out
 
@@ -117,7 +180,7 @@ class Phases:
 
 
 def train_sisa(
-    churn: ModuleType, folder: Path, table: pa.Table, shards: int, phases: Phases | None = None
+    model: Model, steps: int, folder: Path, table: pa.Table, shards: int, phases: Phases | None = None
 ) -> tuple[float, float, list[Any], Any]:
     """(total s, training s, the shards' final states, the plan) of one SISA training in `folder`; each phase's CPU
     seconds added to `phases`."""
@@ -128,16 +191,16 @@ def train_sisa(
     with phases(OPEN):
         plan = sisa.SisaPlan.open(run, table, subject_column="cpf", shards=shards, slices=SLICES)
     assert plan is not None
-    timed = Timed(churn)
-    mean, std = torch.tensor(churn.FEATURE_MEAN), torch.tensor(churn.FEATURE_STD)
+    timed = Timed(model)
+    mean, std = torch.tensor(model.FEATURE_MEAN), torch.tensor(model.FEATURE_STD)
     for shard in plan.shards:
         with phases(CKPT_IO):
             state = plan.restore(shard)
         for j in range(shard.start_slice, plan.slices):
             with phases(TENSORS):
-                x, y = churn.features(table.take(shard.rows_through(j)), mean, std)
+                x, y = model.features(table.take(shard.rows_through(j)), mean, std)
             with phases(ADAMW):
-                state = timed.fit(state, x, y, max(1, STEPS // plan.slices))
+                state = timed.fit(state, x, y, max(1, steps // plan.slices))
             with phases(CKPT_IO):
                 plan.save(shard, j, state)
     with phases(CKPT_IO):
@@ -164,9 +227,9 @@ def open_parts(table: pa.Table, shards: int) -> dict[str, float]:
     return parts
 
 
-def accuracy(churn: ModuleType, states: list[Any], rows: pa.Table) -> float:
-    x, y = churn.features(rows, torch.tensor(churn.FEATURE_MEAN), torch.tensor(churn.FEATURE_STD))
-    return float(((churn.ensemble_probs(states, x) > 0.5).float() == y).float().mean())
+def accuracy(model: Model, states: list[Any], rows: pa.Table) -> float:
+    x, y = model.features(rows, torch.tensor(model.FEATURE_MEAN), torch.tensor(model.FEATURE_STD))
+    return float(((model.ensemble_probs(states, x) > 0.5).float() == y).float().mean())
 
 
 def scaled(table: pa.Table, copies: int) -> pa.Table:
@@ -270,9 +333,21 @@ def main() -> int:
     if "--jobs" in sys.argv[1:]:
         jobs(console)
         return 0
-    for copies in COPIES:
-        bench(console, scaled(pacsv.read_csv(DATA), copies))
-    step_costs(console)
+    mlp_only = "--mlp-only" in sys.argv[1:]
+    if not mlp_only:
+        for copies in COPIES:
+            bench(console, scaled(pacsv.read_csv(DATA), copies))
+        step_costs(console)
+    start = time.process_time()
+    mlp = Mlp(churn_example())
+    for copies in MLP_COPIES:
+        bench(
+            console, scaled(pacsv.read_csv(DATA), copies), mlp, MLP_STEPS, f" with an MLP 3-{MLP_HIDDEN}-{MLP_HIDDEN}-1"
+        )
+    console.print(
+        f"The MLP: 3-{MLP_HIDDEN}-{MLP_HIDDEN}-1, ReLU, on the example's features, full-batch AdamW (lr {MLP_LR}), "
+        f"seeded; its runs took {time.process_time() - start:.1f} s CPU."
+    )
     console.print(
         f"Erasure: mean of {ERASURES} customers, each removed from a fresh copy of the first training's folder. "
         "CPU seconds of this process. 'train' = the example's AdamW steps only; 'total' adds treino's plan (subject "
@@ -282,33 +357,38 @@ def main() -> int:
     return 0
 
 
-def bench(console: Console, table: pa.Table) -> None:
-    churn = churn_example()
+def bench(console: Console, table: pa.Table, model: Model | None = None, steps: int = STEPS, label: str = "") -> None:
+    """The SISA table of `model` (None: the churn example's own) on `table`; the breakdown of a K=PHASES_K erasure's
+    phases for the example's own model only."""
+    own = model is None
+    model = model or churn_example()
     keys = sisa.subject_keys(table.column("cpf"))
     holdout_idx = [i for i, k in enumerate(keys) if sisa.held_out(k)]
     train_idx = [i for i, k in enumerate(keys) if not sisa.held_out(k)]
     holdout = table.take(holdout_idx)
-    mean, std = torch.tensor(churn.FEATURE_MEAN), torch.tensor(churn.FEATURE_STD)
+    mean, std = torch.tensor(model.FEATURE_MEAN), torch.tensor(model.FEATURE_STD)
     torch.set_num_threads(1)
 
     # One model on every training row: the full retrain an erasure costs without SISA (after a warm-up: the first
     # AdamW step pays torch's one-time set-up), the median of REPEATS.
-    x, y = churn.features(table.take(train_idx), mean, std)
-    churn.fit(None, x, y, 5)
+    x, y = model.features(table.take(train_idx), mean, std)
+    model.fit(None, x, y, 5)
     totals, trains = [], []
     for _ in range(REPEATS):
-        timed = Timed(churn)
+        timed = Timed(model)
         start = time.process_time()
-        x, y = churn.features(table.take(train_idx), mean, std)
-        single = timed.fit(None, x, y, STEPS)
+        x, y = model.features(table.take(train_idx), mean, std)
+        single = timed.fit(None, x, y, steps)
         totals.append(time.process_time() - start)
         trains.append(timed.seconds)
     full_total, full_train = statistics.median(totals), statistics.median(trains)
-    single_accuracy = accuracy(churn, [single], holdout)
+    single_accuracy = accuracy(model, [single], holdout)
 
     rng = __import__("random").Random(SEED)
     erased_customers = rng.sample([str(table.column("cpf")[i]) for i in train_idx], ERASURES)
-    results = Table(title=f"SISA on the churn example: {table.num_rows} rows, {STEPS} steps a model, R={SLICES}, CPU")
+    results = Table(
+        title=f"SISA on the churn example{label}: {table.num_rows} rows, {steps} steps a model, R={SLICES}, CPU"
+    )
     for name in (
         "shards K",
         "first training s",
@@ -331,8 +411,8 @@ def bench(console: Console, table: pa.Table) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for shards in SHARD_COUNTS[1:]:
             base = Path(tmp) / f"k{shards}"
-            first_total, _, finals, _ = train_sisa(churn, base, table, shards)
-            ensemble_accuracy = accuracy(churn, finals, holdout)
+            first_total, _, finals, _ = train_sisa(model, steps, base, table, shards)
+            ensemble_accuracy = accuracy(model, finals, holdout)
             trains, totals, retrained = [], [], []
             phases = Phases()
             for customer in erased_customers:
@@ -340,7 +420,7 @@ def bench(console: Console, table: pa.Table) -> None:
                 shutil.rmtree(folder, ignore_errors=True)
                 shutil.copytree(base, folder)
                 kept = table.filter(pc.invert(pc.equal(table.column("cpf"), customer)))
-                total, train, _, plan = train_sisa(churn, folder, kept, shards, phases)
+                total, train, _, plan = train_sisa(model, steps, folder, kept, shards, phases)
                 trains.append(train)
                 totals.append(total)
                 retrained.append(len(plan.reused_from["retrained_shards"]))
@@ -358,6 +438,8 @@ def bench(console: Console, table: pa.Table) -> None:
                 parts = open_parts(kept, shards)
                 where = {k: v / len(erased_customers) for k, v in phases.seconds.items()}
     console.print(results)
+    if not own:
+        return
     breakdown = Table(
         title=f"Where a K={PHASES_K} erasure's retraining goes: {table.num_rows} rows, CPU s (mean of {ERASURES})"
     )
