@@ -1206,9 +1206,7 @@ PT: dict[str, str] = {
     "Print its output until it ends (implies --wait).": "Imprime a saída dele até o fim (implica --wait).",
     "Server URL (else TREINO_URL, the config file).": "URL do servidor (senão TREINO_URL, o arquivo de configuração).",
     "API token (else TREINO_TOKEN, the config file).": "Token da API (senão TREINO_TOKEN, o arquivo de configuração).",
-    "queued, running, stopping, succeeded, ...": (
-        "queued (na fila), running (em execução), stopping (parando), succeeded (concluído), ..."
-    ),
+    "Only the jobs in this state.": "Só os jobs neste estado.",
     "Newest first, at most this many.": "Os mais novos primeiro, no máximo esta quantidade.",
     "Only jobs older than this id.": "Só jobs mais antigos que este id.",
     "Job id, from 'treino jobs'.": "Id do job, de 'treino jobs'.",

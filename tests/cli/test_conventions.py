@@ -71,6 +71,8 @@ def test_exit_codes_are_the_same_with_and_without_json() -> None:
         for extra in ((), ("--json",)):
             out = treino(*args, *extra)
             assert out.returncode == 2 and out.stdout == "", (args, out.stderr)
+    state = treino("jobs", "--state", "bogus", "--url", "http://127.0.0.1:9", "--token", "t")  # before any request
+    assert state.returncode == 2 and "'bogus' is not one of 'queued'" in state.stderr, state.stderr
     typo = treino("plan", "train", "--model", "llama-3-8b", "--gpu", "h100", "--json")
     assert typo.returncode == 2 and "To fix: run 'treino gpus'" in typo.stderr
     # 1: a runtime failure (no server there)

@@ -22,6 +22,7 @@ import yaml
 from treino.errors import JobError, TreinoError
 from treino.i18n import N_, Joined, Msg, current, from_data, tr
 from treino.server.settings import PAGE_MAX, SUBMIT_BACKOFF_S, SUBMIT_TRIES
+from treino.server.states import JobState
 
 if TYPE_CHECKING:  # httpx is imported when a command talks to a server, not for every `treino` command
     import httpx
@@ -383,7 +384,7 @@ def submit(
 
 
 def jobs(
-    state: Annotated[str | None, typer.Option("--state", help="queued, running, stopping, succeeded, ...")] = None,
+    state: Annotated[JobState | None, typer.Option("--state", help="Only the jobs in this state.")] = None,
     limit: Annotated[int, typer.Option("--limit", help="Newest first, at most this many.")] = 50,
     before_id: Annotated[int | None, typer.Option("--before-id", help="Only jobs older than this id.")] = None,
     as_json: JsonOpt = False,
@@ -392,7 +393,7 @@ def jobs(
 ) -> None:
     """The server's jobs, newest first, a page at a time."""
     with _client(url, token) as client:
-        page = client.jobs(state, limit, before_id)
+        page = client.jobs(state.value if state else None, limit, before_id)
     rows = page["jobs"]
     if as_json:
         _print_json(rows)

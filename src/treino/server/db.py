@@ -31,6 +31,7 @@ from sqlalchemy.orm import Mapped, mapped_column, sessionmaker
 
 from treino.errors import DatabaseBroken
 from treino.orm import Base, BigInt, database_fault
+from treino.server.states import JobState as JobState  # re-exported: the rest of the server imports it from here
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 # A write transaction that holds SQLite's one write lock longer than this is logged with where it began: every other
@@ -39,15 +40,6 @@ SLOW_WRITE_S = 2.0
 WRITE_VERBS = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 log = logging.getLogger("treino.server")
-
-
-class JobState(enum.StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    STOPPING = "stopping"  # SIGTERM sent (cancel, preemption or timeout); waiting for the processes to exit
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
 
 
 TRANSITIONS: dict[JobState, frozenset[JobState]] = {
