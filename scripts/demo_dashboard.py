@@ -13,12 +13,26 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 from demo_common import ROOT, SERVER_START_S, TREINO, cancel_jobs, free_port
 
-DEMO = ROOT / ".demo"
+DEMO = Path(os.environ.get("TREINO_DEMO_DIR") or ROOT / ".demo")  # elsewhere for a test, never the user's demo
 PREFERRED_PORT = 8765
+SERVER_STOP_S = 30.0  # SIGTERM to exit: the server signs its audit head and closes its database
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie no parent has reaped yet has stopped running)."""
+    try:
+        os.kill(pid, 0)
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+    except (PermissionError, IndexError):
+        return True
+    return state != "Z"
 
 
 def stop_previous() -> None:
@@ -28,8 +42,9 @@ def stop_previous() -> None:
         return
     try:
         pid = int(pid_file.read_text())
-        os.kill(pid, 0)  # still running?
-    except (ProcessLookupError, ValueError):  # gone already (a reboot): its jobs ended with the machine or before
+    except ValueError:
+        pid = 0
+    if not pid or not alive(pid):  # gone already (a reboot): its jobs ended with the machine or before
         pid_file.unlink()
         return
     try:
@@ -38,7 +53,11 @@ def stop_previous() -> None:
         print(f"Could not cancel the previous demo's jobs: {exc}", flush=True)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-        time.sleep(1.0)
+    deadline = time.monotonic() + SERVER_STOP_S
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if alive(pid):
+        print(f"warning: the demo's server (PID {pid}) did not stop within {SERVER_STOP_S:g} s", flush=True)
     pid_file.unlink()
 
 
