@@ -2551,13 +2551,18 @@ PT: dict[str, str] = {
     ),
     (
         "jobs run as {user}, the server's own user: a job can read the data dir (database, admin-token, server-key, "
-        "dataset store) and act as admin. To fix: start the server as root (jobs then run as {job_user}) or as root "
-        "with --job-user NAME."
+        "dataset store) and act as admin. To fix: {fix}."
     ): (
         "os jobs rodam como {user}, o próprio usuário do servidor: um job pode ler o diretório de dados (banco de "
-        "dados, admin-token, server-key, repositório de datasets) e agir como admin. Como corrigir: inicie o servidor "
-        "como root (os jobs passam a rodar como {job_user}) ou como root com --job-user NOME."
+        "dados, admin-token, server-key, repositório de datasets) e agir como admin. Como corrigir: {fix}."
     ),
+    "leave out --job-user (jobs then run as {job_user}) or name an unprivileged user": (
+        "deixe --job-user de fora (os jobs passam a rodar como {job_user}) ou indique um usuário sem privilégios"
+    ),
+    "start the server as root (jobs then run as {job_user}) or as root with --job-user NAME": (
+        "inicie o servidor como root (os jobs passam a rodar como {job_user}) ou como root com --job-user NOME"
+    ),
+    "Jobs in their own folders; {cgroup}": "Jobs em pastas próprias; {cgroup}",
     " at {rate:g} BRL/USD of {date}": " a {rate:g} BRL/USD de {date}",
     "offer {offer}: {formula}{fx} = {price} per GPU-hour; price of {as_of}, source: {source}": (
         "oferta {offer}: {formula}{fx} = {price} por GPU-hora; preço de {as_of}, fonte: {source}"

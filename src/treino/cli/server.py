@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import signal
 import socket
 from pathlib import Path
@@ -466,15 +467,23 @@ def _say_job_user(out: Console, job_user: JobUser | None, python: str) -> None:
     if job_user is not None:
         out.print(tr("Jobs run as user {name}, in their own folders; {cgroup}", name=job_user.name, cgroup=cgroup))
         if (problem := python_warning(python, job_user)) is not None:
-            out.print(f"{warning} {current().msg(problem)}")
-            logging.getLogger("treino.server").warning(problem)
+            out.print(f"{warning} {current().msg(problem)}")  # once: see below
         return
+    fix = (
+        Msg(
+            "leave out --job-user (jobs then run as {job_user}) or name an unprivileged user", job_user=DEFAULT_JOB_USER
+        )
+        if os.geteuid() == 0
+        else Msg(
+            "start the server as root (jobs then run as {job_user}) or as root with --job-user NAME",
+            job_user=DEFAULT_JOB_USER,
+        )
+    )
     message = Msg(
         "jobs run as {user}, the server's own user: a job can read the data dir (database, admin-token, server-key, "
-        "dataset store) and act as admin. To fix: start the server as root (jobs then run as {job_user}) or as root "
-        "with --job-user NAME.",
+        "dataset store) and act as admin. To fix: {fix}.",
         user=server_user(),
-        job_user=DEFAULT_JOB_USER,
+        fix=fix,
     )
-    out.print(f"{warning} {current().msg(message)}; {current().msg(cgroup)}")
-    logging.getLogger("treino.server").warning(message)
+    out.print(f"{warning} {current().msg(message)}")  # once: the console and the log are one stream under a service
+    out.print(tr("Jobs in their own folders; {cgroup}", cgroup=cgroup))
