@@ -128,6 +128,10 @@ def test_recommend_keeps_every_offer_id_whole_at_80_columns() -> None:
     row = next(n for n, line in enumerate(lines) if first["offer"] in line)
     assert lines[row + 1].split("│")[0].strip().startswith("--gpus")
     assert "--checkpointing" in "".join(lines[row + 1 : row + 6])
+    # the rejected offers' reasons, wrapped, stay indented under their heading
+    rejected = lines[next(n for n, line in enumerate(lines) if line.startswith("Rejected (")) + 1 :]
+    reasons = rejected[: next(n for n, line in enumerate(rejected) if line.startswith("Rate:"))]
+    assert len(reasons) > len(data["rejected"]) and all(line.startswith("  ") for line in reasons), reasons
 
 
 def test_fx_rate_overrides_the_catalog_and_says_so() -> None:

@@ -9,6 +9,7 @@ import textwrap
 
 from rich import box
 from rich.console import Console, Group
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -309,7 +310,8 @@ def recommendation(r: Recommendation) -> Group:
         )
     if r.rejected:
         parts.append(Text(tr("Rejected ({n}):", n=len(r.rejected)), style="bold"))
-        parts += [Text(f"  {x.offer}: {tr(x.reason)}", style="dim") for x in r.rejected]
+        # each reason indented whole, its continuation lines too (a hanging indent under the heading)
+        parts += [Padding(Text(f"{x.offer}: {tr(x.reason)}", style="dim"), (0, 0, 0, 2)) for x in r.rejected]
     return Group(*parts)  # type: ignore[arg-type]
 
 
