@@ -466,7 +466,7 @@ PT: dict[str, str] = {
     "{model}: {runs:g} run(s) a month of {tokens:,.0f} tokens, {months} months": (
         "{model}: {runs:g} treino(s) por mês de {tokens:,.0f} tokens, {months} meses"
     ),
-    "egress share": "parcela de egress",
+    "egress {pct:.1f} %": "egress {pct:.1f} %",
     "A {move:g} % move of the BRL/USD rate puts the cloud total between {low} and {high}.": (
         "Uma variação de {move:g} % no câmbio BRL/USD põe o total em nuvem entre {low} e {high}."
     ),

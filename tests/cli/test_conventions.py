@@ -115,6 +115,15 @@ def test_every_gpu_and_model_name_whole_at_80_columns(command: str) -> None:
         assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text, text
 
 
+def test_plan_cost_keeps_both_offer_ids_and_amounts_whole_at_80_columns() -> None:
+    longest = (*COST[:-1], "lambda-gpu-8x-a100-80gb-sxm4")  # the catalog's longest cloud offer id
+    for lang in ("en", "pt-BR"):
+        text = treino("--lang", lang, *longest).stdout
+        assert "example-eveo-sp1-8x-h200" in text and "lambda-gpu-8x-a100-80gb-sxm4" in text, text
+        assert "R$ 1.981.200,00" in text and "…" not in text, text  # 165,100 BRL a month x 12, on one line
+        assert max(len(line) for line in text.splitlines()) <= 80, text
+
+
 def test_recommend_keeps_every_offer_id_whole_at_80_columns() -> None:
     args = ("recommend", "--model", "llama-3-8b", "--tokens", "2e9", "--deadline", "3d")
     data = json.loads(treino(*args, "--json").stdout)

@@ -570,7 +570,8 @@ def plan_cost(
     from rich.table import Table
     from rich.text import Text
 
-    from treino.cli.render import console
+    from rich import box
+    from treino.cli.render import console, identity_column
 
     table = Table(
         title=tr(
@@ -582,19 +583,20 @@ def plan_cost(
         ),
         title_justify="left",
     )
-    columns = ["", N_("offer"), N_("GPUs"), N_("hours per run"), N_("per month"), N_("total, {months} months")]
-    columns.append(N_("egress share"))
-    for col in columns:
-        table.add_column(tr(col, months=months) if col else "", justify="left" if col in ("", "offer") else "right")
+    table.box, table.show_edge = box.SIMPLE_HEAD, False  # 80 columns hold it
+    identity_column(table, tr("offer"))  # the offer's id whole; under it, which side it is and its GPUs
+    table.add_column(tr("hours per run"), justify="right", min_width=6)  # "treino", pt-BR's longest word, whole
+    table.add_column(tr("per month"), justify="right", no_wrap=True)
+    widest = max(len(format_brl(oc.total_brl)) for oc in (result.dedicated, result.cloud))
+    table.add_column(tr("total, {months} months", months=months), justify="right", min_width=widest)  # egress under
     for label, oc in (("dedicated", result.dedicated), ("cloud", result.cloud)):
         table.add_row(
-            tr(label),
-            oc.choice.offer,
-            f"{oc.choice.gpus}x {oc.choice.gpu}",
+            Text.assemble((oc.choice.offer, "bold"), (f"\n{tr(label)} · {oc.choice.gpus}x {oc.choice.gpu}", "dim")),
             tr("{n:,.1f}", n=oc.choice.hours),
             format_brl(oc.per_month_brl),
-            format_brl(oc.total_brl),
-            tr("{pct:.1f} %", pct=100 * oc.egress_share),
+            Text.assemble(
+                format_brl(oc.total_brl), ("\n" + tr("egress {pct:.1f} %", pct=100 * oc.egress_share), "dim")
+            ),
         )
     console().print(table)
     console().print(
