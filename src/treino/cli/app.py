@@ -567,10 +567,10 @@ def plan_cost(
     if as_json:
         _print_json({**asdict(result), "fx": fx_json(fx)})
         return
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    from rich import box
     from treino.cli.render import console, identity_column
 
     table = Table(
