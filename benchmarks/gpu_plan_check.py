@@ -6,7 +6,9 @@ For each case it builds the preset's Hugging Face model with random weights dire
 steps (the first creates AdamW's state), then measures one step's `torch.cuda.max_memory_allocated` (the peak of
 live tensors, what `peak_tensor_bytes` predicts), the process's device memory in use (`mem_get_info`: CUDA
 context + the caching allocator's reserve, what `peak_bytes` predicts) and the median step time, timed with CUDA
-events, against `estimate_time` with its MFU prior.
+events, against `estimate_time` with its MFU prior. With --json the rows are written after each case, so a run
+stopped at its time limit keeps the cases that finished. On an H200 each case takes about 5-15 s (a model built on
+the GPU, 7 steps of 0.1-0.4 s): about 60-90 s for the six (benchmarks/device_check.sh gives it 150 s).
 """
 
 from __future__ import annotations
@@ -126,7 +128,12 @@ def main() -> int:
     device_name = torch.cuda.get_device_name(0)
     gpu_name = args.gpu or catalog_match(device_name, catalog.gpus()) or "h100-sxm"
     print(f"{device_name} -> catalog {gpu_name}; torch {torch.__version__}", flush=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
+
+    def save() -> None:
+        if args.json:
+            args.json.write_text(json.dumps({"device": device_name, "catalog_gpu": gpu_name, "rows": rows}, indent=2))
+
     for case in CASES:
         t0 = time.perf_counter()
         try:
@@ -145,8 +152,8 @@ def main() -> int:
             f"{row['measured_mfu']:.2f})  [{time.perf_counter() - t0:.0f} s]",
             flush=True,
         )
-    if args.json:
-        args.json.write_text(json.dumps({"device": device_name, "catalog_gpu": gpu_name, "rows": rows}, indent=2))
+        save()
+    save()
     return 0
 
 

@@ -9,7 +9,10 @@ measurement; plan.calibration) and with the prior, and measures them for real. O
 measured `--rounds` times, interleaved (calibration, then each other setting, round after round), each time by
 the median of STEPS steps of CPU time on one thread, and the median over rounds is compared: the neighbours'
 load on a shared host moves single measurements by several per cent. On CUDA each setting is measured once
-(STEPS steps, wall time with synchronisation), models of 0.5-3B parameters in bf16-mixed, as the H200 check runs.
+(STEPS steps, wall time with synchronisation), models of 1-3B parameters in bf16-mixed, as the H200 check runs:
+7 measurements of WARMUP + STEPS steps, each a model built on the GPU (a few seconds) and 9 steps of 0.1-0.6 s,
+expected about 90 s in all on an H200 (benchmarks/device_check.sh gives it 190 s). With --json the rows are
+written after each group and each measurement is printed as it ends, so a run stopped at its limit keeps them.
 
 The issue's target: calibrated predictions within 10 % of the measured step.
 
@@ -34,6 +37,8 @@ import gc
 import json
 import statistics
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,12 +130,13 @@ def model_path(name: str, folder: Path) -> str:
 
 
 def measure(case: Case, folder: Path, precision: str, cpu: bool, profile: dict[str, Any] | None) -> Any:
+    start = time.perf_counter()
     if not cpu:  # the last model's weights and optimizer state go before the next one is built
         import torch
 
         gc.collect()
         torch.cuda.empty_cache()
-    return measure_train_step(
+    done = measure_train_step(
         model_path(case.model, folder),
         micro_batch=case.micro_batch,
         seq_len=case.seq_len,
@@ -140,55 +146,91 @@ def measure(case: Case, folder: Path, precision: str, cpu: bool, profile: dict[s
         cpu_time=cpu,
         profile=profile,
     )
+    print(
+        f"measured {case.model} {case.micro_batch}x{case.seq_len}: step {done.point.step_seconds * 1e3:,.1f} ms, "
+        f"MFU {done.point.mfu:.3f} [{time.perf_counter() - start:.0f} s]",
+        flush=True,
+    )
+    return done
 
 
-def run(device: str, rounds: int, folder: Path) -> list[dict[str, Any]]:
-
+def run(
+    device: str, rounds: int, folder: Path, on_group: Callable[[list[dict[str, Any]]], None] = lambda rows: None
+) -> list[dict[str, Any]]:
+    """The rows of every group; `on_group(rows so far)` after each group. On CUDA a group that fails (out of
+    memory, say) is reported as a row with its error, and the next group runs."""
     cpu = device == "cpu"
-    precision = "fp32" if cpu else "bf16-mixed"
     groups = CPU_GROUPS if cpu else CUDA_GROUPS
     rows: list[dict[str, Any]] = []
     for calibration, others in groups:
-        cal_seconds: list[float] = []
-        seconds: dict[Case, list[float]] = {c: [] for c in others}
-        profile: dict[str, Any] | None = None
-        for _ in range(rounds if cpu else 1):
-            done = measure(calibration, folder, precision, cpu, profile)
-            cal_seconds.append(done.point.step_seconds)
-            profile = add_to_profile(profile, done)
-            for case in others:
+        try:
+            rows.extend(run_group(calibration, others, rounds if cpu else 1, folder, cpu))
+        except Exception as exc:
+            if cpu:
+                raise
+            print(f"group {calibration}: failed: {type(exc).__name__}: {exc}", flush=True)
+            rows.append({"calibrated_on": f"{calibration.model} {calibration.micro_batch}x{calibration.seq_len}"})
+            rows[-1]["error"] = f"{type(exc).__name__}: {exc}"
+        on_group(rows)
+    return rows
+
+
+def run_group(calibration: Case, others: list[Case], rounds: int, folder: Path, cpu: bool) -> list[dict[str, Any]]:
+    """One group's rows. On CUDA a predicted setting that fails (out of memory, say) becomes a row with its error."""
+    precision = "fp32" if cpu else "bf16-mixed"
+    label = f"{calibration.model} {calibration.micro_batch}x{calibration.seq_len}"
+    cal_seconds: list[float] = []
+    seconds: dict[Case, list[float]] = {c: [] for c in others}
+    failed: dict[Case, str] = {}
+    profile: dict[str, Any] | None = None
+    for _ in range(rounds):
+        done = measure(calibration, folder, precision, cpu, profile)
+        cal_seconds.append(done.point.step_seconds)
+        profile = add_to_profile(profile, done)
+        for case in others:
+            try:
                 seconds[case].append(measure(case, folder, precision, cpu, profile).point.step_seconds)
-        assert profile is not None
-        # The calibration the planner uses: the last round's point, its step time the median over rounds.
-        point = train_steps(profile)[-1]
-        ratio = statistics.median(cal_seconds) / point.step_seconds
-        point = type(point)(
-            **{**point.to_json(), "step_seconds": statistics.median(cal_seconds), "mfu": point.mfu / ratio}
+            except Exception as exc:
+                if cpu:
+                    raise
+                failed[case] = f"{type(exc).__name__}: {exc}"
+                print(f"{case}: failed: {failed[case]}", flush=True)
+    assert profile is not None
+    # The calibration the planner uses: the last round's point, its step time the median over rounds.
+    point = train_steps(profile)[-1]
+    ratio = statistics.median(cal_seconds) / point.step_seconds
+    point = type(point)(**{**point.to_json(), "step_seconds": statistics.median(cal_seconds), "mfu": point.mfu / ratio})
+    spec_device = cpu_spec(profile["cpu"]) if cpu else catalog.gpu(point.device)
+    rows: list[dict[str, Any]] = []
+    for case in [calibration, *others]:
+        row: dict[str, Any] = {
+            "device": point.device_name,
+            "calibrated_on": label,
+            "model": case.model,
+            "micro_batch": case.micro_batch,
+            "seq_len": case.seq_len,
+        }
+        if case in failed:
+            rows.append(row | {"error": failed[case]})
+            continue
+        model = catalog.model(model_path(case.model, folder))
+        setup = TrainSetup(micro_batch=case.micro_batch, seq_len=case.seq_len, precision=precision)
+        link = "pcie" if spec_device.gpu_link == "none" else "nvlink"
+        calibrated = estimate_time(model, spec_device, setup, interconnect=link, calibration=[point])
+        prior = estimate_time(model, spec_device, setup, interconnect=link)
+        measured = statistics.median(cal_seconds if case == calibration else seconds[case])
+        rows.append(
+            row
+            | {
+                "measured_s": measured,
+                "measured_rounds": cal_seconds if case == calibration else seconds[case],
+                "calibrated_s": calibrated.step_seconds,
+                "calibrated_origin": calibrated.mfu_origin,
+                "calibrated_error": calibrated.step_seconds / measured - 1,
+                "prior_s": prior.step_seconds,
+                "prior_error": prior.step_seconds / measured - 1,
+            }
         )
-        spec_device = cpu_spec(profile["cpu"]) if cpu else catalog.gpu(point.device)
-        for case in [calibration, *others]:
-            model = catalog.model(model_path(case.model, folder))
-            setup = TrainSetup(micro_batch=case.micro_batch, seq_len=case.seq_len, precision=precision)
-            link = "pcie" if spec_device.gpu_link == "none" else "nvlink"
-            calibrated = estimate_time(model, spec_device, setup, interconnect=link, calibration=[point])
-            prior = estimate_time(model, spec_device, setup, interconnect=link)
-            measured = statistics.median(cal_seconds if case == calibration else seconds[case])
-            rows.append(
-                {
-                    "device": point.device_name,
-                    "calibrated_on": f"{calibration.model} {calibration.micro_batch}x{calibration.seq_len}",
-                    "model": case.model,
-                    "micro_batch": case.micro_batch,
-                    "seq_len": case.seq_len,
-                    "measured_s": measured,
-                    "measured_rounds": cal_seconds if case == calibration else seconds[case],
-                    "calibrated_s": calibrated.step_seconds,
-                    "calibrated_origin": calibrated.mfu_origin,
-                    "calibrated_error": calibrated.step_seconds / measured - 1,
-                    "prior_s": prior.step_seconds,
-                    "prior_error": prior.step_seconds / measured - 1,
-                }
-            )
     return rows
 
 
@@ -207,11 +249,19 @@ def main() -> int:
     if args.device == "cpu" and torch.cuda.is_available():
         print("skipped: --device cpu times CPU steps; hide the GPUs (CUDA_VISIBLE_DEVICES=) to run it here")
         return 0
-    rows = run(args.device, args.rounds, args.folder)
+
+    def save(rows: list[dict[str, Any]]) -> None:
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2) + "\n")
+
+    rows = run(args.device, args.rounds, args.folder, save)
     table = Table(title=f"Step time: calibrated and prior predictions against measured ({args.device})")
     for col in ("calibrated on", "setting", "measured", "calibrated", "error", "prior", "error"):
         table.add_column(col, justify="left" if col in ("calibrated on", "setting") else "right")
     for r in rows:
+        if "error" in r:
+            table.add_row(r["calibrated_on"], f"{r.get('model', '')}", f"[red]{r['error'][:60]}[/]", "", "", "", "")
+            continue
         style = "green" if abs(r["calibrated_error"]) <= TARGET else "red"
         origin = "" if r["calibrated_origin"] == "measured" else " (prior: no close size)"
         table.add_row(
@@ -225,13 +275,15 @@ def main() -> int:
         )
     console = Console(width=160)
     console.print(table)
-    errors = [abs(r["calibrated_error"]) for r in rows]
-    console.print(
-        f"calibrated: median |error| {statistics.median(errors):.1%}, max {max(errors):.1%} "
-        f"(target {TARGET:.0%}); prior: median {statistics.median(abs(r['prior_error']) for r in rows):.1%}"
-    )
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    measured = [r for r in rows if "error" not in r]
+    if measured:
+        errors = [abs(r["calibrated_error"]) for r in measured]
+        prior = statistics.median(abs(r["prior_error"]) for r in measured)
+        console.print(
+            f"calibrated: median |error| {statistics.median(errors):.1%}, max {max(errors):.1%} "
+            f"(target {TARGET:.0%}); prior: median {prior:.1%}"
+        )
+    save(rows)
     return 0
 
 
