@@ -246,3 +246,72 @@ def test_a_msg_travels_as_data_and_renders_in_the_clients_language() -> None:
         assert from_server("english", None) == "english"
     finally:
         use(was)
+
+
+def test_every_pydantic_template_reproduces_the_installed_pydantic() -> None:
+    """Each error type of treino.i18n.PYDANTIC_MSGS, raised by the installed pydantic: one of its templates gives
+    pydantic's English exactly (a pydantic upgrade that rewords one fails here, not silently in English) and reads in
+    Portuguese; a message no template reproduces stays as pydantic wrote it."""
+    from typing import Literal
+
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+    from treino.i18n import PYDANTIC_MSGS, pydantic_msg
+
+    class Inner(BaseModel):
+        x: int = 0
+
+    class Every(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        req: int
+        gt: int = Field(1, gt=0)
+        ge: int = Field(1, ge=1)
+        lt: int = Field(0, lt=5)
+        le: int = Field(0, le=5)
+        i_type: int = Field(0, strict=True)
+        i_parse: int = 0
+        i_float: int = 0
+        f_type: float = Field(0, strict=True)
+        f_parse: float = 0
+        finite: float = Field(0, allow_inf_nan=False)
+        b_type: bool = Field(False, strict=True)
+        b_parse: bool = False
+        s_type: str = ""
+        l_type: list[int] = []
+        d_type: dict[str, int] = {}
+        inner: Inner | None = None
+        lit: Literal["a", "b"] = "a"
+        pat: str = Field("a", pattern="^a$")
+        s_min1: str = Field("a", min_length=1)
+        s_min2: str = Field("aa", min_length=2)
+        s_max1: str = Field("", max_length=1)
+        s_max2: str = Field("", max_length=2)
+        l_min1: list[int] = Field([0], min_length=1)
+        l_min2: list[int] = Field([0, 0], min_length=2)
+        l_max1: list[int] = Field([], max_length=1)
+        l_max2: list[int] = Field([], max_length=2)
+        d_max2: dict[str, int] = Field({}, max_length=2)
+
+    bad = {
+        "extra": 1, "gt": 0, "ge": 0, "lt": 5, "le": 6, "i_type": "1", "i_parse": "x", "i_float": 1.5, "f_type": "1",
+        "f_parse": "x", "finite": float("inf"), "b_type": "yes", "b_parse": "maybe", "s_type": 1, "l_type": 1,
+        "d_type": 1, "inner": "x", "lit": "c", "pat": "b", "s_min1": "", "s_min2": "a", "s_max1": "ab", "s_max2": "abc",
+        "l_min1": [], "l_min2": [0], "l_max1": [0, 0], "l_max2": [0, 0, 0], "d_max2": {"a": 1, "b": 2, "c": 3},
+    }  # fmt: skip
+    errors = []
+    for value, attributes in ((bad, False), (object(), True)):  # the second: model_attributes_type
+        with pytest.raises(ValidationError) as caught:
+            Every.model_validate(value, from_attributes=attributes)
+        errors += caught.value.errors()
+    assert {e["type"] for e in errors} == set(PYDANTIC_MSGS)
+    worded = {e["msg"]: pydantic_msg(e, e["msg"]) for e in errors}
+    assert [english for english, msg in worded.items() if not isinstance(msg, Msg) or msg != english] == []
+    assert [english for english, msg in worded.items() if PT_BR.msg(msg) == english] == []
+    assert PT_BR.msg(worded["Input should be 'a' or 'b'"]) == "Deveria ser 'a' ou 'b'"
+    assert PT_BR.msg(worded["List should have at least 2 items after validation, not 1"]) == (
+        "A lista deve ter pelo menos 2 itens, não 1"
+    )
+    reworded = {"type": "greater_than", "msg": "Value must exceed 0", "ctx": {"gt": 0}}
+    assert pydantic_msg(reworded, "Value must exceed 0") == "Value must exceed 0"
+    assert not isinstance(pydantic_msg(reworded, "Value must exceed 0"), Msg)

@@ -301,3 +301,66 @@ def N_(text: str) -> str:
 def tr(text: str, /, **params: Any) -> str:
     """The CLI's shorthand: `tr("Queue")`, or `tr("{n} jobs", n=3)` (a Msg), in the process's language."""
     return current().msg(Msg(text, **params) if params else text)
+
+
+# Pydantic's own words for the errors treino's inputs meet most (an offers file, a job spec, an API body), as Msg
+# templates (pt-BR in treino.pt_br). The first template of an error's type that reproduces pydantic's English exactly
+# is used ("1 character" and "2 characters" are two), so another pydantic version's wording stays as it says it.
+PYDANTIC_MSGS: dict[str, tuple[str, ...]] = {
+    "missing": (N_("Field required"),),
+    "extra_forbidden": (N_("Extra inputs are not permitted"),),
+    "greater_than": (N_("Input should be greater than {gt}"),),
+    "greater_than_equal": (N_("Input should be greater than or equal to {ge}"),),
+    "less_than": (N_("Input should be less than {lt}"),),
+    "less_than_equal": (N_("Input should be less than or equal to {le}"),),
+    "int_type": (N_("Input should be a valid integer"),),
+    "int_parsing": (N_("Input should be a valid integer, unable to parse string as an integer"),),
+    "int_from_float": (N_("Input should be a valid integer, got a number with a fractional part"),),
+    "float_type": (N_("Input should be a valid number"),),
+    "float_parsing": (N_("Input should be a valid number, unable to parse string as a number"),),
+    "finite_number": (N_("Input should be a finite number"),),
+    "bool_type": (N_("Input should be a valid boolean"),),
+    "bool_parsing": (N_("Input should be a valid boolean, unable to interpret input"),),
+    "string_type": (N_("Input should be a valid string"),),
+    "list_type": (N_("Input should be a valid list"),),
+    "dict_type": (N_("Input should be a valid dictionary"),),
+    "model_type": (N_("Input should be a valid dictionary or instance of {class_name}"),),
+    "model_attributes_type": (N_("Input should be a valid dictionary or object to extract fields from"),),
+    "literal_error": (N_("Input should be {expected}"),),
+    "string_pattern_mismatch": (N_("String should match pattern '{pattern}'"),),
+    "string_too_short": (
+        N_("String should have at least {min_length} character"),
+        N_("String should have at least {min_length} characters"),
+    ),
+    "string_too_long": (
+        N_("String should have at most {max_length} character"),
+        N_("String should have at most {max_length} characters"),
+    ),
+    "too_short": (
+        N_("List should have at least {min_length} item after validation, not {actual_length}"),
+        N_("List should have at least {min_length} items after validation, not {actual_length}"),
+    ),
+    "too_long": (
+        N_("List should have at most {max_length} item after validation, not {actual_length}"),
+        N_("List should have at most {max_length} items after validation, not {actual_length}"),
+        N_("Dictionary should have at most {max_length} items after validation, not more"),
+    ),
+}
+
+
+def pydantic_msg(error: Mapping[str, Any], english: str) -> str:
+    """A pydantic error's message (`english`: its "msg") as a Msg that a view words in its language (PYDANTIC_MSGS),
+    or `english` itself when treino has no template that reproduces it."""
+    ctx = {k: v for k, v in (error.get("ctx") or {}).items() if isinstance(v, str | int | float)}
+    ctx = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}  # pydantic: gt=0.0 -> 0
+    expected = ctx.get("expected")
+    if isinstance(expected, str):  # "'month' or 'hour'": its "or" in the locale's words
+        ctx["expected"] = either(expected.split(" or "))
+    for template in PYDANTIC_MSGS.get(str(error.get("type")), ()):
+        try:
+            words = Msg(template, **ctx)
+        except (KeyError, IndexError, ValueError):
+            continue
+        if words == english:
+            return words
+    return english

@@ -1796,6 +1796,7 @@ PT: dict[str, str] = {
     "no tracker {unknown}; treino writes to {known}. To fix: name some of those, or [] for none": (
         "não há tracker {unknown}; o treino escreve em {known}. Como corrigir: indique alguns deles, ou [] para nenhum"
     ),
+    "{name!r} (did you mean {close!r}?)": "{name!r} (você quis dizer {close!r}?)",
     "names a tracker twice. To fix: name each once": "cita um tracker duas vezes. Como corrigir: cite cada um uma vez",
     "give exactly one of 'command' (an argv list) or 'script' (a Python file)": (
         "indique exatamente um de 'command' (uma lista argv) ou 'script' (um arquivo Python)"
@@ -2947,8 +2948,8 @@ PT: dict[str, str] = {
     "List should have at most {max_length} items after validation, not {actual_length}": (
         "A lista deve ter no máximo {max_length} itens, não {actual_length}"
     ),
-    "Dictionary should have at most {max_length} items after validation, not {actual_length}": (
-        "O mapeamento deve ter no máximo {max_length} itens, não {actual_length}"
+    "Dictionary should have at most {max_length} items after validation, not more": (
+        "O mapeamento deve ter no máximo {max_length} itens"
     ),
     (
         "The {backend} collectives did not finish within {timeout_s:.0f} s (exit codes {codes}). To fix: rerun "

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from treino.errors import JobError
+from treino.i18n import Msg
 
 log = logging.getLogger("treino.trackers")
 
@@ -75,12 +76,13 @@ PROJECT = "treino"  # the MLflow experiment and the W&B project of every run
 
 
 def unknown_trackers(names: Sequence[str]) -> list[str]:
-    """The names that are not trackers, each with a "did you mean" where one is close."""
-    out = []
+    """The names that are not trackers, each with a "did you mean" where one is close (a Msg: the server's refusal of
+    a spec is worded in its reader's language)."""
+    out: list[str] = []
     for name in names:
         if name not in TRACKERS:
             close = difflib.get_close_matches(name, TRACKERS, n=1)
-            out.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            out.append(Msg("{name!r} (did you mean {close!r}?)", name=name, close=close[0]) if close else repr(name))
     return out
 
 

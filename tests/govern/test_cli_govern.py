@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from functools import reduce
 from pathlib import Path
 
 import pytest
@@ -288,8 +289,27 @@ def test_a_refused_command_prints_the_servers_message_in_portuguese(
             cwd=tmp_path, url=server.url, token=server.token,
         )
     )  # fmt: skip
+    outside = tmp_path / "fora.csv"  # reached through a link in an import root: the message names both paths
+    outside.write_text(data.read_text())
+    (imports / "ligado.csv").symlink_to(outside)
+    sensitive = ("--purpose", "churn-model", "--personal", "--sensitive", "--subject-column", "cpf")
     refusals = {
         "404": ("show", "987654"),
+        "403 Art. 11": ("data", "add", "saude", str(data), "--legal-basis", "art7-ix", *sensitive),
+        "403 Art. 11 instead": ("data", "add", "saude", str(data), "--legal-basis", "art7-i", *sensitive),
+        "403 import roots": (
+            "data",
+            "add",
+            "ligado",
+            str(imports / "ligado.csv"),
+            "--legal-basis",
+            "art7-ix",
+            "--purpose",
+            "churn-model",
+            "--personal",
+            "--subject-column",
+            "cpf",
+        ),
         "409": ("users", "add", "eng-refused", "--role", "engineer"),
         "403 role": ("users", "add", "someone", "--role", "dpo"),
         "403 purpose": ("grant", "eng-refused", "clientes-refused", "--purpose", "ads"),
@@ -309,6 +329,140 @@ def test_a_refused_command_prints_the_servers_message_in_portuguese(
     assert english["403 purpose"].startswith("error: refused (purpose): dataset clientes-refused allows churn-model")
     assert shown["401"].startswith("erro: Token inválido, expirado ou revogado. Como corrigir:")
     assert shown["422"].startswith("erro: O servidor recusou o uso (422): since: 'yesterday-ish' não é nem uma data")
+    # a legal basis named in the LGPD's own words (treino.govern.datasets.BASIS_LABELS), and the English as it was
+    assert shown["403 Art. 11"] == (
+        "erro: recusado (LGPD Art. 11): Art. 7 IX: interesse legítimo do controlador ou de terceiro não está "
+        "disponível para dados sensíveis (só as bases do Art. 11 estão). Como corrigir: escolha uma de art11-i, "
+        "art11-ii-a, art11-ii-b, art11-ii-c, art11-ii-d, art11-ii-e, art11-ii-f, art11-ii-g, se uma realmente se "
+        "aplicar, ou retire as colunas sensíveis."
+    )
+    assert english["403 Art. 11"] == (
+        "error: refused (LGPD Art. 11): Art. 7 IX: legitimate interest of the controller or a third party is not "
+        "available for sensitive data (only Art. 11 bases are). To fix: choose one of art11-i, art11-ii-a, art11-ii-b, "
+        "art11-ii-c, art11-ii-d, art11-ii-e, art11-ii-f, art11-ii-g, if one truly applies, or drop the sensitive "
+        "columns."
+    )
+    assert shown["403 Art. 11 instead"] == (
+        "erro: recusado (LGPD Art. 11): Art. 7 I: consentimento do titular não cobre dados sensíveis; o Art. 11 tem "
+        "sua própria lista, mais restrita. Como corrigir: use art11-i (Art. 11 I: consentimento específico e "
+        "destacado, para finalidades específicas)."
+    )
+    assert english["403 Art. 11 instead"] == (
+        "error: refused (LGPD Art. 11): Art. 7 I: consent of the data subject does not cover sensitive data; Art. 11 "
+        "has its own, narrower list. To fix: use art11-i (Art. 11 I: specific and highlighted consent, for specific "
+        "purposes)."
+    )
+    link, roots = imports / "ligado.csv", f"{EXAMPLES.resolve()}, {imports.resolve()}"
+    assert shown["403 import roots"].startswith(
+        f"erro: recusado (raízes de importação): {link} (que aponta para {outside.resolve()}) está fora das raízes de "
+        f"importação permitidas: {roots}. Como corrigir:"
+    )
+    assert english["403 import roots"].startswith(
+        f"error: refused (import roots): {link} (resolves to {outside.resolve()}) is outside the allowed import roots: "
+        f"{roots}. To fix:"
+    )
     # only names, options, paths and commands in English (quoted or flags, which untranslated() skips)
-    left = {k: untranslated(text) for k, text in shown.items()}
+    paths = (str(tmp_path.resolve()), str(tmp_path), str(imports.resolve()), str(imports), str(EXAMPLES.resolve()))
+    left = {k: untranslated(reduce(lambda t, p: t.replace(p, " "), paths, text)) for k, text in shown.items()}
     assert left == {k: [] for k in shown}, (left, shown)
+
+
+def test_a_refused_job_spec_reads_in_portuguese(server: ServerProcess, tmp_path: Path) -> None:
+    """`treino submit` of specs the server refuses (422): pydantic's own words, the spec's validators (an offload the
+    planner does not know), an unknown key (with the keys of its mapping), more GPUs than the server has, and a
+    spec's rule across fields, each worded by the CLI in pt-BR from the data the server sent (message_msg); the same
+    lines in English as the server says them, and the same exit code."""
+    from tests.cli.test_cli_i18n import untranslated
+
+    if server.db_url is not None:
+        pytest.skip("the same words on PostgreSQL")
+    specs = {
+        "fields.yaml": {
+            "name": "bad name",
+            "command": ["true"],
+            "gpus": "2",
+            "priority": 500,
+            "colour": "red",
+            "plan": {"model": "llama-3-8b", "ofload": "gpu", "offload": "gpu"},
+            "trackers": ["wandbb"],
+            "memorisation_check": "yes",
+        },
+        "big.yaml": {"name": "big", "command": ["true"], "gpus": 9},
+        "args.yaml": {"name": "args", "command": ["true"], "args": ["x"]},
+    }
+    spec_keys = (
+        "'name', 'command', 'script', 'args', 'workdir', 'gpus', 'nodes', 'env', 'priority', 'max_restarts', "
+        "'timeout_minutes', 'total_steps', 'grace_seconds', 'memory_gb', 'plan', 'datasets', 'purpose', 'trackers', "
+        "'sisa', 'memorisation_check'"
+    )
+    plan_keys = (
+        "'model', 'micro_batch', 'seq_len', 'grad_accum', 'precision', 'optimizer', 'attention', 'checkpointing', "
+        "'zero', 'tp', 'offload', 'lora_rank', 'quant'"
+    )
+    expected = {  # file -> (its pt-BR lines, its English lines)
+        "fields.yaml": (
+            [
+                "erro: O servidor recusou a especificação do job fields.yaml (422):",
+                "  name: O texto deve seguir o padrão '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$'",
+                "  gpus: Deveria ser um número inteiro",
+                "  priority: O valor deve ser menor ou igual a 100",
+                "  plan.offload: o planejador não conhece offload 'gpu'. Como corrigir: use um de none, optimizer, "
+                "optimizer+params",
+                "  plan.ofload: Não são permitidos campos extras. Você quis dizer 'offload'? Como corrigir: remova-o, "
+                f"ou use uma chave de plan: {plan_keys}.",
+                "  trackers: não há tracker 'wandbb' (você quis dizer 'wandb'?); o treino escreve em tensorboard, "
+                "mlflow, wandb. Como corrigir: indique alguns deles, ou [] para nenhum",
+                "  memorisation_check: Deveria ser um booleano (true/false)",
+                "  colour: Não são permitidos campos extras. Como corrigir: remova-o, ou use uma das chaves "
+                f"{spec_keys}.",
+            ],
+            [
+                "error: The server refused the job spec fields.yaml (422):",
+                "  name: String should match pattern '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$'",
+                "  gpus: Input should be a valid integer",
+                "  priority: Input should be less than or equal to 100",
+                "  plan.offload: the planner knows no offload 'gpu'. To fix: use one of none, optimizer, "
+                "optimizer+params",
+                "  plan.ofload: Extra inputs are not permitted. Did you mean 'offload'? To fix: remove it, or use a "
+                f"key of plan: {plan_keys}.",
+                "  trackers: no tracker 'wandbb' (did you mean 'wandb'?); treino writes to tensorboard, mlflow, wandb. "
+                "To fix: name some of those, or [] for none",
+                "  memorisation_check: Input should be a valid boolean",
+                f"  colour: Extra inputs are not permitted. To fix: remove it, or use one of the keys {spec_keys}.",
+            ],
+        ),
+        "big.yaml": (
+            [
+                "erro: O servidor recusou a especificação do job big.yaml (422):",
+                "  gpus: pede 9, mas este servidor tem 2 (2 slots de CPU (sem GPUs: os jobs rodam na CPU com gloo)). "
+                "Como corrigir: gpus <= 2.",
+            ],
+            [
+                "error: The server refused the job spec big.yaml (422):",
+                "  gpus: asks for 9 but this server has 2 (2 CPU slots (no GPUs: jobs run on CPU with gloo)). To fix: "
+                "gpus <= 2.",
+            ],
+        ),
+        "args.yaml": (
+            [
+                "erro: O servidor recusou a especificação do job args.yaml (422):",
+                "  (body): 'args' acompanha 'script'; ponha os argumentos de um comando na lista 'command'",
+            ],
+            [
+                "error: The server refused the job spec args.yaml (422):",
+                "  (body): 'args' goes with 'script'; put a command's arguments in the 'command' list",
+            ],
+        ),
+    }
+    for name, spec in specs.items():
+        (tmp_path / name).write_text(json.dumps(spec))  # JSON is YAML
+        portuguese, english = expected[name]
+        pt = treino("--lang", "pt-BR", "submit", name, cwd=tmp_path, url=server.url, token=server.token)
+        assert (pt.returncode, pt.stdout) == (1, ""), pt.stderr
+        assert sorted(pt.stderr.splitlines()) == sorted(portuguese)  # pydantic's order of fields, not ours
+        # the spec's own names (each line's field, the values the planner and treino know) stay as they are
+        words = re.sub(r"(?m)^  \S+:|none, optimizer, optimizer\+params|tensorboard, mlflow, wandb", " ", pt.stderr)
+        assert untranslated(words) == [], pt.stderr
+        en = treino("--lang", "en", "submit", name, cwd=tmp_path, url=server.url, token=server.token)
+        assert (en.returncode, en.stdout) == (1, "")
+        assert sorted(en.stderr.splitlines()) == sorted(english)

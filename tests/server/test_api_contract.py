@@ -42,6 +42,10 @@ def test_a_body_over_the_limit_is_413_by_its_length_or_while_it_streams(server: 
         assert r.status_code == 413 and r.json()["detail"] == (
             "The request body is over 1 MiB. To fix: send less per request."
         )
+        assert r.json()["detail_msg"] == {  # for a client to word in its language (treino.i18n.from_data)
+            "template": "The request body is over {size}. To fix: send less per request.",
+            "params": {"size": "1 MiB"},
+        }
         r = c.post("/api/v1/jobs", content=chunks(SPEC_BYTES_MAX), headers={"Content-Type": "application/json"})
         assert r.status_code == 413, r.text
         assert c.get("/api/v1/jobs").json() == {"jobs": [], "next": None}  # nothing was stored
@@ -100,7 +104,11 @@ def test_each_status_has_one_shape(server: ServerProcess) -> None:
         assert r.status_code == 422 and r.json()["detail"][0]["field"] == "(body)"
         r = c.post("/api/v1/jobs", json={"name": "x", "command": ["python", "-c", "print(1)\x00"]})
         assert r.status_code == 422 and r.json()["detail"] == [
-            {"field": "command.2", "message": "may not contain NUL bytes (\\x00)"}
+            {
+                "field": "command.2",
+                "message": "may not contain NUL bytes (\\x00)",
+                "message_msg": {"template": "may not contain NUL bytes (\\x00)", "params": {}},  # for its language
+            }
         ]
         r = c.post("/api/v1/jobs", json={"name": "x", "command": ["true"], "env": {"A=B": "1"}})
         assert r.status_code == 422 and r.json()["detail"][0]["field"] == "env.A=B.[key]"
@@ -189,6 +197,10 @@ def test_what_the_kernel_or_the_database_cannot_take_is_422_at_the_boundary(serv
         assert error == {
             "field": "workdir",
             "message": "has a name of 256 bytes; each name in a path may have at most 255 (NAME_MAX)",
+            "message_msg": {
+                "template": "has a name of {longest} bytes; each name in a path may have at most {most} (NAME_MAX)",
+                "params": {"longest": 256, "most": 255},
+            },
         }
         [error] = refused({"script": "train.py", "workdir": "/a" * 2048})
         assert error["field"] == "workdir" and "PATH_MAX" in error["message"]

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from treino.catalog.loader import _did_you_mean, _normalise, gpu, gpus
 from treino.errors import CatalogError, PlanError
-from treino.i18n import Msg, either, message_of
+from treino.i18n import Msg, message_of, pydantic_msg
 from treino.plan.cost import FxRate, Offer
 from treino.plan.fabric import parse_fabric
 from treino.plan.recommend import Candidate
@@ -132,35 +132,6 @@ class FxRow(BaseModel):
     quote: str = Field(pattern=r"^[A-Z]{3}$")
     rate: float = Field(gt=0)
     source: str = Field(min_length=1)
-
-
-# Pydantic's own words for the errors an offers file meets most, as Msg templates (pt-BR in treino.pt_br); each is
-# used only when it reproduces pydantic's English exactly, so another pydantic version's wording stays as it says it.
-_PYDANTIC_MSGS = {
-    "greater_than": "Input should be greater than {gt}",
-    "greater_than_equal": "Input should be greater than or equal to {ge}",
-    "float_parsing": "Input should be a valid number, unable to parse string as a number",
-    "int_parsing": "Input should be a valid integer, unable to parse string as an integer",
-    "literal_error": "Input should be {expected}",
-    "string_pattern_mismatch": "String should match pattern '{pattern}'",
-}
-
-
-def pydantic_msg(error: Any, english: str) -> str:
-    """A pydantic error's message as a Msg the CLI words in its language, or its English when treino lacks it."""
-    template = _PYDANTIC_MSGS.get(str(error.get("type")))
-    if template is None:
-        return english
-    ctx = {k: v for k, v in (error.get("ctx") or {}).items() if isinstance(v, str | int | float)}
-    ctx = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}  # pydantic: gt=0.0 -> 0
-    expected = ctx.get("expected")
-    if isinstance(expected, str):  # "'month' or 'hour'": its "or" in the locale's words
-        ctx["expected"] = either(expected.split(" or "))
-    try:
-        words = Msg(template, **ctx)
-    except (KeyError, IndexError):
-        return english
-    return words if words == english else english
 
 
 def _error(where: str, line: int, exc: ValidationError, field_lines: dict[str, int] | None = None) -> CatalogError:

@@ -42,7 +42,7 @@ from treino.errors import PolicyViolation, TreinoError
 from treino.govern.cpf import ColumnFinding, cpf_digits, scan_column, scan_table
 from treino.govern.models import Dataset, DatasetVersion, Erasure, JobDataset, Model
 from treino.govern.tombstones import KeepOut
-from treino.i18n import Joined, Msg
+from treino.i18n import N_, Joined, Msg
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
@@ -88,25 +88,25 @@ class LegalBasis(enum.StrEnum):
 
 # Lei 13.709/2018, Art. 7 I-X and Art. 11 I, II a-g (https://www.planalto.gov.br/ccivil_03/_ato2015-2018/2018/lei/l13709.htm).
 BASIS_LABELS: dict[LegalBasis, str] = {
-    LegalBasis.ART7_I: "Art. 7 I: consent of the data subject",
-    LegalBasis.ART7_II: "Art. 7 II: legal or regulatory obligation",
-    LegalBasis.ART7_III: "Art. 7 III: public administration, for public policies",
-    LegalBasis.ART7_IV: "Art. 7 IV: studies by a research body",
-    LegalBasis.ART7_V: "Art. 7 V: performance of a contract",
-    LegalBasis.ART7_VI: "Art. 7 VI: exercise of rights in judicial, administrative or arbitral proceedings",
-    LegalBasis.ART7_VII: "Art. 7 VII: protection of life or physical safety",
-    LegalBasis.ART7_VIII: "Art. 7 VIII: health protection, by health professionals or services",
-    LegalBasis.ART7_IX: "Art. 7 IX: legitimate interest of the controller or a third party",
-    LegalBasis.ART7_X: "Art. 7 X: credit protection",
-    LegalBasis.ART11_I: "Art. 11 I: specific and highlighted consent, for specific purposes",
-    LegalBasis.ART11_II_A: "Art. 11 II a: legal or regulatory obligation",
-    LegalBasis.ART11_II_B: "Art. 11 II b: public administration, for public policies",
-    LegalBasis.ART11_II_C: "Art. 11 II c: studies by a research body",
-    LegalBasis.ART11_II_D: "Art. 11 II d: exercise of rights, including in contracts and proceedings",
-    LegalBasis.ART11_II_E: "Art. 11 II e: protection of life or physical safety",
-    LegalBasis.ART11_II_F: "Art. 11 II f: health protection, by health professionals or services",
-    LegalBasis.ART11_II_G: "Art. 11 II g: fraud prevention and the subject's security in identification",
-    LegalBasis.NOT_PERSONAL: "no personal data (Art. 5 I): the LGPD does not apply",
+    LegalBasis.ART7_I: N_("Art. 7 I: consent of the data subject"),
+    LegalBasis.ART7_II: N_("Art. 7 II: legal or regulatory obligation"),
+    LegalBasis.ART7_III: N_("Art. 7 III: public administration, for public policies"),
+    LegalBasis.ART7_IV: N_("Art. 7 IV: studies by a research body"),
+    LegalBasis.ART7_V: N_("Art. 7 V: performance of a contract"),
+    LegalBasis.ART7_VI: N_("Art. 7 VI: exercise of rights in judicial, administrative or arbitral proceedings"),
+    LegalBasis.ART7_VII: N_("Art. 7 VII: protection of life or physical safety"),
+    LegalBasis.ART7_VIII: N_("Art. 7 VIII: health protection, by health professionals or services"),
+    LegalBasis.ART7_IX: N_("Art. 7 IX: legitimate interest of the controller or a third party"),
+    LegalBasis.ART7_X: N_("Art. 7 X: credit protection"),
+    LegalBasis.ART11_I: N_("Art. 11 I: specific and highlighted consent, for specific purposes"),
+    LegalBasis.ART11_II_A: N_("Art. 11 II a: legal or regulatory obligation"),
+    LegalBasis.ART11_II_B: N_("Art. 11 II b: public administration, for public policies"),
+    LegalBasis.ART11_II_C: N_("Art. 11 II c: studies by a research body"),
+    LegalBasis.ART11_II_D: N_("Art. 11 II d: exercise of rights, including in contracts and proceedings"),
+    LegalBasis.ART11_II_E: N_("Art. 11 II e: protection of life or physical safety"),
+    LegalBasis.ART11_II_F: N_("Art. 11 II f: health protection, by health professionals or services"),
+    LegalBasis.ART11_II_G: N_("Art. 11 II g: fraud prevention and the subject's security in identification"),
+    LegalBasis.NOT_PERSONAL: N_("no personal data (Art. 5 I): the LGPD does not apply"),
 }
 # The Art. 11 basis that corresponds to an Art. 7 one, for the refusal's "To fix". Contract (V), legitimate interest
 # (IX) and credit protection (X) have none: they are not available for sensitive data (reference §1.3).
@@ -173,13 +173,28 @@ def validate_registration(
             ),
         )
     if sensitive and not basis.allows_sensitive:
+        label = Msg(basis.label)  # a catalog text (N_ in BASIS_LABELS): in the reader's language
         if basis in ART11_FOR_ART7:
-            fix = f"use {ART11_FOR_ART7[basis].value} ({ART11_FOR_ART7[basis].label})"
-            why = f"{basis.label} does not cover sensitive data; Art. 11 has its own, narrower list"
-        else:
-            fix = f"choose one of {_bases_list(True)}, if one truly applies, or drop the sensitive columns"
-            why = f"{basis.label} is not available for sensitive data (only Art. 11 bases are)"
-        raise PolicyViolation("LGPD Art. 11", Msg("{why}. To fix: {fix}.", why=why, fix=fix))
+            instead = ART11_FOR_ART7[basis]
+            raise PolicyViolation(
+                "LGPD Art. 11",
+                Msg(
+                    "{label} does not cover sensitive data; Art. 11 has its own, narrower list. To fix: use {basis} "
+                    "({basis_label}).",
+                    label=label,
+                    basis=instead.value,
+                    basis_label=Msg(instead.label),
+                ),
+            )
+        raise PolicyViolation(
+            "LGPD Art. 11",
+            Msg(
+                "{label} is not available for sensitive data (only Art. 11 bases are). To fix: choose one of {bases}, "
+                "if one truly applies, or drop the sensitive columns.",
+                label=label,
+                bases=_bases_list(True),
+            ),
+        )
     if not [p for p in purposes if p and p.strip()]:
         raise PolicyViolation(
             "LGPD Art. 6 I",
@@ -218,8 +233,10 @@ def _check_root(path: Path, allowed_roots: Sequence[Path]) -> Path:
     resolved = Path(path).expanduser().resolve()
     roots = [Path(r).expanduser().resolve() for r in allowed_roots]
     if not any(resolved.is_relative_to(r) for r in roots):
-        shown = ", ".join(str(r) for r in roots) or "(none configured)"
-        target = f"{path} (resolves to {resolved})" if resolved != Path(path) else str(path)
+        shown = ", ".join(str(r) for r in roots) or Msg("(none configured)")
+        target: str = str(path)
+        if resolved != Path(path):
+            target = Msg("{path} (resolves to {resolved})", path=target, resolved=str(resolved))
         raise PolicyViolation(
             "import roots",
             Msg(

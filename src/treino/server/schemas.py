@@ -36,7 +36,7 @@ Text = Annotated[str, AfterValidator(no_nul)]
 def not_blank(value: str) -> str:
     """Refuse a text of spaces only where a person must say something (a reason)."""
     if not value.strip():
-        raise ValueError("may not be blank: write it out")
+        raise ValueError(Msg("may not be blank: write it out"))
     return value
 
 

@@ -227,19 +227,18 @@ class Service:
                 ),
             )
         if spec.gpus > per_node:
-            has = (
-                f"per node but a node has at most {per_node}" if inventory.nodes else f"but this server has {per_node}"
-            )
-            more = ", and more nodes" if inventory.nodes else ""
+            fields = {"gpus": spec.gpus, "per_node": per_node, "inventory": inventory.describe()}
             return SpecError(
                 "gpus",
                 Msg(
-                    "asks for {gpus} {has} ({inventory}). To fix: gpus <= {per_node}{more}.",
-                    gpus=spec.gpus,
-                    has=has,
-                    inventory=inventory.describe(),
-                    per_node=per_node,
-                    more=more,
+                    "asks for {gpus} per node but a node has at most {per_node} ({inventory}). To fix: gpus <= "
+                    "{per_node}, and more nodes.",
+                    **fields,
+                )
+                if inventory.nodes
+                else Msg(
+                    "asks for {gpus} but this server has {per_node} ({inventory}). To fix: gpus <= {per_node}.",
+                    **fields,
                 ),
             )
         return None

@@ -30,9 +30,12 @@ trackers: [tensorboard, mlflow, wandb]   # what run.log/run.config also write to
 
 from __future__ import annotations
 
+import difflib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -48,7 +51,7 @@ from pydantic import (
 
 from treino import trackers as tracker_bridges
 from treino.errors import JobError
-from treino.i18n import Msg
+from treino.i18n import Joined, Msg, message_of, pydantic_msg
 from treino.plan.memory import ATTENTIONS, CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, QUANTS
 from treino.server.settings import (
     ARG_STRING_BYTES_MAX,
@@ -80,11 +83,13 @@ def no_nul(value: str) -> str:
     """Refuse NUL bytes: argv, paths and environment entries cannot hold them, nor can PostgreSQL text. Nor a lone
     surrogate (JSON's "\\ud800"): it has no UTF-8 form for a database, a file name or an argv."""
     if "\x00" in value:
-        raise ValueError("may not contain NUL bytes (\\x00)")
+        raise ValueError(Msg("may not contain NUL bytes (\\x00)"))
     try:
         value.encode()
     except UnicodeEncodeError as exc:
-        raise ValueError(f"is not valid Unicode ({exc.reason} at character {exc.start})") from exc
+        raise ValueError(
+            Msg("is not valid Unicode ({reason} at character {start})", reason=exc.reason, start=exc.start)
+        ) from exc
     return value
 
 
@@ -93,11 +98,17 @@ def fs_path(value: str) -> str:
     PATH_COMPONENT_BYTES_MAX (NAME_MAX); else open() fails with ENAMETOOLONG long after the API said yes."""
     size = len(no_nul(value).encode())
     if size > PATH_BYTES_MAX:
-        raise ValueError(f"is {size} bytes long; a path may have at most {PATH_BYTES_MAX} (PATH_MAX)")
+        raise ValueError(
+            Msg("is {size} bytes long; a path may have at most {most} (PATH_MAX)", size=size, most=PATH_BYTES_MAX)
+        )
     longest = max((len(part.encode()) for part in value.split("/")), default=0)
     if longest > PATH_COMPONENT_BYTES_MAX:
         raise ValueError(
-            f"has a name of {longest} bytes; each name in a path may have at most {PATH_COMPONENT_BYTES_MAX} (NAME_MAX)"
+            Msg(
+                "has a name of {longest} bytes; each name in a path may have at most {most} (NAME_MAX)",
+                longest=longest,
+                most=PATH_COMPONENT_BYTES_MAX,
+            )
         )
     return value
 
@@ -106,12 +117,19 @@ def arg_string(value: str) -> str:
     """One argv string: at most ARG_STRING_BYTES_MAX bytes (the kernel's MAX_ARG_STRLEN), else execve fails."""
     size = len(no_nul(value).encode())
     if size > ARG_STRING_BYTES_MAX:
-        raise ValueError(f"is {size} bytes long; one argument may have at most {ARG_STRING_BYTES_MAX} (MAX_ARG_STRLEN)")
+        raise ValueError(
+            Msg(
+                "is {size} bytes long; one argument may have at most {most} (MAX_ARG_STRLEN)",
+                size=size,
+                most=ARG_STRING_BYTES_MAX,
+            )
+        )
     return value
 
 
 Text = Annotated[str, AfterValidator(no_nul)]
 ShortText = Annotated[str, Field(max_length=SPEC_STRING_CHARS_MAX), AfterValidator(no_nul)]
+Purpose = Annotated[str, Field(max_length=100), AfterValidator(no_nul)]  # pydantic then says "String ..."
 Arg = Annotated[str, AfterValidator(arg_string)]
 FsPath = Annotated[str, Field(min_length=1), AfterValidator(fs_path)]
 ArgPath = Annotated[str, Field(min_length=1), AfterValidator(fs_path), AfterValidator(arg_string)]
@@ -123,7 +141,14 @@ def planner_choice(label: str, allowed: tuple[str, ...]) -> AfterValidator:
 
     def check(value: str) -> str:
         if value not in allowed:
-            raise ValueError(f"the planner knows no {label} {value!r}. To fix: use one of {', '.join(allowed)}")
+            raise ValueError(
+                Msg(
+                    "the planner knows no {label} {value!r}. To fix: use one of {allowed}",
+                    label=label,
+                    value=value,
+                    allowed=", ".join(allowed),
+                )
+            )
         return value
 
     return AfterValidator(check)
@@ -190,7 +215,7 @@ class JobSpec(BaseModel):
     memory_gb: float | None = Field(None, gt=0, le=MAX_MEMORY_GB)  # per attempt (GiB, 1024**3 bytes)
     plan: PlanSpec | None = None
     datasets: list[ShortText] = Field(default_factory=list, max_length=DATASETS_PER_JOB_MAX)
-    purpose: Text | None = Field(None, max_length=100)  # why the job reads its datasets (LGPD Art. 6 I)
+    purpose: Purpose | None = None  # why the job reads its datasets (LGPD Art. 6 I)
     trackers: list[ShortText] | None = Field(None, max_length=len(tracker_bridges.TRACKERS))
     sisa: SisaSpec | None = None
     # An erasure's retraining of this job gets the erased rows for its memorisation check (SISA jobs always do): only
@@ -205,11 +230,14 @@ class JobSpec(BaseModel):
         unknown = tracker_bridges.unknown_trackers(trackers)
         if unknown:
             raise ValueError(
-                f"no tracker {', '.join(unknown)}; treino writes to {', '.join(tracker_bridges.TRACKERS)}. To fix: "
-                "name some of those, or [] for none"
+                Msg(
+                    "no tracker {unknown}; treino writes to {known}. To fix: name some of those, or [] for none",
+                    unknown=Joined(", ", unknown),
+                    known=", ".join(tracker_bridges.TRACKERS),
+                )
             )
         if len(set(trackers)) != len(trackers):
-            raise ValueError("names a tracker twice. To fix: name each once")
+            raise ValueError(Msg("names a tracker twice. To fix: name each once"))
         return trackers
 
     @field_validator("env")
@@ -222,18 +250,22 @@ class JobSpec(BaseModel):
     @model_validator(mode="after")
     def _one_entry_point(self) -> JobSpec:
         if (self.command is None) == (self.script is None):
-            raise ValueError("give exactly one of 'command' (an argv list) or 'script' (a Python file)")
+            raise ValueError(Msg("give exactly one of 'command' (an argv list) or 'script' (a Python file)"))
         if self.command is not None and self.args:
-            raise ValueError("'args' goes with 'script'; put a command's arguments in the 'command' list")
+            raise ValueError(Msg("'args' goes with 'script'; put a command's arguments in the 'command' list"))
         reserved = sorted(k for k in self.env if k.startswith("TREINO_") or k == "CUDA_VISIBLE_DEVICES")
         if reserved:
-            raise ValueError(f"env may not set {', '.join(reserved)}: the server sets them")
+            raise ValueError(Msg("env may not set {names}: the server sets them", names=", ".join(reserved)))
         strings = [*(self.command or [self.script or "", *self.args]), *(f"{k}={v}" for k, v in self.env.items())]
         size = sum(len(a.encode()) + 1 for a in strings)  # each with its NUL
         if size > ARGV_ENV_BYTES_MAX:
             raise ValueError(
-                f"the command line and env take {size} bytes; at most {ARGV_ENV_BYTES_MAX} fit beside the server's "
-                "own (the kernel's ARG_MAX). To fix: pass large inputs in a file and its path in args"
+                Msg(
+                    "the command line and env take {size} bytes; at most {most} fit beside the server's own (the "
+                    "kernel's ARG_MAX). To fix: pass large inputs in a file and its path in args",
+                    size=size,
+                    most=ARGV_ENV_BYTES_MAX,
+                )
             )
         return self
 
@@ -261,15 +293,79 @@ class JobSpec(BaseModel):
         return None if self.script is None else [self.script, *self.args]
 
 
-def field_errors(exc: ValidationError) -> list[dict[str, Any]]:
-    """Pydantic's errors as `{field, message}`, for the CLI's own check of a spec file (the API's 422s are built by
-    treino.server.api.errors from the same errors)."""
+def field_errors(exc: ValidationError, model: Any = None) -> list[dict[str, Any]]:
+    """Pydantic's errors as `{field, message}`, the message a Msg where treino words it (`validation_message`), for
+    the CLI's own check of a spec file (the API's 422s are built by treino.server.api.errors the same way)."""
     out = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "(spec)"
-        message = str(err["msg"]).removeprefix("Value error, ")
-        out.append({"field": where, "message": message})
+        out.append({"field": where, "message": validation_message(err, JobSpec if model is None else model)})
     return out
+
+
+def validation_message(error: Mapping[str, Any], model: Any = None) -> str:
+    """A pydantic error's message, as a Msg that a client words in its language where treino has its words: a
+    validator's own Msg; for a key `model` does not take (`error["loc"]`: the path into `model`), pydantic's words
+    and the keys it does take there; pydantic's other messages by treino.i18n.pydantic_msg. Its English is pydantic's
+    (a validator's message without pydantic's "Value error, "), with the keys after it for an unknown key."""
+    english = str(error["msg"]).removeprefix("Value error, ")
+    if error.get("type") == "value_error":
+        cause = (error.get("ctx") or {}).get("error")
+        said = message_of(cause) if isinstance(cause, ValueError) else english
+        return said if isinstance(said, Msg) else english
+    loc = tuple(error.get("loc") or ())
+    keys = model_keys(model, loc[:-1]) if error.get("type") == "extra_forbidden" and model is not None else None
+    if not keys or not loc:
+        return pydantic_msg(error, english)
+    close = difflib.get_close_matches(str(loc[-1]), keys, n=1)
+    hint = Msg(" Did you mean '{name}'?", name=close[0]) if close else ""
+    quoted = ", ".join(f"'{k}'" for k in keys)
+    if len(loc) == 1:
+        return Msg(
+            "Extra inputs are not permitted.{hint} To fix: remove it, or use one of the keys {keys}.",
+            hint=hint,
+            keys=quoted,
+        )
+    return Msg(
+        "Extra inputs are not permitted.{hint} To fix: remove it, or use a key of {where}: {keys}.",
+        hint=hint,
+        where=".".join(str(p) for p in loc[:-1]),
+        keys=quoted,
+    )
+
+
+def model_keys(model: Any, path: tuple[Any, ...]) -> list[str] | None:
+    """The keys of the pydantic model found at `path` inside the annotation `model` (through its fields, Optional,
+    Annotated, a list's items and a dict's values), in their order; None where no model is there."""
+    annotation = model
+    for part in path:
+        annotation = _inside(annotation, part)
+        if annotation is None:
+            return None
+    found = _inside(annotation, None)
+    return None if found is None else [f.alias or name for name, f in found.model_fields.items()]
+
+
+def _inside(annotation: Any, part: str | int | None) -> Any:
+    """The annotation at `part` of `annotation` (a model's field, a list's item, a dict's value); with `part` None,
+    the model `annotation` is (through Optional and Annotated). None when there is none."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if part is None:
+            return annotation
+        field = annotation.model_fields.get(str(part))
+        return None if field is None else field.annotation
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _inside(args[0], part)
+    if origin in (Union, UnionType):
+        return next((found for arg in args if (found := _inside(arg, part)) is not None), None)
+    if part is None:
+        return None
+    if origin in (list, tuple, set, frozenset) and isinstance(part, int) and args:
+        return args[0]
+    if origin is dict and len(args) == 2:
+        return args[1]
+    return None
 
 
 def load_spec_file(path: Path) -> dict[str, Any]:
@@ -378,5 +474,5 @@ def parse_spec(data: dict[str, Any]) -> JobSpec:
     try:
         return JobSpec.model_validate(data)
     except ValidationError as exc:
-        lines = "; ".join(f"{e['field']}: {e['message']}" for e in field_errors(exc))
+        lines = Joined("; ", [Msg("{field}: {message}", **e) for e in field_errors(exc)])
         raise JobError(Msg("Invalid job spec: {lines}.", lines=lines)) from exc

@@ -34,11 +34,19 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from treino.errors import DatabaseBroken, InsufficientStorage, PolicyViolation, TreinoError, Unauthenticated
+from treino.errors import (
+    DatabaseBroken,
+    InsufficientStorage,
+    PolicyViolation,
+    TooLarge,
+    TreinoError,
+    Unauthenticated,
+)
 from treino.i18n import Joined, Msg, message_of, to_data
 from treino.server.auth import JOB_TOKEN_PREFIX
 from treino.server.disk import space_text, storage_fault
 from treino.server.settings import API_BODY_BYTES_MAX, FORM_BYTES_MAX, INT_MAX, METRICS_BYTES_MAX, SPEC_BYTES_MAX
+from treino.server.spec import validation_message
 
 if TYPE_CHECKING:
     from treino.server.context import ServerContext
@@ -133,16 +141,26 @@ def install(app: FastAPI, page: PageRenderer | None = None) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        body = getattr(getattr(request.scope.get("route"), "body_field", None), "field_info", None)
+        model = getattr(body, "annotation", None)  # the route's body model: its keys, for an unknown key's message
+        fields, messages = [], []
+        for e in exc.errors():
+            loc = tuple(e["loc"])
+            fields.append("(body)" if e["type"] == "json_invalid" else field_of(loc))
+            in_body = loc[:1] == ("body",)  # then the rest of loc is the path into the body's model
+            messages.append(validation_message({**e, "loc": loc[1:]}, model) if in_body else validation_message(e))
         errors = [
             {
-                "field": "(body)" if e["type"] == "json_invalid" else field_of(tuple(e["loc"])),
-                "message": str(e["msg"]).removeprefix("Value error, "),
+                "field": field,
+                "message": str(message),
+                **({"message_msg": to_data(message)} if isinstance(message, Msg) else {}),
             }
-            for e in exc.errors()
+            for field, message in zip(fields, messages, strict=True)
         ]
         if wants_html(request):
             assert page is not None
-            return page(request, 422, "; ".join(f"{e['field']}: {e['message']}" for e in errors))
+            lines = [Msg("{field}: {message}", field=f, message=m) for f, m in zip(fields, messages, strict=True)]
+            return page(request, 422, Joined("; ", lines))  # in the visitor's language
         return JSONResponse({"detail": errors}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
@@ -310,8 +328,8 @@ async def _refusal(scope: Scope, authorization: bytes, path: str) -> str | None:
 
 def _too_large_text(max_bytes: int) -> str:
     size = f"{max_bytes // 1024**2} MiB" if max_bytes >= 1024**2 else f"{max_bytes // 1024} KiB"
-    return f"The request body is over {size}. To fix: send less per request."
+    return Msg("The request body is over {size}. To fix: send less per request.", size=size)
 
 
 def _too_large(max_bytes: int) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-    return JSONResponse({"detail": _too_large_text(max_bytes)}, status_code=413)
+    return JSONResponse(error_body(TooLarge(_too_large_text(max_bytes))), status_code=413)
