@@ -69,7 +69,7 @@ lint: venv
 
 bench: venv
 	$(BIN)/python benchmarks/run_all.py
-	$(BIN)/python benchmarks/plan_accuracy.py
+	$(BIN)/python benchmarks/kernel_accuracy.py --quick
 	$(BIN)/python benchmarks/fabric_validation.py
 	$(BIN)/python benchmarks/server_bench.py
 	$(BIN)/python benchmarks/audit_bench.py

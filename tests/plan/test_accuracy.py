@@ -4,11 +4,14 @@ For every family, with its config's default dropout (SDPA and eager), planned fo
 model built by transformers, one AdamW step to create the optimizer state, then a measured step; with no
 checkpointing, the attention core recomputed (selective, treino.trace.engine's `selective_checkpointing`) and
 every block recomputed (full). Weights, gradients and optimizer state must be exact (summed from the real tensors); the
-peak of live tensors within 10 % (the issue's bound; MemTracker's own tests hold it to ±10 % of CUDA's
-allocator, torch test/distributed/_tools/test_mem_tracker.py).
+peak of live tensors within 10 % per case and 3 % median over the cases (issue 18's target; MemTracker's own tests
+hold it to ±10 % of CUDA's allocator, torch test/distributed/_tools/test_mem_tracker.py). The full grid (bf16-true,
+dropout 0 and 10 %, every family) is benchmarks/kernel_accuracy.py's.
 """
 
 from __future__ import annotations
+
+import statistics
 
 import pytest
 
@@ -27,7 +30,9 @@ CASES = [
     for checkpointing in ("none", "selective", "full")
     if not (family == "gemma2" and attention == "sdpa")  # transformers 5.24 has no SDPA path for gemma2
 ]
-RESULTS: list[tuple[str, int, int]] = []
+# |error| of every case test_peak_within_10_percent_of_memtracker measured, filled in order: pytest-xdist's
+# `--dist loadfile` (make test) keeps this module on one worker, so the median test below runs after them.
+RESULTS: dict[tuple[str, str, str, str], float] = {}
 
 
 @pytest.mark.slow
@@ -37,9 +42,27 @@ def test_peak_within_10_percent_of_memtracker(family: str, precision: str, atten
     predicted, measured, error = planned_against_measured(
         cfg, precision, attention, checkpointing, MICRO_BATCH, SEQ_LEN
     )
+    RESULTS[family, precision, attention, checkpointing] = abs(error)
     assert abs(error) <= 0.10, (
         f"{family} {precision} {attention} {checkpointing}: predicted {predicted.peak_tensor_bytes:,} B "
         f"({predicted.peak_phase}), measured {measured:,} B: {error:+.1%}"
+    )
+
+
+@pytest.mark.slow
+def test_median_peak_error_within_3_percent() -> None:
+    """The median over every case above; it needs them all (a deselected or unrun case would bias it)."""
+    missing = [case for case in CASES if case not in RESULTS]
+    if missing:
+        pytest.skip(
+            f"{len(missing)} of {len(CASES)} peak cases did not run in this session (deselected, or on another "
+            f"worker), e.g. {' '.join(missing[0])}: the median needs them all"
+        )
+    median = statistics.median(RESULTS[case] for case in CASES)
+    worst = max(CASES, key=RESULTS.__getitem__)
+    assert median <= 0.03, (
+        f"median |error| {median:.1%} over {len(CASES)} cases (target 3 %); worst {' '.join(worst)}: "
+        f"{RESULTS[worst]:.1%}"
     )
 
 
