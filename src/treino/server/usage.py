@@ -452,7 +452,9 @@ def report(
             answer = sacct(sacct_argv(since, until))
             if not answer.startswith(SACCT_FIELDS[0] + "|"):  # --parsable2 always prints its header line first
                 raise SlurmError(Msg("sacct printed no table of jobs: {answer!r}", answer=answer.strip()[:200]))
-            uses = parse_sacct(answer, slurm_tag, known_slurm_attempts(s, since, until, now))
+            # the server's own record of its Slurm ids is read only when a run lost its name (rare)
+            nameless = f"|{SLURMDBD_NO_NAME}|" in answer
+            uses = parse_sacct(answer, slurm_tag, known_slurm_attempts(s, since, until, now) if nameless else None)
         except (SlurmError, BackendUnavailable, OSError) as exc:  # no accounting storage, slurmdbd down, ...
             note = f"the server's records: Slurm's accounting did not answer ({str(exc).strip()[:200]})"
         else:
