@@ -70,6 +70,7 @@ lint: venv
 bench: venv
 	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/kernel_accuracy.py --quick
+	$(BIN)/python benchmarks/recompute_window.py
 	$(BIN)/python benchmarks/fabric_validation.py
 	$(BIN)/python benchmarks/server_bench.py
 	$(BIN)/python benchmarks/audit_bench.py

@@ -193,3 +193,14 @@ def test_a_cpu_plan_needs_a_profile_that_measured_the_cpu(tmp_path: Path) -> Non
     profile.write_text(json.dumps({"schema_version": 1, "gpu": None, "busbw": []}))
     with pytest.raises(UsageError, match="no CPU measurements"):
         plan_device("cpu", profile)
+
+
+def test_a_bf16_step_on_cpu_stays_under_the_cpus_measured_peak(tiny: Path) -> None:
+    """The CPU's bf16 peak is the faster of `mm` and `linear`: on an AVX2 core (no bf16 instructions) a bf16 `mm`
+    runs about 5x slower than `linear`, which every nn.Linear calls, and a tiny Llama's bf16 step measured against
+    the `mm` rate read an MFU of 687 % (measured on CPU). No step can beat the host's own peak."""
+    run = measure_train_step(
+        str(tiny), micro_batch=4, seq_len=64, precision="bf16-mixed", steps=3, warmup_steps=1, cpu_time=True
+    )
+    assert run.cpu is not None and run.cpu["tflops"]["bf16"] > 0
+    assert 0 < run.point.mfu <= 1.0, f"MFU {run.point.mfu:.0%} against a bf16 peak of {run.cpu['tflops']['bf16']}"

@@ -79,6 +79,10 @@ LORA_FAMILY_TARGETS = {
 # to every query head (3 x 4 B per q-size element), instead of the q, k and v a fused kernel keeps. Checked with
 # MemTracker on CPU, where dropout sends SDPA to this kernel (tests/plan/test_kernels.py).
 MATH_SOFTMAX_BYTES = 4
+# The share of a block's saved activations still live when backward reaches its attention core under selective
+# checkpointing: the input norm's tensors and q, k, v (RoPE in fp32 under autocast). Measured on CPU with MemTracker
+# (Llama, eager, the recompute's window): 20 % in bf16-true, 39 % in bf16-mixed; the larger one is taken.
+PRE_CORE_SHARE = 0.4
 MATH_QKV_BYTES = 3 * 4
 
 
@@ -544,12 +548,15 @@ def block_activation_bytes(
     # MoE: the router, dispatch and experts replace the dense MLP's terms, tensor by tensor (moe.py).
     ffn = moe_block_bytes_per_token(model, compute) if model.num_experts else c.c_f * model.intermediate_size
     sharded = c.c_q * model.q_size + c.c_kv * model.kv_size + ffn
-    sharded += c.c_lse * model.num_heads
-    if kernel == "math":  # fp32 copies of q, k and v instead of q, k, v and the fused kernel's log-sum-exp
+    # Selective checkpointing recomputes the attention core: backward keeps only the core's inputs (q, k, v) and the
+    # output o_proj saves, and drops everything the kernel saved inside it: the s x s tensors, the fused kernel's
+    # log-sum-exp, the math kernel's fp32 copies (measured: benchmarks/kernel_accuracy.py's selective rows).
+    if core and kernel == "math":  # fp32 copies of q, k and v instead of q, k, v and the fused kernel's log-sum-exp
         qkv_bytes = 4 if compute == "fp32" else 2
         sharded += MATH_QKV_BYTES * model.q_size - qkv_bytes * (model.q_size + 2 * model.kv_size)
-        sharded -= c.c_lse * model.num_heads
-    if core:  # selective checkpointing recomputes the attention core and drops its s x s tensors
+    elif core:
+        sharded += c.c_lse * model.num_heads
+    if core:
         sharded += (c.c_s + _score_bytes(model, setup, kernel, compute)) * model.num_heads * setup.seq_len
     per_token = h_part + sharded / t
     # Float8Linear saves the fp32 weight itself, not a 16-bit copy (fp8.py).
@@ -594,6 +601,11 @@ def _held_logits_note(gib: float) -> str:
         "Trainer frees them before backward (its compute_loss returns the loss only): plan it with --loop trainer.",
         gib=gib,
     )
+
+
+def _post_core_params(model: ModelSpec) -> int:
+    """A block's weights that backward reaches before its attention core: all its matmuls but q, k and v."""
+    return max(model.layer_linear_params - model.hidden_size * (model.q_size + 2 * model.kv_size), 0)
 
 
 def _selective_recompute_phase(
@@ -761,7 +773,11 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     }
     if setup.checkpointing == "full":  # the last block recomputed, with nearly all gradients present
         phases["backward, recompute"] = (grads + ddp_buckets, activations, held_logits, live_block)
-    live = (accum_grads + head_grad + ddp_buckets, saved, held_logits)  # at the top block's backward
+    # At the top block's attention core, backward has freed the head's and the final norm's activations and the
+    # block's own after its attention (MLP, o_proj's input, norms), and has formed the gradients of those weights.
+    live_top = PRE_CORE_SHARE * block
+    top_grads = 0 if setup.lora or accum_grads else grad_elem * _post_core_params(model) / t
+    live = (accum_grads + head_grad + top_grads + ddp_buckets, activations - block + live_top, held_logits)
     phases |= _selective_recompute_phase(model, setup, tokens, kernel, block, live)
     totals = {k: weights + gathered.get(k, 0.0) + optimizer + sum(v) for k, v in phases.items()}
     phase = max(totals, key=lambda k: totals[k])

@@ -1,0 +1,123 @@
+"""Selective checkpointing's recompute, measured: the live tensors while backward rebuilds the top block's attention
+core, against the plan's "backward, recompute" phase.
+
+The step's global peak (benchmarks/kernel_accuracy.py) shows this phase only where it is the largest one (BERT in
+bf16-true at 2 x 256 tokens; long sequences). This script finds the phase itself: MemTracker's running total after
+every operator of the measured step (treino.trace.engine's tracker, with each total logged), and the largest total
+in a window of operators around the first softmax of backward, i.e. the top block's core being rebuilt and
+differentiated. Each case is a small model of tests/plan/families.py with 10 % dropout (GPT-2, BERT: their default),
+micro-batch 2 x 256, planned for the CPU it runs on.
+
+    python benchmarks/recompute_window.py [family ...] [--precisions fp32,bf16-mixed,bf16-true]
+
+Prints the measured window, the planned phase, their error, and the global peaks beside them. No target of its own:
+tests/plan/test_selective.py holds the plan's phase to figures this script printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console
+from rich.table import Table
+from tests.plan.families import SMALL, with_dropout
+
+MICRO_BATCH, SEQ_LEN = 2, 256
+MIB = 2**20
+# Operators before and after backward's first softmax (its recompute's forward, then its gradient) that the window
+# spans: the core's whole recompute and backward in every family measured, and no other block's.
+WINDOW_BEFORE, WINDOW_AFTER = 15, 25
+
+
+def measure_window(cfg: dict[str, Any], precision: str, attention: str) -> tuple[int, int]:
+    """(the largest total of live tensors in the recompute's window, the step's peak), in bytes."""
+    import torch
+
+    from treino.trace import engine
+
+    totals: list[tuple[str, int, bool]] = []
+    make_tracker = engine._peak_tracker
+
+    def logging_tracker() -> Any:
+        tracker = make_tracker()
+        base = type(tracker)
+
+        class Logged(base):  # type: ignore[misc, valid-type]
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                self._op = str(func)
+                return base.__torch_dispatch__(self, func, types, args, kwargs)
+
+            def _update_peak_stats(self, peak_state: Any) -> None:
+                for snapshot in self._curr_mem_snap.values():
+                    totals.append((getattr(self, "_op", ""), snapshot["Total"], self._mod_tracker.is_bw))
+                super()._update_peak_stats(peak_state)
+
+        return Logged()
+
+    engine._peak_tracker = logging_tracker
+    try:
+        torch.manual_seed(0)
+        model = engine.build_hf_model(cfg, precision=precision, attention=attention)
+        batch = engine.lm_batch(cfg, MICRO_BATCH, SEQ_LEN)
+        measured = engine.measure_training_step(model, batch, precision=precision, checkpointing="selective")
+    finally:
+        engine._peak_tracker = make_tracker
+    first = next(
+        i for i, (op, _, backward) in enumerate(totals) if backward and "softmax" in op and "log_softmax" not in op
+    )
+    window = max(total for _, total, _ in totals[first - WINDOW_BEFORE : first + WINDOW_AFTER])
+    return window, measured.peak_bytes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("families", nargs="*", metavar="family", help="default: every family of SMALL but gemma2")
+    parser.add_argument("--precisions", default="fp32,bf16-mixed,bf16-true")
+    args = parser.parse_args()
+    import torch
+
+    from treino.plan import TrainSetup, estimate_training_memory, model_from_config
+
+    torch.set_num_threads(2)
+    table = Table(title="selective checkpointing: the top block's core recomputed, measured on CPU (MiB)")
+    for column in ("family", "precision", "attention", "kernel"):
+        table.add_column(column)
+    for column in ("window", "planned", "error", "peak", "planned"):
+        table.add_column(column, justify="right")
+    for family in args.families or [f for f in SMALL if f != "gemma2"]:
+        cfg = SMALL[family] if family in ("gpt2", "bert") else with_dropout(SMALL[family])
+        for precision in args.precisions.split(","):
+            for attention in ("eager", "sdpa"):
+                window, peak = measure_window(cfg, precision, attention)
+                setup = TrainSetup(
+                    micro_batch=MICRO_BATCH,
+                    seq_len=SEQ_LEN,
+                    precision=precision,
+                    attention=attention,
+                    checkpointing="selective",
+                    device="cpu",
+                    sm=0,
+                )
+                plan = estimate_training_memory(model_from_config(cfg), setup)
+                phase = dict(plan.phase_peaks_bytes)["backward, recompute"]
+                table.add_row(
+                    family,
+                    precision,
+                    attention,
+                    plan.attention_kernel,
+                    f"{window / MIB:.2f}",
+                    f"{phase / MIB:.2f}",
+                    f"{phase / window - 1:+.1%}",
+                    f"{peak / MIB:.2f}",
+                    f"{plan.peak_tensor_bytes / MIB:.2f}",
+                )
+    Console(width=120).print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""Selective checkpointing planned against figures measured with MemTracker on real CPU tensors.
+
+The figures are benchmarks/recompute_window.py's (2026-12-07; torch 2.13.0, transformers 5.24.0, CPU, the small
+configs of tests/plan/families.py with 10 % dropout where the family's default has none, micro-batch 2 x 256):
+the live tensors while backward rebuilds the top block's attention core (the "window"), and the step's peak. They
+are recorded here so that these checks run in the fast suite (and so under `make mutate`); the slow tests measure
+the peaks again (tests/plan/test_accuracy.py, benchmarks/kernel_accuracy.py's full grid).
+
+Two misses they caught, fixed 2026-12-07: the math kernel's fp32 copies of q, k and v and a fused kernel's
+log-sum-exp were counted as kept by a block whose core is recomputed (+1 MiB a block in bf16-true: gemma +10.3 %);
+and the recompute's phase counted every saved activation, though backward has freed the head's and the top block's
+own after its attention by then (+14 %, and BERT's peak +13.2 %).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plan.families import SMALL, with_dropout
+from treino.plan import TrainSetup, estimate_training_memory, model_from_config
+
+MIB = 2**20
+# (family, precision, attention) -> (window, peak), MiB, measured
+MEASURED = {
+    ("bert", "fp32", "sdpa"): (36.70, 41.83),
+    ("bert", "bf16-mixed", "sdpa"): (31.67, 35.73),
+    ("bert", "bf16-mixed", "eager"): (27.05, 35.73),
+    ("bert", "bf16-true", "sdpa"): (22.99, 22.99),
+    ("bert", "bf16-true", "eager"): (18.36, 20.92),
+    ("llama", "fp32", "sdpa"): (38.51, 43.88),
+    ("llama", "fp32", "eager"): (39.01, 44.38),
+    ("llama", "bf16-mixed", "sdpa"): (34.70, 39.07),
+    ("llama", "bf16-mixed", "eager"): (34.14, 39.57),
+    ("llama", "bf16-true", "sdpa"): (24.51, 28.83),
+    ("llama", "bf16-true", "eager"): (21.89, 29.08),
+    ("gemma", "fp32", "sdpa"): (37.06, 41.90),
+    ("gemma", "fp32", "eager"): (37.56, 42.40),
+    ("gemma", "bf16-mixed", "sdpa"): (33.46, 37.02),
+    ("gemma", "bf16-mixed", "eager"): (32.22, 37.52),
+    ("gemma", "bf16-true", "sdpa"): (24.91, 28.71),
+    ("gemma", "bf16-true", "eager"): (21.04, 28.96),
+    ("gpt_neox", "bf16-mixed", "eager"): (32.64, 37.11),
+    ("gpt_neox", "bf16-true", "sdpa"): (23.59, 27.19),
+    ("gpt_neox", "bf16-true", "eager"): (20.72, 27.44),
+    ("gpt2", "bf16-true", "sdpa"): (26.83, 32.05),
+    ("phi3", "bf16-true", "sdpa"): (25.01, 29.58),
+    ("mixtral", "bf16-true", "sdpa"): (28.32, 32.95),
+    ("qwen2", "bf16-true", "sdpa"): (23.02, 27.33),
+    ("qwen2_moe", "bf16-true", "sdpa"): (31.37, 37.24),
+}
+# Issue 18's bound for a plan's peak; the phase is held to the same. The worst phase measured is gemma, bf16-true,
+# eager: +9.3 % (over-predicted: the share of a block still live at its core is taken at the largest one measured).
+BOUND = 0.10
+
+
+def plan(family: str, precision: str, attention: str) -> tuple[float, float, str]:
+    cfg = SMALL[family] if family in ("gpt2", "bert") else with_dropout(SMALL[family])
+    setup = TrainSetup(
+        micro_batch=2,
+        seq_len=256,
+        precision=precision,
+        attention=attention,
+        checkpointing="selective",
+        device="cpu",
+        sm=0,
+    )
+    estimate = estimate_training_memory(model_from_config(cfg), setup)
+    phase = dict(estimate.phase_peaks_bytes)["backward, recompute"]
+    return phase / MIB, estimate.peak_tensor_bytes / MIB, estimate.attention_kernel
+
+
+@pytest.mark.parametrize("case", sorted(MEASURED), ids=["-".join(c) for c in sorted(MEASURED)])
+def test_the_recompute_phase_and_the_peak_follow_memtracker(case: tuple[str, str, str]) -> None:
+    window, peak = MEASURED[case]
+    planned_window, planned_peak, kernel = plan(*case)
+    assert abs(planned_window / window - 1) <= BOUND, f"{case} ({kernel}): {planned_window:.2f} against {window}"
+    assert abs(planned_peak / peak - 1) <= BOUND, f"{case} ({kernel}): peak {planned_peak:.2f} against {peak}"
+
+
+def test_the_math_kernel_with_dropout_is_planned_on_cpu() -> None:
+    """The bf16-true SDPA rows above are the math kernel's (CPU SDPA with dropout), the corner they were found in."""
+    assert plan("bert", "bf16-true", "sdpa")[2] == "math"
+    assert plan("gemma", "bf16-true", "sdpa")[2] == "math"
+
+
+def test_median_error_over_the_measured_cases_within_3_percent() -> None:
+    errors = sorted(abs(plan(*case)[1] / peak - 1) for case, (_, peak) in MEASURED.items())
+    assert errors[len(errors) // 2] <= 0.03, errors
