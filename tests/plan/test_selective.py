@@ -48,9 +48,10 @@ MEASURED = {
     ("qwen2", "bf16-true", "sdpa"): (23.02, 27.33),
     ("qwen2_moe", "bf16-true", "sdpa"): (31.37, 37.24),
 }
-# Issue 18's bound for a plan's peak; the phase is held to the same. The worst phase measured is gemma, bf16-true,
-# eager: +9.3 % (over-predicted: the share of a block still live at its core is taken at the largest one measured).
-BOUND = 0.10
+# Issue 18's bound for a plan's peak. The phase is held to the same above (the worst measured is gemma, bf16-true,
+# eager: +9.3 %, over-predicted: the share of a block still live at its core is taken at the largest one measured)
+# and to 5 % below, the side where a plan would promise memory it does not have (worst measured: -2.7 %).
+BOUND, UNDER_BOUND = 0.10, 0.05
 
 
 def plan(family: str, precision: str, attention: str) -> tuple[float, float, str]:
@@ -73,7 +74,7 @@ def plan(family: str, precision: str, attention: str) -> tuple[float, float, str
 def test_the_recompute_phase_and_the_peak_follow_memtracker(case: tuple[str, str, str]) -> None:
     window, peak = MEASURED[case]
     planned_window, planned_peak, kernel = plan(*case)
-    assert abs(planned_window / window - 1) <= BOUND, f"{case} ({kernel}): {planned_window:.2f} against {window}"
+    assert -UNDER_BOUND <= planned_window / window - 1 <= BOUND, f"{case} ({kernel}): {planned_window:.2f} vs {window}"
     assert abs(planned_peak / peak - 1) <= BOUND, f"{case} ({kernel}): peak {planned_peak:.2f} against {peak}"
 
 
@@ -86,3 +87,42 @@ def test_the_math_kernel_with_dropout_is_planned_on_cpu() -> None:
 def test_median_error_over_the_measured_cases_within_3_percent() -> None:
     errors = sorted(abs(plan(*case)[1] / peak - 1) for case, (_, peak) in MEASURED.items())
     assert errors[len(errors) // 2] <= 0.03, errors
+
+
+def test_the_gradients_formed_before_the_recompute() -> None:
+    """BERT, bf16-true, the math kernel: the recompute is the step's peak, and the gradients live there are the top
+    block's after its attention (o_proj and the MLP, bf16): MemTracker's GRAD at that peak, 0.32 MiB (measured as
+    MEASURED above). Without them the plan says 0."""
+    cfg = SMALL["bert"]
+    setup = TrainSetup(
+        micro_batch=2,
+        seq_len=256,
+        precision="bf16-true",
+        attention="sdpa",
+        checkpointing="selective",
+        device="cpu",
+        sm=0,
+    )
+    estimate = estimate_training_memory(model_from_config(cfg), setup)
+    assert estimate.peak_phase == "backward, recompute"
+    assert estimate.gradients_bytes / MIB == pytest.approx(0.32, rel=0.15)
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma", "bert"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16-mixed", "bf16-true"])
+def test_a_recomputed_core_keeps_nothing_of_its_kernel(family: str, precision: str) -> None:
+    """torch.utils.checkpoint saves the checkpointed function's inputs and nothing it computes: a block whose core
+    is recomputed keeps the same bytes whichever kernel runs inside (the math kernel's fp32 copies and a fused
+    kernel's log-sum-exp are rebuilt in backward), while without checkpointing the kernels keep different ones."""
+    from treino.plan.memory import block_activation_bytes
+
+    model = model_from_config(SMALL[family])
+    setup = TrainSetup(micro_batch=2, seq_len=256, precision=precision, checkpointing="selective", device="cpu", sm=0)
+    kept = {k: block_activation_bytes(model, setup, 512, core=False, kernel=k) for k in ("math", "flash-cpu", "flash")}
+    whole = {k: block_activation_bytes(model, setup, 512, core=True, kernel=k) for k in ("math", "flash-cpu")}
+    assert len(set(kept.values())) == 1, kept
+    assert whole["math"] != whole["flash-cpu"]
+    # The fused kernel saves q, k, v, its output (o_proj's input too) and an fp32 log-sum-exp per head and token
+    # (saved-tensor hooks on CPU SDPA, torch 2.13): recomputing the core frees that log-sum-exp alone.
+    freed = whole["flash-cpu"] - kept["flash-cpu"]
+    assert 4 * model.num_heads * 512 <= freed <= 5 * model.num_heads * 512, freed
