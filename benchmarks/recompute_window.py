@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console
 from rich.table import Table
-from tests.plan.families import SMALL, with_dropout
+from tests.plan.families import SMALL, cpu_setup, with_dropout
 
 MICRO_BATCH, SEQ_LEN = 2, 256
 MIB = 2**20
@@ -81,7 +81,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from treino.plan import TrainSetup, estimate_training_memory, model_from_config
+    from treino.plan import estimate_training_memory, model_from_config
 
     torch.set_num_threads(2)
     table = Table(title="selective checkpointing: the top block's core recomputed, measured on CPU (MiB)")
@@ -94,15 +94,7 @@ def main() -> None:
         for precision in args.precisions.split(","):
             for attention in ("eager", "sdpa"):
                 window, peak = measure_window(cfg, precision, attention)
-                setup = TrainSetup(
-                    micro_batch=MICRO_BATCH,
-                    seq_len=SEQ_LEN,
-                    precision=precision,
-                    attention=attention,
-                    checkpointing="selective",
-                    device="cpu",
-                    sm=0,
-                )
+                setup = cpu_setup(precision, attention, "selective", MICRO_BATCH, SEQ_LEN)
                 plan = estimate_training_memory(model_from_config(cfg), setup)
                 phase = dict(plan.phase_peaks_bytes)["backward, recompute"]
                 table.add_row(

@@ -115,6 +115,21 @@ def with_dropout(cfg: dict[str, Any], p: float = 0.1) -> dict[str, Any]:
     return {**cfg, **dict.fromkeys(keys, p)}
 
 
+def cpu_setup(
+    precision: str, attention: str, checkpointing: str, micro_batch: int = 2, seq_len: int = 256
+) -> TrainSetup:
+    """The setup these configs are measured in, planned for the CPU that measures them (its kernels, its masks)."""
+    return TrainSetup(
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        precision=precision,
+        attention=attention,
+        checkpointing=checkpointing,
+        device="cpu",
+        sm=0,
+    )
+
+
 def planned_against_measured(
     cfg: dict[str, Any], precision: str, attention: str, checkpointing: str, micro_batch: int, seq_len: int
 ) -> tuple[MemoryEstimate, int, float]:
@@ -130,14 +145,6 @@ def planned_against_measured(
     measured = engine.measure_training_step(
         model, engine.lm_batch(cfg, micro_batch, seq_len), precision=precision, checkpointing=checkpointing
     )
-    setup = TrainSetup(
-        micro_batch=micro_batch,
-        seq_len=seq_len,
-        precision=precision,
-        attention=attention,
-        checkpointing=checkpointing,
-        device="cpu",
-        sm=0,
-    )
+    setup = cpu_setup(precision, attention, checkpointing, micro_batch, seq_len)
     predicted = estimate_training_memory(model_from_config(cfg), setup)
     return predicted, measured.peak_bytes, predicted.peak_tensor_bytes / measured.peak_bytes - 1

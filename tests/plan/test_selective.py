@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plan.families import SMALL, with_dropout
-from treino.plan import TrainSetup, estimate_training_memory, model_from_config
+from tests.plan.families import SMALL, cpu_setup, with_dropout
+from treino.plan import estimate_training_memory, model_from_config
 
 MIB = 2**20
 # (family, precision, attention) -> (window, peak), MiB, measured
@@ -56,15 +56,7 @@ BOUND, UNDER_BOUND = 0.10, 0.05
 
 def plan(family: str, precision: str, attention: str) -> tuple[float, float, str]:
     cfg = SMALL[family] if family in ("gpt2", "bert") else with_dropout(SMALL[family])
-    setup = TrainSetup(
-        micro_batch=2,
-        seq_len=256,
-        precision=precision,
-        attention=attention,
-        checkpointing="selective",
-        device="cpu",
-        sm=0,
-    )
+    setup = cpu_setup(precision, attention, "selective")
     estimate = estimate_training_memory(model_from_config(cfg), setup)
     phase = dict(estimate.phase_peaks_bytes)["backward, recompute"]
     return phase / MIB, estimate.peak_tensor_bytes / MIB, estimate.attention_kernel
@@ -94,15 +86,7 @@ def test_the_gradients_formed_before_the_recompute() -> None:
     block's after its attention (o_proj and the MLP, bf16): MemTracker's GRAD at that peak, 0.32 MiB (measured as
     MEASURED above). Without them the plan says 0."""
     cfg = SMALL["bert"]
-    setup = TrainSetup(
-        micro_batch=2,
-        seq_len=256,
-        precision="bf16-true",
-        attention="sdpa",
-        checkpointing="selective",
-        device="cpu",
-        sm=0,
-    )
+    setup = cpu_setup("bf16-true", "sdpa", "selective")
     estimate = estimate_training_memory(model_from_config(cfg), setup)
     assert estimate.peak_phase == "backward, recompute"
     assert estimate.gradients_bytes / MIB == pytest.approx(0.32, rel=0.15)
@@ -117,7 +101,7 @@ def test_a_recomputed_core_keeps_nothing_of_its_kernel(family: str, precision: s
     from treino.plan.memory import block_activation_bytes
 
     model = model_from_config(SMALL[family])
-    setup = TrainSetup(micro_batch=2, seq_len=256, precision=precision, checkpointing="selective", device="cpu", sm=0)
+    setup = cpu_setup(precision, "sdpa", "selective")
     kept = {k: block_activation_bytes(model, setup, 512, core=False, kernel=k) for k in ("math", "flash-cpu", "flash")}
     whole = {k: block_activation_bytes(model, setup, 512, core=True, kernel=k) for k in ("math", "flash-cpu")}
     assert len(set(kept.values())) == 1, kept
