@@ -53,7 +53,7 @@ test: venv
 # table per module at the end (target 90 %). A whole module takes from minutes (cpf) to hours (memory) on two cores;
 # mutmut keeps its results in .mutate/ and, run again, tests only the mutants of functions that changed. E.g.
 #   make mutate TARGETS=cpf
-#   make mutate TARGETS=memory MUTANTS='treino.plan.memory.x__adamw_8bit_state_bytes*'
+#   make mutate TARGETS=memory MUTANTS='treino.plan.memory.x__adamw_8bit_state_bytes* treino.plan.memory.x__post_core_params*'
 # CHILDREN=1 tests one mutant at a time (default: one per core), leaving a core to other work.
 TARGETS ?= memory,performance,audit,cpf,scheduler
 MUTANTS ?=

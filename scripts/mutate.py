@@ -270,7 +270,8 @@ def run(folder: Path, mutants: str | None, children: int | None = None) -> None:
     mutmut = Path(sys.executable).with_name("mutmut")
     env = {**os.environ, "PYTHONPATH": ""}  # the folder's own copy of src is what mutmut mutates
     limit = ["--max-children", str(children)] if children else []
-    subprocess.run([str(mutmut), "run", *limit, *([mutants] if mutants else [])], cwd=folder, env=env, check=False)
+    names = mutants.split() if mutants else []  # several globs, space-separated
+    subprocess.run([str(mutmut), "run", *limit, *names], cwd=folder, env=env, check=False)
     # mutmut keeps a mutant's verdict until its function changes: the survivors and timeouts are tried again,
     # against the tests as they are now (a test added since may kill them).
     equivalent = {name for names in EQUIVALENT.values() for name in names}
@@ -317,7 +318,9 @@ def table(names: list[str]) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", default=",".join(TARGETS), help=f"comma-separated, of: {', '.join(TARGETS)}")
-    parser.add_argument("--mutants", default=None, help="mutmut's mutant names (globs), e.g. 'treino.govern.cpf.x__*'")
+    parser.add_argument(
+        "--mutants", default=None, help="mutmut's mutant names (globs, space-separated), e.g. 'treino.govern.cpf.x__*'"
+    )
     parser.add_argument("--max-children", type=int, default=None, help="mutants tested at once (default: one per core)")
     parser.add_argument("--table-only", action="store_true", help="print the scores of earlier runs, run nothing")
     args = parser.parse_args()
