@@ -79,11 +79,11 @@ LORA_FAMILY_TARGETS = {
 # to every query head (3 x 4 B per q-size element), instead of the q, k and v a fused kernel keeps. Checked with
 # MemTracker on CPU, where dropout sends SDPA to this kernel (tests/plan/test_kernels.py).
 MATH_SOFTMAX_BYTES = 4
+MATH_QKV_BYTES = 3 * 4
 # The share of a block's saved activations still live when backward reaches its attention core under selective
 # checkpointing: the input norm's tensors and q, k, v (RoPE in fp32 under autocast). Measured on CPU with MemTracker
 # (Llama, eager, the recompute's window): 20 % in bf16-true, 39 % in bf16-mixed; the larger one is taken.
 PRE_CORE_SHARE = 0.4
-MATH_QKV_BYTES = 3 * 4
 
 
 @dataclass(frozen=True)
