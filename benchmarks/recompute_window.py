@@ -34,7 +34,9 @@ MIB = 2**20
 WINDOW_BEFORE, WINDOW_AFTER = 15, 25
 
 
-def measure_window(cfg: dict[str, Any], precision: str, attention: str) -> tuple[int, int]:
+def measure_window(
+    cfg: dict[str, Any], precision: str, attention: str, micro_batch: int = MICRO_BATCH, seq_len: int = SEQ_LEN
+) -> tuple[int, int]:
     """(the largest total of live tensors in the recompute's window, the step's peak), in bytes."""
     import torch
 
@@ -63,7 +65,7 @@ def measure_window(cfg: dict[str, Any], precision: str, attention: str) -> tuple
     try:
         torch.manual_seed(0)
         model = engine.build_hf_model(cfg, precision=precision, attention=attention)
-        batch = engine.lm_batch(cfg, MICRO_BATCH, SEQ_LEN)
+        batch = engine.lm_batch(cfg, micro_batch, seq_len)
         measured = engine.measure_training_step(model, batch, precision=precision, checkpointing="selective")
     finally:
         engine._peak_tracker = make_tracker
@@ -78,6 +80,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("families", nargs="*", metavar="family", help="default: every family of SMALL")
     parser.add_argument("--precisions", default="fp32,bf16-mixed,bf16-true")
+    parser.add_argument("--micro-batch", type=int, default=MICRO_BATCH)
+    parser.add_argument("--seq-len", type=int, default=SEQ_LEN, help="longer: the s x s tensors weigh more")
     args = parser.parse_args()
     import torch
 
@@ -93,8 +97,8 @@ def main() -> None:
         cfg = SMALL[family] if family in ("gpt2", "bert") else with_dropout(SMALL[family])
         for precision in args.precisions.split(","):
             for attention in ("eager",) if family == "gemma2" else ("eager", "sdpa"):  # gemma2: no SDPA path
-                window, peak = measure_window(cfg, precision, attention)
-                setup = cpu_setup(precision, attention, "selective", MICRO_BATCH, SEQ_LEN)
+                window, peak = measure_window(cfg, precision, attention, args.micro_batch, args.seq_len)
+                setup = cpu_setup(precision, attention, "selective", args.micro_batch, args.seq_len)
                 plan = estimate_training_memory(model_from_config(cfg), setup)
                 phase = dict(plan.phase_peaks_bytes)["backward, recompute"]
                 table.add_row(

@@ -71,6 +71,15 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "elements over model.params, their sum: exactly 1.0",
         "treino.plan.memory.x__optimizer_temporary_bytes__mutmut_8": "1 B of step temporaries where there are "
         "none: below MemTracker's 512-B granularity, no measurement can tell (not strictly equivalent)",
+        "treino.plan.memory.x__post_core_params__mutmut_10": "max(..., 1): 1 parameter where a block has none after "
+        "its core, which no block has",
+        "treino.plan.memory.x__selective_recompute_phase__mutmut_13": "kernel=None: block_activation_bytes then "
+        "plans the same kernel the caller passed (planned_attention_kernel)",
+        "treino.plan.memory.x__selective_recompute_phase__mutmut_17": "kernel left out: as mutmut_13",
+        "treino.plan.memory.x__selective_recompute_phase__mutmut_18": "core < 0: a recomputed core is never 0 B "
+        "(at least the fused kernel's log-sum-exp), so == 0 never occurs",
+        "treino.plan.memory.x__selective_recompute_phase__mutmut_19": "core <= 1: a recomputed core is thousands of "
+        "bytes at least",
     },
     "performance": {
         "treino.plan.performance.x_scale__mutmut_43": "max(gpus_per_server, 1): a server holds at least one GPU",

@@ -110,3 +110,16 @@ def test_a_recomputed_core_keeps_nothing_of_its_kernel(family: str, precision: s
     # (saved-tensor hooks on CPU SDPA, torch 2.13): recomputing the core frees that log-sum-exp alone.
     freed = whole["flash-cpu"] - kept["flash-cpu"]
     assert 4 * model.num_heads * 512 <= freed <= 5 * model.num_heads * 512, freed
+
+
+def test_tensor_parallel_ranks_rebuild_their_own_heads() -> None:
+    """Megatron's tensor parallelism splits the attention heads over the ranks (Shoeybi et al. 2019, §3): each
+    rank rebuilds the s x s tensors of its heads only, so at 4,096 tokens, where those tensors are most of the
+    recompute, two ranks each hold well under what one GPU holds."""
+    model = model_from_config(with_dropout(SMALL["llama"]))
+    phases = {}
+    for tp in (1, 2):
+        setup = cpu_setup("bf16-true", "sdpa", "selective", 1, 4096)
+        setup = type(setup)(**{**setup.__dict__, "tp": tp, "gpus": tp})
+        phases[tp] = dict(estimate_training_memory(model, setup).phase_peaks_bytes)["backward, recompute"]
+    assert phases[2] < 0.6 * phases[1], phases
