@@ -14,6 +14,8 @@ own after its attention by then (+14 %, and BERT's peak +13.2 %).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tests.plan.families import SMALL, cpu_setup, with_dropout
@@ -119,7 +121,6 @@ def test_tensor_parallel_ranks_rebuild_their_own_heads() -> None:
     model = model_from_config(with_dropout(SMALL["llama"]))
     phases = {}
     for tp in (1, 2):
-        setup = cpu_setup("bf16-true", "sdpa", "selective", 1, 4096)
-        setup = type(setup)(**{**setup.__dict__, "tp": tp, "gpus": tp})
+        setup = replace(cpu_setup("bf16-true", "sdpa", "selective", 1, 4096), tp=tp, gpus=tp)
         phases[tp] = dict(estimate_training_memory(model, setup).phase_peaks_bytes)["backward, recompute"]
     assert phases[2] < 0.6 * phases[1], phases
