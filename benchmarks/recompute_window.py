@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console
 from rich.table import Table
-from tests.plan.families import SMALL, cpu_setup, with_dropout
+from tests.plan.families import SMALL, cpu_setup, dropout_on
 
 MICRO_BATCH, SEQ_LEN = 2, 256
 MIB = 2**20
@@ -94,7 +94,7 @@ def main() -> None:
     for column in ("window", "planned", "error", "peak", "planned"):
         table.add_column(column, justify="right")
     for family in args.families or list(SMALL):
-        cfg = SMALL[family] if family in ("gpt2", "bert") else with_dropout(SMALL[family])
+        cfg = dropout_on(family)
         for precision in args.precisions.split(","):
             for attention in ("eager",) if family == "gemma2" else ("eager", "sdpa"):  # gemma2: no SDPA path
                 window, peak = measure_window(cfg, precision, attention, args.micro_batch, args.seq_len)

@@ -15,7 +15,7 @@ import statistics
 
 import pytest
 
-from tests.plan.families import SMALL, planned_against_measured, with_dropout, without_dropout
+from tests.plan.families import SMALL, dropout_on, planned_against_measured, without_dropout
 from treino.plan import TrainSetup, estimate_training_memory, model_from_config
 
 torch = pytest.importorskip("torch")
@@ -72,7 +72,7 @@ def test_median_peak_error_within_3_percent() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("family", [f for f in sorted(SMALL) if f != "gemma2"])
 def test_bf16_true_math_kernel_selective_within_10_percent(family: str) -> None:
-    cfg = SMALL[family] if family in ("gpt2", "bert") else with_dropout(SMALL[family])
+    cfg = dropout_on(family)
     predicted, measured, error = planned_against_measured(cfg, "bf16-true", "sdpa", "selective", MICRO_BATCH, SEQ_LEN)
     assert predicted.attention_kernel == "math"
     assert abs(error) <= 0.10, (

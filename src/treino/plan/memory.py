@@ -615,21 +615,28 @@ def _selective_recompute_phase(
     kernel: str,
     block: float,
     live: tuple[float, float, float],
+    grad_elem: int,
 ) -> dict[str, tuple[float, float, float, float]]:
     """Selective checkpointing: the top block's backward recomputes its attention core, with `live` (gradients,
-    activations, logits) around it. A kernel that keeps s x s tensors (math, eager) rebuilds them, and its backward
-    adds two gradients of their size: the attention probabilities' (fp32 in the math kernel, the activations' dtype
-    in eager attention) and the fp32 scores' (softmax backward). Measured (tests/plan/test_deepseek.py, 1,024
-    tokens): 2.6 of the 3 fp32 s x s tensors this counts. No phase without selective checkpointing, for fused
-    kernels (their s x s never exists) and for Megatron's."""
-    if setup.checkpointing != "selective" or setup.kernels != "hf":
+    activations, logits at the top of backward) around it, less what backward has freed by then: the head's and the
+    final norm's activations (not in `live`) and the block's own after its attention (MLP, o_proj's input, norms),
+    whose weights' gradients it has formed instead. A kernel that keeps s x s tensors (math, eager) rebuilds them,
+    and its backward adds two gradients of their size: the attention probabilities' (fp32 in the math kernel, the
+    activations' dtype in eager attention) and the fp32 scores' (softmax backward). Measured (tests/plan/
+    test_deepseek.py, 1,024 tokens): 2.6 of the 3 fp32 s x s tensors this counts. No phase without selective
+    checkpointing, for fused kernels (their s x s never exists; rebuilding their log-sum-exp costs next to nothing)
+    and for Megatron's."""
+    if setup.checkpointing != "selective" or setup.kernels != "hf" or kernel not in ("math", "eager"):
         return {}
     core = block_activation_bytes(model, setup, tokens, kernel=kernel) - block
     if core <= 0:
         return {}
     grad_bytes = 4 + (2 if kernel == "eager" and _compute(setup) != "fp32" else 4)
     rebuilt = core + grad_bytes * model.num_heads / setup.tp * setup.seq_len * tokens
-    return {"backward, recompute": (*live, rebuilt)}
+    grads, activations, logits = live
+    top_grads = 0 if setup.lora or setup.grad_accum > 1 else grad_elem * _post_core_params(model) / setup.tp
+    at_core = (grads + top_grads, activations - (1 - PRE_CORE_SHARE) * block, logits)
+    return {"backward, recompute": (*at_core, rebuilt)}
 
 
 def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
@@ -773,12 +780,8 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     }
     if setup.checkpointing == "full":  # the last block recomputed, with nearly all gradients present
         phases["backward, recompute"] = (grads + ddp_buckets, activations, held_logits, live_block)
-    # At the top block's attention core, backward has freed the head's and the final norm's activations and the
-    # block's own after its attention (MLP, o_proj's input, norms), and has formed the gradients of those weights.
-    live_top = PRE_CORE_SHARE * block
-    top_grads = 0 if setup.lora or accum_grads else grad_elem * _post_core_params(model) / t
-    live = (accum_grads + head_grad + top_grads + ddp_buckets, activations - block + live_top, held_logits)
-    phases |= _selective_recompute_phase(model, setup, tokens, kernel, block, live)
+    live = (accum_grads + head_grad + ddp_buckets, activations, held_logits)  # at the top block's backward
+    phases |= _selective_recompute_phase(model, setup, tokens, kernel, block, live, grad_elem)
     totals = {k: weights + gathered.get(k, 0.0) + optimizer + sum(v) for k, v in phases.items()}
     phase = max(totals, key=lambda k: totals[k])
     live_grads, live_act, live_logits, live_temp = phases[phase]
