@@ -73,13 +73,15 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "none: below MemTracker's 512-B granularity, no measurement can tell (not strictly equivalent)",
         "treino.plan.memory.x__post_core_params__mutmut_10": "max(..., 1): 1 parameter where a block has none after "
         "its core, which no block has",
-        "treino.plan.memory.x__selective_recompute_phase__mutmut_13": "kernel=None: block_activation_bytes then "
+        "treino.plan.memory.x__selective_recompute_phase__mutmut_19": "kernel=None: block_activation_bytes then "
         "plans the same kernel the caller passed (planned_attention_kernel)",
-        "treino.plan.memory.x__selective_recompute_phase__mutmut_17": "kernel left out: as mutmut_13",
-        "treino.plan.memory.x__selective_recompute_phase__mutmut_18": "core < 0: a recomputed core is never 0 B "
+        "treino.plan.memory.x__selective_recompute_phase__mutmut_23": "kernel left out: as mutmut_19",
+        "treino.plan.memory.x__selective_recompute_phase__mutmut_24": "core < 0: a recomputed core is never 0 B "
         "(at least the fused kernel's log-sum-exp), so == 0 never occurs",
-        "treino.plan.memory.x__selective_recompute_phase__mutmut_19": "core <= 1: a recomputed core is thousands of "
+        "treino.plan.memory.x__selective_recompute_phase__mutmut_25": "core <= 1: a recomputed core is thousands of "
         "bytes at least",
+        "treino.plan.memory.x__selective_recompute_phase__mutmut_51": "1 B of gradients where there are none: below "
+        "MemTracker's 512-B granularity (not strictly equivalent)",
     },
     "performance": {
         "treino.plan.performance.x_scale__mutmut_43": "max(gpus_per_server, 1): a server holds at least one GPU",
