@@ -598,8 +598,19 @@ def link_exists(name: str) -> bool:
 
 
 def check_netns_free(nodes: list[Node]) -> None:
-    taken = [n.netns for n in nodes if n.netns and (NETNS_RUN_DIR / n.netns).exists()]
-    taken += [name for name in [BRIDGE] + [n.veth for n in nodes if n.veth] if link_exists(name)]
+    """Refuses names a live cluster uses; removes those an abandoned one left behind.
+
+    A cluster whose owner was killed before `down` (a cancelled test run, a lost session) leaves its namespaces,
+    veths and bridge behind with no process inside. Such leftovers are removed here, so the next `up` works; a
+    namespace that still holds a process belongs to a running cluster and is never touched.
+    """
+    namespaces = [n.netns for n in nodes if n.netns and (NETNS_RUN_DIR / n.netns).exists()]
+    links = [name for name in [BRIDGE] + [n.veth for n in nodes if n.veth] if link_exists(name)]
+    if (namespaces or links) and not any(netns_pids(ns) for ns in namespaces):
+        print(f"[{PROG}] removing {', '.join(namespaces + links)}: left by a cluster no process runs in", file=sys.stderr)
+        delete_network(Path("."), {"links": links, "netns": namespaces})
+    taken = [ns for ns in namespaces if (NETNS_RUN_DIR / ns).exists()]
+    taken += [name for name in links if link_exists(name)]
     if taken:
         fix = f"`{PROG} down --dir OTHER_DIR` for the cluster using them, or `ip netns del NAME` / `ip link del NAME`."
         raise CliError(f"{', '.join(taken)} already exist (another netns cluster?).", fix)

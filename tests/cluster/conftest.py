@@ -82,12 +82,17 @@ def one_at_a_time() -> Iterator[None]:
         yield
 
 
-def bring_up(tmp: pytest.TempPathFactory, mode: str, extra: list[str]) -> Iterator[Cluster]:
-    reason = why_no_slurm(accounting="--accounting" in extra)
+def bring_up_allowed(accounting: bool = False) -> None:
+    """Skips (fails under CI=true) where this machine cannot run a cluster, saying why."""
+    reason = why_no_slurm(accounting)
     if reason:
         if os.environ.get("CI") == "true":
             pytest.fail(f"cluster tests must run under CI=true, but: {reason}")
         pytest.skip(reason)
+
+
+def bring_up(tmp: pytest.TempPathFactory, mode: str, extra: list[str]) -> Iterator[Cluster]:
+    bring_up_allowed(accounting="--accounting" in extra)
     with one_at_a_time():
         yield from _up_and_down(tmp, mode, extra)
 

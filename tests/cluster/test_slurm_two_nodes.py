@@ -3,10 +3,24 @@ hostname: a 2-node torchrun (gloo) through treino, and a node failure in the mid
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
-from tests.cluster.conftest import Cluster, api, job, logs, wait_final, wait_for
+from tests.cluster.conftest import (
+    SCRIPT,
+    Cluster,
+    api,
+    bring_up_allowed,
+    job,
+    logs,
+    one_at_a_time,
+    wait_final,
+    wait_for,
+)
 from tests.server.conftest import ServerProcess, Servers
 from tests.server.people import ROOT
 
@@ -31,6 +45,43 @@ def spec(cluster: Cluster, **extra: Any) -> dict[str, Any]:
     if cluster.info.get("ifname"):
         env["GLOO_SOCKET_IFNAME"] = cluster.info["ifname"]  # the nodes' link, as on a real cluster's fabric
     return {"workdir": str(ROOT / "examples"), "nodes": 2, "gpus": 1, "env": env, **extra}
+
+
+def test_names_left_by_an_abandoned_cluster_are_reclaimed_but_a_live_clusters_are_refused(tmp_path: Path) -> None:
+    """A test run killed before `down` leaves namespaces, veths and the bridge behind with no process in them: the
+    next `up` must remove them, not refuse (that refusal once failed a whole CI run). A namespace that still holds a
+    process belongs to a running cluster: `up` refuses and leaves it alone. Runs before this file's cluster starts."""
+    bring_up_allowed()
+    nsenter = ["nsenter", "--net=/run/netns/treino-node2", "sleep", "300"]
+
+    def up() -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, str(SCRIPT), "up", "--dir", str(tmp_path), "--mode", "netns", "--json", "--gpus", "1"]
+        return subprocess.run(argv, capture_output=True, text=True)
+
+    def down() -> None:
+        subprocess.run([sys.executable, str(SCRIPT), "down", "--dir", str(tmp_path)], capture_output=True)
+
+    with one_at_a_time():
+        subprocess.run(["ip", "netns", "add", "treino-node2"], check=False, capture_output=True)
+        live = subprocess.Popen(nsenter)
+        try:
+            refused = up()
+            assert refused.returncode != 0, refused.stdout
+            assert "treino-node2" in refused.stderr and "already exist" in refused.stderr
+            assert Path("/run/netns/treino-node2").exists()  # a live cluster's namespace is never touched
+        finally:
+            live.kill()
+            live.wait()
+        subprocess.run(["ip", "link", "add", "treinobr0", "type", "bridge"], check=False, capture_output=True)
+        try:
+            reclaimed = up()
+            assert reclaimed.returncode == 0, reclaimed.stderr
+            assert "left by a cluster no process runs in" in reclaimed.stderr
+            assert len(json.loads(reclaimed.stdout)["nodes"]) == 2
+        finally:
+            down()
+        assert not Path("/run/netns/treino-node2").exists()
+        assert not Path("/sys/class/net/treinobr0").exists()
 
 
 def test_a_two_node_torchrun_job_completes_and_both_nodes_logs_reach_treino(
