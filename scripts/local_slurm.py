@@ -607,7 +607,8 @@ def check_netns_free(nodes: list[Node]) -> None:
     namespaces = [n.netns for n in nodes if n.netns and (NETNS_RUN_DIR / n.netns).exists()]
     links = [name for name in [BRIDGE] + [n.veth for n in nodes if n.veth] if link_exists(name)]
     if (namespaces or links) and not any(netns_pids(ns) for ns in namespaces):
-        print(f"[{PROG}] removing {', '.join(namespaces + links)}: left by a cluster no process runs in", file=sys.stderr)
+        leftovers = ", ".join(namespaces + links)
+        print(f"[{PROG}] removing {leftovers}: left by a cluster no process runs in", file=sys.stderr)
         delete_network(Path("."), {"links": links, "netns": namespaces})
     taken = [ns for ns in namespaces if (NETNS_RUN_DIR / ns).exists()]
     taken += [name for name in links if link_exists(name)]
