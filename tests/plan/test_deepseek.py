@@ -141,7 +141,9 @@ def test_selective_checkpointing_frees_the_scores_and_recomputes_one_blocks(prec
     attention's fp32 softmax and its bf16 copy) are most of a block's activations. Recomputing the core frees them
     for every block but the one back-propagated, which rebuilds them with their gradients: the measured peak falls
     by less than the blocks' scores, and the plan's phase of that recompute follows it within 10 %. Errors found:
-    none -0.5 % and -0.4 %, selective +5.3 % and +2.7 % (-18 % and -22 % without the recompute's phase)."""
+    none -0.5 % and -0.4 %, selective -1.0 % and -0.7 % (+5.3 % and +2.7 % with no causal mask and the math
+    kernel's q, k and v gradients left out; -18 % and -22 % without the recompute's phase). Without dropout both
+    s x s gradients are live together (with it, Llama's rows in tests/plan/test_selective.py show one)."""
     pytest.importorskip("treino.trace.engine")
     runs = {c: planned_against_measured(TINY, precision, attention, c, 1, 1024) for c in ("none", "selective")}
     (_, none, error_none), (plan_selective, selective, error_selective) = runs["none"], runs["selective"]

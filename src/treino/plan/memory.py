@@ -621,9 +621,7 @@ def _selective_recompute_phase(
     activations, logits at the top of backward) around it, less what backward has freed by then: the head's and the
     final norm's activations (not in `live`) and the block's own after its attention (MLP, o_proj's input, norms),
     whose weights' gradients it has formed instead. A kernel that keeps s x s tensors (math, eager) rebuilds them,
-    and its backward adds two gradients of their size: the attention probabilities' (fp32 in the math kernel, the
-    activations' dtype in eager attention) and the fp32 scores' (softmax backward). Measured (tests/plan/
-    test_deepseek.py, 1,024 tokens): 2.6 of the 3 fp32 s x s tensors this counts. No phase without selective
+    and its backward adds the gradients below. No phase without selective
     checkpointing, for fused kernels (their s x s never exists; rebuilding their log-sum-exp costs next to nothing)
     and for Megatron's."""
     if setup.checkpointing != "selective" or setup.kernels != "hf" or kernel not in ("math", "eager"):
@@ -631,8 +629,23 @@ def _selective_recompute_phase(
     core = block_activation_bytes(model, setup, tokens, kernel=kernel) - block
     if core <= 0:
         return {}
-    grad_bytes = 4 + (2 if kernel == "eager" and _compute(setup) != "fp32" else 4)
-    rebuilt = core + grad_bytes * model.num_heads / setup.tp * setup.seq_len * tokens
+    # Per head, query and key, backward of the rebuilt core adds the probabilities' gradient (in the kernel's dtype)
+    # and the scores' (fp32, softmax's backward), live together. With dropout on the probabilities, the dropout's
+    # output is freed before them (once the product with V is differentiated), but not under autocast with eager
+    # attention. Eager attention's additive causal mask, one per sequence in the parameters' dtype, is there too.
+    # Fitted on the window's s x s share (benchmarks/recompute_window.py, Llama's small config at 4 x 128 to
+    # 1 x 1,024 tokens, 2, 4 and 8 heads; tests/plan/test_selective.py's LONG): with 10 % dropout 4 B per head and
+    # key in the math kernel; in eager attention 4.0, 6.0 and 4.0 (fp32, bf16-mixed, bf16-true) plus 4.6, 5.0 and
+    # 2.2 B per key; without dropout, eager 8, 6 and 6 (and the math kernel's 8: tests/plan/test_deepseek.py).
+    compute = _compute(setup)
+    act = 4 if kernel == "math" or compute == "fp32" else 2
+    grad_bytes = 4 + act
+    if model.attention_dropout > 0 and not (kernel == "eager" and compute == "mixed"):
+        grad_bytes -= act
+    mask_bytes = (2 if compute == "16bit" else 4) if kernel == "eager" else 0
+    rebuilt = core + (grad_bytes * model.num_heads / setup.tp + mask_bytes) * setup.seq_len * tokens
+    if kernel == "math":  # its backward forms the gradients of q, k and v in fp32, as it upcast them
+        rebuilt += 4 * (model.q_size + 2 * model.kv_size) / setup.tp * tokens
     grads, activations, logits = live
     top_grads = 0 if setup.lora or setup.grad_accum > 1 else grad_elem * _post_core_params(model) / setup.tp
     at_core = (grads + top_grads, activations - (1 - PRE_CORE_SHARE) * block, logits)
