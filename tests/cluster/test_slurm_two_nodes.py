@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cluster.conftest import (
     SCRIPT,
     Cluster,
@@ -47,11 +49,14 @@ def spec(cluster: Cluster, **extra: Any) -> dict[str, Any]:
     return {"workdir": str(ROOT / "examples"), "nodes": 2, "gpus": 1, "env": env, **extra}
 
 
-def test_names_left_by_an_abandoned_cluster_are_reclaimed_but_a_live_clusters_are_refused(tmp_path: Path) -> None:
+def test_names_left_by_an_abandoned_cluster_are_reclaimed_but_a_live_clusters_are_refused(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     """A test run killed before `down` leaves namespaces, veths and the bridge behind with no process in them: the
     next `up` must remove them, not refuse (that refusal once failed a whole CI run). A namespace that still holds a
     process belongs to a running cluster: `up` refuses and leaves it alone. Runs before this file's cluster starts."""
     bring_up_allowed()
+    tmp_path = tmp_path_factory.mktemp("reclaim")  # short: slurmd's socket paths must fit (not tmp_path, per test)
     nsenter = ["nsenter", "--net=/run/netns/treino-node2", "sleep", "300"]
 
     def up() -> subprocess.CompletedProcess[str]:
