@@ -80,7 +80,7 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "(at least the fused kernel's log-sum-exp), so == 0 never occurs",
         "treino.plan.memory.x__selective_recompute_phase__mutmut_25": "core <= 1: a recomputed core is thousands of "
         "bytes at least",
-        "treino.plan.memory.x__selective_recompute_phase__mutmut_51": "1 B of gradients where there are none: below "
+        "treino.plan.memory.x__selective_recompute_phase__mutmut_93": "1 B of gradients where there are none: below "
         "MemTracker's 512-B granularity (not strictly equivalent)",
     },
     "performance": {
