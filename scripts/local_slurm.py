@@ -609,7 +609,7 @@ def check_netns_free(nodes: list[Node]) -> None:
     if (namespaces or links) and not any(netns_pids(ns) for ns in namespaces):
         leftovers = ", ".join(namespaces + links)
         print(f"[{PROG}] removing {leftovers}: left by a cluster no process runs in", file=sys.stderr)
-        delete_network(Path("."), {"links": links, "netns": namespaces})
+        delete_network({"links": links, "netns": namespaces})
     taken = [ns for ns in namespaces if (NETNS_RUN_DIR / ns).exists()]
     taken += [name for name in links if link_exists(name)]
     if taken:
@@ -650,7 +650,7 @@ def create_network(d: Path, nodes: list[Node]) -> None:
         run(["ip", "-n", n.netns, "link", "set", "lo", "up"])  # torch and friends use 127.0.0.1 too
 
 
-def delete_network(d: Path, state: dict[str, Any]) -> None:
+def delete_network(state: dict[str, Any]) -> None:
     # root-side veth ends first: deleting one deletes its pair at once (a namespace's destruction is asynchronous)
     for link in reversed(state.get("links", [])):
         if link_exists(link):
@@ -913,7 +913,7 @@ def teardown(d: Path, keep_munge: bool) -> list[str]:
             run(["umount", path])
             done.append(f"unmounted {path}")
     if state.get("links") or state.get("netns"):
-        delete_network(d, state)
+        delete_network(state)
         done.append("deleted " + ", ".join([*state.get("links", []), *state.get("netns", [])]))
     munged_started = bool(state.get("munged_started"))
     if munged_started and not keep_munge:

@@ -621,9 +621,8 @@ def _selective_recompute_phase(
     activations, logits at the top of backward) around it, less what backward has freed by then: the head's and the
     final norm's activations (not in `live`) and the block's own after its attention (MLP, o_proj's input, norms),
     whose weights' gradients it has formed instead. A kernel that keeps s x s tensors (math, eager) rebuilds them,
-    and its backward adds the gradients below. No phase without selective
-    checkpointing, for fused kernels (their s x s never exists; rebuilding their log-sum-exp costs next to nothing)
-    and for Megatron's."""
+    and its backward adds the gradients below. No phase without selective checkpointing, for fused kernels (their
+    s x s never exists; rebuilding their log-sum-exp costs next to nothing) and for Megatron's."""
     if setup.checkpointing != "selective" or setup.kernels != "hf" or kernel not in ("math", "eager"):
         return {}
     core = block_activation_bytes(model, setup, tokens, kernel=kernel) - block
