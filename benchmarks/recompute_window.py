@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console
 from rich.table import Table
-from tests.plan.families import SMALL, cpu_setup, dropout_on
+from tests.plan.families import SMALL, cpu_setup, dropout_on, step_totals
 
 MICRO_BATCH, SEQ_LEN = 2, 256
 MIB = 2**20
@@ -38,42 +38,12 @@ def measure_window(
     cfg: dict[str, Any], precision: str, attention: str, micro_batch: int = MICRO_BATCH, seq_len: int = SEQ_LEN
 ) -> tuple[int, int]:
     """(the largest total of live tensors in the recompute's window, the step's peak), in bytes."""
-    import torch
-
-    from treino.trace import engine
-
-    totals: list[tuple[str, int, bool]] = []
-    make_tracker = engine._peak_tracker
-
-    def logging_tracker() -> Any:
-        tracker = make_tracker()
-        base = type(tracker)
-
-        class Logged(base):  # type: ignore[misc, valid-type]
-            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-                self._op = str(func)
-                return base.__torch_dispatch__(self, func, types, args, kwargs)
-
-            def _update_peak_stats(self, peak_state: Any) -> None:
-                for snapshot in self._curr_mem_snap.values():
-                    totals.append((getattr(self, "_op", ""), snapshot["Total"], self._mod_tracker.is_bw))
-                super()._update_peak_stats(peak_state)
-
-        return Logged()
-
-    engine._peak_tracker = logging_tracker
-    try:
-        torch.manual_seed(0)
-        model = engine.build_hf_model(cfg, precision=precision, attention=attention)
-        batch = engine.lm_batch(cfg, micro_batch, seq_len)
-        measured = engine.measure_training_step(model, batch, precision=precision, checkpointing="selective")
-    finally:
-        engine._peak_tracker = make_tracker
+    totals, peak = step_totals(cfg, precision, attention, "selective", micro_batch, seq_len)
     first = next(
         i for i, (op, _, backward) in enumerate(totals) if backward and "softmax" in op and "log_softmax" not in op
     )
     window = max(total for _, total, _ in totals[first - WINDOW_BEFORE : first + WINDOW_AFTER])
-    return window, measured.peak_bytes
+    return window, peak
 
 
 def main() -> None:

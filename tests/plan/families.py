@@ -154,3 +154,43 @@ def planned_against_measured(
     setup = cpu_setup(precision, attention, checkpointing, micro_batch, seq_len)
     predicted = estimate_training_memory(model_from_config(cfg), setup)
     return predicted, measured.peak_bytes, predicted.peak_tensor_bytes / measured.peak_bytes - 1
+
+
+def step_totals(
+    cfg: dict[str, Any], precision: str, attention: str, checkpointing: str, micro_batch: int, seq_len: int
+) -> tuple[list[tuple[str, int, bool]], int]:
+    """One training step of `cfg` measured as planned_against_measured does, with MemTracker's running total of live
+    tensors logged after every operator: ([(operator, total bytes, in backward)], the step's peak in bytes). The
+    totals show each moment of the step, where the peak shows only the largest."""
+    import torch
+
+    from treino.trace import engine
+
+    totals: list[tuple[str, int, bool]] = []
+    make_tracker = engine._peak_tracker
+
+    def logging_tracker() -> Any:
+        tracker = make_tracker()
+        base = type(tracker)
+
+        class Logged(base):  # type: ignore[misc, valid-type]
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                self._op = str(func)
+                return base.__torch_dispatch__(self, func, types, args, kwargs)
+
+            def _update_peak_stats(self, peak_state: Any) -> None:
+                for snapshot in self._curr_mem_snap.values():
+                    totals.append((getattr(self, "_op", ""), snapshot["Total"], self._mod_tracker.is_bw))
+                super()._update_peak_stats(peak_state)
+
+        return Logged()
+
+    engine._peak_tracker = logging_tracker
+    try:
+        torch.manual_seed(0)
+        model = engine.build_hf_model(cfg, precision=precision, attention=attention)
+        batch = engine.lm_batch(cfg, micro_batch, seq_len)
+        measured = engine.measure_training_step(model, batch, precision=precision, checkpointing=checkpointing)
+    finally:
+        engine._peak_tracker = make_tracker
+    return totals, measured.peak_bytes

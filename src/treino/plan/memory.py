@@ -753,12 +753,17 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     # ForCausalLMLoss), and log_softmax keeps its fp32 output (§B3: "2 x 4·b·s·V" at the loss boundary).
     V = model.vocab_size / t
     logits16 = 0 if p.compute == "fp32" else 2 * tokens * V
-    loss_time = _loss_bytes(model, setup, tokens * V, logits16)
+    # Autocast casts the head's fp32 weight to 16 bits for its matmul and keeps the copy past the loss: its cache
+    # lives as long as the forward's autocast region, and autograd saves the copy for the logits' backward (measured:
+    # V 2,048 -> 4,096 adds H x 2,048 x 2 B more at the loss and at the top of backward, tests/plan/test_head.py).
+    # BERT's head (encoder.py) counts its own.
+    head_copy = 2 * model.hidden_size * V if _compute(setup) == "mixed" and model.family != "bert" else 0.0
+    loss_time = _loss_bytes(model, setup, tokens * V, logits16) + head_copy
     # Top of backward: the saved log_softmax output, its gradient, and the logits' gradient that the LM head's
     # weight gradient is formed from (fp32). With a frozen head (LoRA) that third tensor is not needed
     # (both measured with MemTracker: tests/plan/test_accuracy.py, test_lora.py).
     # A frozen 16-bit head still passes the logits' gradient back in its dtype (measured, test_lora.py).
-    backward_time = tokens * V * 8 + logits16 if setup.lora else tokens * V * 12
+    backward_time = (tokens * V * 8 + logits16 if setup.lora else tokens * V * 12) + head_copy
     # The model's outputs hold its logits (in the compute dtype) until the step ends, as a training loop's
     # `outputs` does (measured: tests/trace/test_parity.py). At the loss they are the logits counted above; the
     # optimizer step's phase leaves them out (tests/plan/test_optimizers.py measures the step alone). A loop that
@@ -775,7 +780,8 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
 
     accum_grads = grads if setup.grad_accum > 1 else 0.0
     head_grad_bytes = FSDP_UNSHARDED_GRAD_BYTES if fsdp_mixed else grad_elem
-    head_grad = 0 if setup.lora else head_grad_bytes * model.vocab_size * model.hidden_size / t
+    head_elements = 0 if setup.lora else model.vocab_size * model.hidden_size / t
+    head_grad = head_grad_bytes * head_elements
     outer, backward_time, head_grad = _encoder_head_terms(model, setup, tokens, (outer, backward_time, head_grad))
     backward_time += held_logits  # (BERT's head terms replace the decoders' above; its outputs hold logits too)
     largest_tensor = max((math.prod(shape) for shape, _ in _trainable_tensors(model, setup)), default=0)
@@ -784,10 +790,18 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     if setup.zero >= 1:
         opt_temp /= dp
     saved = activations + outer
+    # The head's weight gradient forms after log_softmax's backward has freed its two tensors: beside it only the
+    # logits' gradient in the compute dtype, and under autocast the gradient is the 16-bit matmul's output, cast to
+    # fp32 only after (measured: tests/plan/test_head.py). At a few tokens per step this moment is the larger one;
+    # at the usual sizes the top of backward is.
+    top = (accum_grads + ddp_buckets, saved, backward_time, 0.0)
+    head_mm_grad = (2 if p.compute == "mixed" else head_grad_bytes) * head_elements if head_grad else 0.0
+    head_logits = tokens * V * (4 if p.compute == "fp32" else 2) + head_copy + held_logits
+    head = (accum_grads + head_mm_grad + ddp_buckets, saved, head_logits, 0.0)
     # Live tensors at each moment: (gradients, activations, logits, temporaries) besides weights + optimizer.
     phases: dict[str, tuple[float, float, float, float]] = {
         "loss": (accum_grads + ddp_buckets, saved, loss_time, 0.0),
-        "backward": (accum_grads + head_grad + ddp_buckets, saved, backward_time, 0.0),
+        "backward": max(top, head, key=sum),
         "optimizer step": (grads + ddp_buckets, 0.0, 0.0, opt_temp / t),
     }
     if setup.checkpointing == "full":  # the last block recomputed, with nearly all gradients present
