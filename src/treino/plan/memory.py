@@ -4,7 +4,8 @@ The peak of live tensors is the largest of three moments of a training step (HF 
 `peak = params + optimizer + max(activations, grads + optimizer intermediates)`; planner-formulas §B3):
 
     loss      weights + optimizer + gradients kept for accumulation + saved activations + logits and loss
-    backward  the same at the top of backward, when the logits' gradients exist too
+    backward  the same at the top of backward, when the logits' gradients exist too (or, with few tokens, when
+              the head's weight gradient forms, after log_softmax's tensors are freed)
     step      weights + optimizer + all gradients + the optimizer's temporaries
 
 Sharding follows the ZeRO paper (Rajbhandari et al. 2020, §5 and Fig. 1): stage 1 shards optimizer state,
