@@ -268,6 +268,12 @@ def prepare(name: str, target: Target) -> Path:
     # mutmut copies the sources' data files (the catalog's CSVs) into mutants/ once, and refreshes only the Python
     # files it mutates: a catalog row changed since would be read stale there.
     copied = folder / "mutants" / "src"
+    # A run stopped while mutmut writes the mutated module leaves it empty, and mutmut, seeing it newer than the
+    # source, would keep it: every test then fails to import it. Removed, it is written again (the results in its
+    # .meta file are kept for the functions that did not change).
+    mutated = folder / "mutants" / target.module
+    if mutated.is_file() and mutated.stat().st_size == 0:
+        mutated.unlink()
     if copied.is_dir():
         for path in (ROOT / "src").rglob("*"):
             if path.is_file() and path.suffix not in (".py", ".pyc"):
