@@ -39,10 +39,8 @@ def measure_window(
 ) -> tuple[int, int]:
     """(the largest total of live tensors in the recompute's window, the step's peak), in bytes."""
     totals, peak = step_totals(cfg, precision, attention, "selective", micro_batch, seq_len)
-    first = next(
-        i for i, (op, _, backward) in enumerate(totals) if backward and "softmax" in op and "log_softmax" not in op
-    )
-    window = max(total for _, total, _ in totals[first - WINDOW_BEFORE : first + WINDOW_AFTER])
+    first = next(i for i, m in enumerate(totals) if m.backward and "softmax" in m.op and "log_softmax" not in m.op)
+    window = max(m.total for m in totals[first - WINDOW_BEFORE : first + WINDOW_AFTER])
     return window, peak
 
 

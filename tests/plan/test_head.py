@@ -32,8 +32,8 @@ HEAD_OPS = 12
 def _moments(cfg: dict[str, object], precision: str, micro_batch: int, seq_len: int) -> tuple[int, int]:
     """Measured (the largest total before backward, the largest over backward's first HEAD_OPS operators)."""
     totals, _ = step_totals(cfg, precision, "sdpa", "none", micro_batch, seq_len)
-    first = next(i for i, (_, _, backward) in enumerate(totals) if backward)
-    return max(t for _, t, _ in totals[:first]), max(t for _, t, _ in totals[first : first + HEAD_OPS])
+    first = next(i for i, m in enumerate(totals) if m.backward)
+    return max(m.total for m in totals[:first]), max(m.total for m in totals[first : first + HEAD_OPS])
 
 
 def _planned(cfg: dict[str, object], precision: str, micro_batch: int, seq_len: int) -> tuple[float, float]:
