@@ -25,7 +25,7 @@ def mlm_outer_bytes(model: ModelSpec, compute: str, tokens: int) -> float:
     h, V = model.hidden_size, model.vocab_size
     act = 4 if compute == "fp32" else 2  # Linear and GELU outputs
     resid = 2 if compute == "16bit" else 4  # the embeddings' sums (fp32 weights under autocast)
-    stats = 4 if compute == "fp32" else 2  # LayerNorm statistics: fp32, or the 16-bit input's dtype
+    stats = 2 if compute == "16bit" else 4  # LayerNorm statistics: fp32 (autocast runs layer_norm in fp32), or bf16
     per_token = 0.0
     # Embeddings.
     per_token += resid * h  # the three embeddings' sum, LayerNorm's input

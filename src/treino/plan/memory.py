@@ -588,10 +588,19 @@ def _loss_bytes(model: ModelSpec, setup: TrainSetup, logit_values: float, logits
 
 def _embedding_output_bytes(model: ModelSpec, setup: TrainSetup, tokens: int) -> float:
     """The embeddings' output (fp32 under autocast: the embedding weights are fp32), and the mask of the dropout
-    some families apply to it (kernels.dropout_mask_bytes)."""
+    some families apply to it (kernels.dropout_mask_bytes).
+
+    The output, the first block's input, is kept only where that block's first operator saves it as it is. The
+    RMSNorm of the Llama-style families upcasts its input to fp32 first and saves the copy (counted with the block),
+    so a 16-bit output is freed once the block's residual add has read it; BERT's first Linear saves autocast's
+    16-bit copy (measured: tests/plan/test_embeddings.py)."""
     p = _PRECISION[setup.precision]
     embed_bytes = 4 if p.compute == "mixed" and not setup.lora else p.act_bytes
     mask = dropout_mask_bytes(setup.target, embed_bytes) if model.embedding_dropout > 0 else 0
+    compute = _compute(setup)
+    upcasting_norm = FAMILY_GROUP.get(model.family) in ("llama", "phi3", "gemma", "gemma2")
+    if (upcasting_norm and compute == "16bit") or (model.family == "bert" and compute == "mixed"):
+        embed_bytes = 0
     return tokens * model.hidden_size * (embed_bytes + mask)
 
 
