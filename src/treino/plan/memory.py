@@ -614,8 +614,10 @@ def _held_logits_note(gib: float) -> str:
 
 
 def _post_core_params(model: ModelSpec) -> int:
-    """A block's weights that backward reaches before its attention core: all its matmuls but q, k and v."""
-    return max(model.layer_linear_params - model.hidden_size * (model.q_size + 2 * model.kv_size), 0)
+    """A block's weights that backward reaches before its attention core: all its matmuls but q, k and v, the routed
+    experts' included (their gradients are whole tensors, formed by then: tests/plan/test_selective.py)."""
+    matmuls = sum(t.numel for t in model.layer_tensors if len(t.shape) >= 2)
+    return max(matmuls - model.hidden_size * (model.q_size + 2 * model.kv_size), 0)
 
 
 def _selective_recompute_phase(
