@@ -184,3 +184,19 @@ def test_one_rank_shards_nothing(zero: int) -> None:
     ).rank_model_state_bytes
     setup = TrainSetup(seq_len=SEQ_LEN, precision="fp32", zero=zero)
     assert estimate_training_memory(model_from_config(CONFIG), setup).rank_model_state_bytes == whole
+
+
+@pytest.mark.parametrize(
+    ("name", "stage_root"), [("llama-3-8b", 128_256 * 4096 + 4096), ("qwen2.5-0.5b", 151_936 * 896)]
+)
+def test_fsdp_with_pipeline_stages_gathers_one_stages_root(name: str, stage_root: int) -> None:
+    """With pipeline stages the first holds the embeddings and the last the final norm and the head (Megatron,
+    torchtitan), so FSDP's root unit on the most loaded stage is one of the two, never both. Llama-3-8B (untied):
+    the head and final norm, 128,256 x 4,096 + 4,096 parameters; Qwen2.5-0.5B (tied): the embeddings, 151,936 x 896
+    (its last stage has only the final norm). bf16-mixed, ZeRO-3 over 2 ranks of each stage, 4 B per gathered value."""
+    from treino import catalog
+    from treino.plan.memory import _fsdp_gathered_bytes
+
+    setup = TrainSetup(precision="bf16-mixed", zero=3, gpus=4, pp=2)
+    gathered = _fsdp_gathered_bytes(catalog.model(name), setup, 4)
+    assert gathered["loss"] == 4 * stage_root
