@@ -162,15 +162,13 @@ class Moment(NamedTuple):
     op: str  # the operator, e.g. "aten.mm.default"
     total: int  # bytes live after it
     backward: bool  # whether it ran in backward
-    before: int  # bytes live before it
-    modules: frozenset[str]  # the modules it ran in (MemTracker's names, e.g. "GPT2LMHeadModel.transformer.h.0")
 
 
 def step_totals(
     cfg: dict[str, Any], precision: str, attention: str, checkpointing: str, micro_batch: int, seq_len: int
 ) -> tuple[list[Moment], int]:
     """One training step of `cfg` measured as planned_against_measured does, with MemTracker's running total of live
-    tensors logged around every operator: (the moments in order, the step's peak in bytes). The totals show each
+    tensors logged after every operator: (the moments in order, the step's peak in bytes). The totals show each
     moment of the step, where the peak shows only the largest."""
     import torch
 
@@ -186,14 +184,11 @@ def step_totals(
         class Logged(base):  # type: ignore[misc, valid-type]
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
                 self._op = str(func)
-                self._before = sum(snapshot["Total"] for snapshot in self._curr_mem_snap.values())
                 return base.__torch_dispatch__(self, func, types, args, kwargs)
 
             def _update_peak_stats(self, peak_state: Any) -> None:
                 for snapshot in self._curr_mem_snap.values():
-                    op, before = getattr(self, "_op", ""), getattr(self, "_before", 0)
-                    modules = frozenset(self._mod_tracker.parents)
-                    totals.append(Moment(op, snapshot["Total"], self._mod_tracker.is_bw, before, modules))
+                    totals.append(Moment(getattr(self, "_op", ""), snapshot["Total"], self._mod_tracker.is_bw))
                 super()._update_peak_stats(peak_state)
 
         return Logged()

@@ -1,7 +1,7 @@
 """The embeddings' output and its dropout mask, planned against the tensors a real forward keeps (torch 2.13.0,
 transformers 5.24.0, CPU, the small configs of tests/plan/families.py).
 
-What the embeddings leave for backward is the first block's input (its first norm saves it) and whatever the
+What the embeddings leave for backward is the first block's input (where that block saves it) and whatever the
 embeddings' own operators save: the dropout's noise where the family drops out its embeddings (GPT-2, GPT-NeoX),
 the token ids otherwise (integers of the batch, not counted). `torch.autograd.graph.saved_tensors_hooks` lists the
 saved tensors as the forward runs; their storages, each once, are the measurement. In a step's running total these
