@@ -149,6 +149,41 @@ def servers(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
         yield s
     finally:
         s.close()
+        clear_queue()
+
+
+def clear_queue(timeout_s: float = 60.0) -> None:
+    """Every job the test left in the cluster cancelled, and gone from squeue, before the next test: a treino server
+    that stops leaves its Slurm jobs running (a restarted server adopts them), so a test that timed out would
+    otherwise hold the nodes the next test's jobs wait for (one CI failure became two that way)."""
+    conf = os.environ.get("SLURM_CONF")
+    if not conf:
+        return
+    env = {**os.environ, "SLURM_CONF": conf}
+    subprocess.run(["scancel", "--user", os.environ.get("USER", "root")], capture_output=True, env=env)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done = subprocess.run(["squeue", "--noheader", "--format=%i"], capture_output=True, text=True, env=env)
+        if done.returncode == 0 and not done.stdout.strip():
+            return
+        time.sleep(POLL_S)
+
+
+def slurm_state() -> str:
+    """What Slurm says now (queue, nodes, the daemons' last log lines), for a timed-out wait's message: a timeout
+    in these tests is the cluster's story as much as treino's."""
+    conf = os.environ.get("SLURM_CONF")
+    if not conf:
+        return ""
+    env = {**os.environ, "SLURM_CONF": conf}
+    parts = []
+    for argv in (["squeue", "--all", "--long"], ["sinfo", "--Node", "--long"], ["scontrol", "show", "job"]):
+        done = subprocess.run(argv, capture_output=True, text=True, env=env)
+        parts.append(f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}")
+    for log in sorted((Path(conf).parent / "log").glob("slurm*.log")):
+        lines = log.read_text(errors="replace").splitlines()[-40:]
+        parts.append(f"--- {log.name} (last {len(lines)} lines)\n" + "\n".join(lines))
+    return "\n".join(parts)
 
 
 def api(server: ServerProcess, method: str, path: str, token: str | None = None, **kw: Any) -> httpx.Response:
@@ -164,7 +199,9 @@ def wait_for(what: str, check: Any, timeout_s: float = JOB_WAIT_S, server: Serve
             return value
         time.sleep(POLL_S)
     raise AssertionError(
-        f"timed out after {timeout_s:g} s waiting for {what}" + (f"\n{server.log()}" if server else "")
+        f"timed out after {timeout_s:g} s waiting for {what}"
+        + (f"\n{server.log()}" if server else "")
+        + f"\n{slurm_state()}"
     )
 
 
@@ -175,14 +212,16 @@ def job(server: ServerProcess, job_id: int) -> dict[str, Any]:
 
 
 def wait_final(server: ServerProcess, job_id: int, timeout_s: float = JOB_WAIT_S) -> dict[str, Any]:
-    return dict(
-        wait_for(
+    try:
+        final = wait_for(
             f"job {job_id} to end",
             lambda: (j := job(server, job_id))["state"] in ("succeeded", "failed", "cancelled") and j,
             timeout_s,
             server,
         )
-    )
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- job {job_id}: {job(server, job_id)}\n{logs(server, job_id)[-4000:]}") from None
+    return dict(final)
 
 
 def logs(server: ServerProcess, job_id: int, attempt: int | None = None) -> str:

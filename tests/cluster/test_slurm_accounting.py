@@ -13,12 +13,14 @@ import math
 import subprocess
 import sys
 import time
+from datetime import datetime
 from typing import Any
 
 import pytest
 
 from tests.cluster.conftest import Cluster, api, job, logs, wait_final, wait_for
 from tests.server.conftest import ServerProcess, Servers, clean_env
+from treino.server.slurm import REQUEUE_SETTLE_S
 from treino.server.usage import SLURMDBD_NO_NAME
 
 SP1 = ["--backend", "slurm", "--partition", "gpu-sp1=eveo-sp1"]
@@ -34,7 +36,7 @@ def on_slurm(server: ServerProcess, job_id: int) -> dict[str, Any] | None:
 
 def sacct_runs(cluster: Cluster, slurm_id: str) -> list[dict[str, str]]:
     """Every run of a Slurm job as sacct records it (one record per run with --duplicates)."""
-    fields = ["JobName", "AllocTRES", "ElapsedRaw", "State"]
+    fields = ["JobName", "AllocTRES", "ElapsedRaw", "State", "Start", "End"]
     out = cluster.slurm(
         "sacct", "--allusers", "--allocations", "--duplicates", "--parsable2", "--noheader",
         f"--jobs={slurm_id}", f"--format={','.join(fields)}",
@@ -76,6 +78,10 @@ def test_usage_comes_from_sacct_one_record_per_run_of_a_requeued_job(
 
     runs = sacct_runs(slurm_accounting, slurm_id)
     assert [r["State"] for r in runs] == ["REQUEUED", "COMPLETED"], runs
+    # Slurm holds a requeued job 120 s; treino releases its own after REQUEUE_SETTLE_S (sacct's whole seconds)
+    held = (datetime.fromisoformat(runs[1]["Start"]) - datetime.fromisoformat(runs[0]["End"])).total_seconds()
+    assert REQUEUE_SETTLE_S - 1 <= held < 120, runs
+    assert "its BeginTime hold released" in server.log()
     # Each run under treino's name, or under slurmdbd's placeholder for a start message without one (seen once
     # for the run after the requeue): treino counts it by its Slurm job id (treino.server.usage.parse_sacct).
     names = {r["JobName"] for r in runs} - {SLURMDBD_NO_NAME}

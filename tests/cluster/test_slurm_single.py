@@ -319,3 +319,58 @@ def test_usage_on_slurm_says_its_source_and_counts_the_job(slurm_single: Cluster
     assert report["source"] == "treino" and "Slurm's accounting did not answer" in report["source_note"]
     assert [row["key"] for row in report["rows"]] == ["admin"] and 0 < report["rows"][0]["gpu_hours"] < 0.1
     assert report["cost_brl"] == report["gpu_hours"] * 10
+
+
+def launch_in_slurm(cluster: Cluster, attempt: Path, argv: list[str], before: str = "") -> dict[str, Any]:
+    """treino's launcher in a real allocation, as the server's sbatch starts it, with `before` run first in the
+    batch script; returns the handle the server polls it by."""
+    attempt.mkdir(parents=True)
+    launch = {
+        "argv": argv,
+        "cwd": str(attempt),
+        "env": {},
+        "key": "k",
+        "grace_s": 1,
+        "gpus_per_node": 1,
+        "script": None,
+        "python": sys.executable,
+        "step_start_s": 3,
+    }
+    (attempt / "launch.json").write_text(json.dumps(launch))
+    script = attempt / "launch.sh"
+    script.write_text(f"#!/bin/sh\n{before}\nexec {sys.executable} -m treino.server.slurm_launch batch {attempt}\n")
+    name = f"treino-test-{attempt.name}"
+    out = cluster.slurm(
+        "sbatch", "--parsable", f"--job-name={name}", "--nodes=1", "--gres=gpu:1", "--partition=gpu-sp1",
+        f"--output={attempt / 'output.log'}", f"--chdir={attempt}", str(script),
+    )  # fmt: skip
+    return {"name": name, "dir": str(attempt), "nodes": [], "slurm_job_id": int(out.strip().split(";")[0])}
+
+
+def test_a_step_slurm_will_not_start_ends_the_attempt_as_a_node_fault_not_a_hang(
+    slurm_single: Cluster, tmp_path: Path
+) -> None:
+    """Slurm 22.05 can give a requeued job a node it then refuses the job's step on (slurm_launch's docstring);
+    srun would retry "Requested nodes are busy" for ever. Here an earlier step that holds every CPU of the job makes
+    the step wait the same way: the launcher gives up after step_start_s, and the server's backend reads a node
+    fault (submitted again, no restart spent), not the job's own failure. A step that did start and failed is the
+    job's failure, as before."""
+    from treino.server.db import FailureReason
+    from treino.server.slurm import SlurmBackend
+
+    backend = SlurmBackend(tag="test")
+    hog = 'srun --ntasks=1 --cpus-per-task="$SLURM_CPUS_ON_NODE" sleep 30 &\nsleep 2'
+    blocked = launch_in_slurm(slurm_single, tmp_path / "blocked", ["true"], before=hog)
+    info = wait_for("the blocked attempt to end", lambda: backend.poll(blocked))
+    exit_record = json.loads((tmp_path / "blocked" / "exit.json").read_text())
+    log = (tmp_path / "blocked" / "output.log").read_text()
+    assert exit_record["step_started"] is False and exit_record["returncode"] != 0, log
+    assert "Unable to create step" in log, log  # srun's own words, after --immediate=3
+    assert info.reason == FailureReason.NODE_FAULT and info.returncode is None, info
+    assert "did not start its step on them within 3 s" in info.detail
+
+    failed = launch_in_slurm(slurm_single, tmp_path / "failed", ["sh", "-c", "exit 3"])
+    info = wait_for("the failed attempt to end", lambda: backend.poll(failed))
+    exit_record = json.loads((tmp_path / "failed" / "exit.json").read_text())
+    assert "step_started" not in exit_record and exit_record["returncode"] == 3, exit_record
+    assert info.returncode == 3 and info.reason is None, info

@@ -1,7 +1,7 @@
 """Reading Slurm's own output: `scontrol -o show node` records (this one as Slurm 22.05.8 printed it here),
 GRES strings as slurm.conf writes them (https://slurm.schedmd.com/gres.html), node states and exit codes."""
 
-from treino.server.slurm import _exit_code, gres_gpus, node_usable, parse_record
+from treino.server.slurm import _epoch, _exit_code, gres_gpus, node_usable, parse_record
 
 NODE = (
     "NodeName=vm Arch=x86_64 CoresPerSocket=1  CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=0.45 "
@@ -34,3 +34,10 @@ def test_only_up_and_undrained_nodes_are_offered() -> None:
 
 def test_exit_codes_are_the_code_or_minus_the_signal() -> None:
     assert _exit_code("0:0") == 0 and _exit_code("3:0") == 3 and _exit_code("0:9") == -9 and _exit_code("") is None
+
+
+def test_squeue_times_as_22_05_and_later_versions_write_them() -> None:
+    assert _epoch(1796659581) == 1796659581.0  # 22.05: a number
+    assert _epoch({"set": True, "infinite": False, "number": 1796659581}) == 1796659581.0  # 23.02 on
+    assert _epoch({"set": False, "infinite": False, "number": 0}) is None
+    assert _epoch(0) is None and _epoch(None) is None and _epoch(True) is None and _epoch("soon") is None

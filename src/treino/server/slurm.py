@@ -45,6 +45,7 @@ from treino.errors import TreinoError, UsageError
 from treino.server.backend import BackendUnavailable, ExitInfo, LaunchRequest, Placement, launch_failed, read_tail
 from treino.server.db import FailureReason
 from treino.server.inventory import Device, Inventory, Node
+from treino.server.slurm_launch import STEP_START_S
 from treino.server.supervisor import write_json_atomic
 
 log = logging.getLogger("treino.server")
@@ -53,6 +54,8 @@ SLURM_CMD_TIMEOUT_S = 30.0  # one client call (slurmctld answers in milliseconds
 SNAPSHOT_S = 1.0  # how stale the squeue snapshot poll() reads may be: one squeue per second, whatever the jobs
 INVENTORY_S = 5.0  # how often nodes are re-read (drains, failures, returns)
 UNREACHABLE_BACKOFF_S = 5.0  # after slurmctld could not be reached, calls fail at once for this long
+REQUEUE_SETTLE_S = 20.0  # a requeued job is held this long, not Slurm's 120 s: its nodes' earlier steps end first
+REQUEUE_RELEASE_RETRY_S = 5.0  # a requeued job's hold released again if Slurm still shows it after this long
 REQUEUE_NODE_WAIT_S = 60.0  # a job Slurm requeued waits this long for its (pinned) nodes before treino moves it
 SHARED_CHECK_S = 120.0  # the start-up check job's limit (it waits for a free node like any job)
 DEFAULT_CONF = Path("/etc/slurm/slurm.conf")  # where Slurm's clients look when SLURM_CONF is unset
@@ -230,7 +233,8 @@ class SlurmBackend:
         self._inventory_at = -math.inf
         self._snapshot: dict[int, dict[str, Any]] = {}
         self._snapshot_at = -math.inf
-        self._released: dict[int, int] = {}  # Slurm job id -> the restart count whose BeginTime hold we released
+        # Slurm job id -> (the restart count whose BeginTime hold we released, when: time.monotonic())
+        self._released: dict[int, tuple[int, float]] = {}
         self._pending_since: dict[int, float] = {}  # Slurm job id -> when it was first seen pending after a requeue
 
     # --- start-up ----------------------------------------------------------------------------------------------
@@ -368,6 +372,7 @@ class SlurmBackend:
                 "gpus_per_node": request.gpus_per_node,
                 "script": request.script,
                 "python": request.python,
+                "step_start_s": STEP_START_S,
             },
         )
         script = request.attempt_dir / "launch.sh"
@@ -505,6 +510,16 @@ class SlurmBackend:
 
     def _exit_info(self, attempt_dir: Path, state: str, exit_code: int | None) -> ExitInfo:
         tail = read_tail(attempt_dir / "output.log")
+        record = _exit_record(attempt_dir)
+        if state in ("COMPLETED", "FAILED") and record.get("step_started") is False:  # the batch step's own end
+            return ExitInfo(
+                None,
+                tail,
+                reason=FailureReason.NODE_FAULT,
+                detail="Slurm gave the job its nodes but did not start its step on them within "
+                f"{record.get('step_start_s', STEP_START_S)} s (srun: see the log's end): submitted again as a "
+                "new Slurm job",
+            )
         written = _exit_file(attempt_dir)
         returncode = written if written is not None else exit_code
         if state == "COMPLETED" or (state == "FAILED" and returncode):
@@ -534,16 +549,30 @@ class SlurmBackend:
 
     def _release_requeue_hold(self, job_id: int, job: dict[str, Any]) -> None:
         """Slurm holds a requeued job for a fixed 2 minutes (Reason=BeginTime). treino's jobs resume from their
-        last checkpoint, so the wait only loses time: release it, once per requeue."""
+        last checkpoint, so most of the wait only loses time; but not all of it. A node that was down while its
+        slurmd lived on still runs the earlier run's step, which slurmctld kills when the node registers again; a
+        run started before that kill is reported has the node taken from it (slurm_launch's docstring). So the
+        hold is released once the job has been pending REQUEUE_SETTLE_S. Slurm sets the hold when the job's last
+        process on its nodes has ended, and sets it again over a release that came first (job_mgr.c
+        batch_requeue_fini: a begin time already past is replaced): so the release is repeated, every
+        REQUEUE_RELEASE_RETRY_S, while squeue still shows a begin time ahead."""
         restarts = int(job.get("restart_cnt") or 0)
         if _state(job) != "PENDING" or job.get("state_reason") != "BeginTime" or restarts == 0:
             return
-        if self._released.get(job_id) == restarts:
+        if time.monotonic() - self._pending_since.setdefault(job_id, time.monotonic()) < REQUEUE_SETTLE_S:
             return
+        begins = _epoch(job.get("eligible_time"))
+        done = self._released.get(job_id)
+        if done is not None and done[0] == restarts:
+            if begins is not None and begins <= time.time():
+                return  # released: the scheduler has not started it yet
+            if time.monotonic() - done[1] < REQUEUE_RELEASE_RETRY_S:
+                return
         with contextlib.suppress(SlurmError):
             run(["scontrol", "update", f"jobid={job_id}", "StartTime=now"])
-            log.info("Slurm job %s: requeued (restart %s); its BeginTime hold released", job_id, restarts)
-        self._released[job_id] = restarts
+            again = " again (Slurm set it after the first release)" if done and done[0] == restarts else ""
+            log.info("Slurm job %s: requeued (restart %s); its BeginTime hold released%s", job_id, restarts, again)
+        self._released[job_id] = (restarts, time.monotonic())
 
     def placement(self, handle: dict[str, Any]) -> Placement | None:
         try:
@@ -609,6 +638,14 @@ def _state(job: dict[str, Any]) -> str:
     return str(state).split("+")[0]
 
 
+def _epoch(value: Any) -> float | None:
+    """A time field of squeue --json in seconds since the epoch: a number (22.05), or {"set", "number"} (23.02
+    on); None where unset or absent."""
+    if isinstance(value, dict):
+        value = value.get("number") if value.get("set", True) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+
+
 def _exit_code(text: str) -> int | None:
     """Slurm's `ExitCode=code:signal`: the code, or -signal when a signal ended it."""
     try:
@@ -618,9 +655,17 @@ def _exit_code(text: str) -> int | None:
         return None
 
 
+def _exit_record(attempt_dir: Path) -> dict[str, Any]:
+    """The exit record slurm_launch wrote when srun ended; {} where there is none (or none readable)."""
+    with contextlib.suppress(OSError, ValueError):
+        record = json.loads((attempt_dir / "exit.json").read_text())
+        return record if isinstance(record, dict) else {}
+    return {}
+
+
 def _exit_file(attempt_dir: Path) -> int | None:
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        value = json.loads((attempt_dir / "exit.json").read_text())["returncode"]
+    with contextlib.suppress(ValueError, TypeError):
+        value = _exit_record(attempt_dir).get("returncode")
         return int(value) if value is not None else None
     return None
 

@@ -4,15 +4,24 @@ The batch step (ATTEMPT_DIR/launch.sh, what sbatch runs on the first node) start
 each task execs the job's command there: for a script, one torchrun agent per node with c10d rendezvous on the
 first node's address, so every node's workers join one process group of nodes x gpus ranks.
     ATTEMPT_DIR/launch.json   in:  argv, cwd, env (with the job's token; mode 0600), grace_s, gpus_per_node, script,
-                                   python (written by the server's SlurmBackend)
+                                   python, step_start_s (written by the server's SlurmBackend)
     ATTEMPT_DIR/output.log    every node's output, each line prefixed with its node's task number (srun --label)
     ATTEMPT_DIR/state.json    {"slurm_job_id", "nodes", "head_addr", "restart", "started_at"} once srun starts
-    ATTEMPT_DIR/exit.json     {"returncode", "ended_at", "restart"}, written atomically when srun ends
-Addresses come from Slurm (`scontrol show node` NodeAddr), not from name resolution: node names need not resolve.
+    ATTEMPT_DIR/exit.json     {"returncode", "ended_at", "restart"}, written atomically when srun ends; with
+                              "step_started": false where srun could not start the step on the nodes (below)
+    ATTEMPT_DIR/step-started.RESTART   left by the first node task that starts, on the shared filesystem
+
+The step must start within step_start_s (srun --immediate; the server's STEP_START_S). Slurm can give a job nodes
+it then refuses the job's step on, for good: after a requeue, a node that was down while its slurmd lived on reports
+the end of the earlier run's step late, and slurmctld takes that node out of the run that has just started (Slurm
+22.05 job_mgr.c, job_epilog_complete: make_node_idle), so srun retries "Requested nodes are busy" forever. srun then
+gives up, the exit record says the step never started, and the server submits the attempt again as a new Slurm
+job: a node fault, which spends none of the job's restarts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -37,6 +46,13 @@ def node_addr(name: str) -> str:
     return match.group(1) if match else name
 
 
+STEP_START_S = 60  # srun --immediate: the job's step starts on its nodes within this long, or the attempt is lost
+
+
+def started_marker(attempt_dir: Path, restart: str) -> Path:
+    return attempt_dir / f"step-started.{restart}"
+
+
 def batch(attempt_dir: Path) -> int:
     # SIGTERM to the job's steps is how treino stops an attempt (scancel --signal=TERM): the workers checkpoint and
     # exit, srun returns, and this step records the exit. It must not die first, so it ignores SIGTERM itself.
@@ -44,6 +60,9 @@ def batch(attempt_dir: Path) -> int:
     launch = json.loads((attempt_dir / "launch.json").read_text())
     restart = os.environ.get("SLURM_RESTART_COUNT", "0")
     (attempt_dir / "exit.json").unlink(missing_ok=True)  # a requeued job's earlier run may have left one
+    step_start_s = int(launch.get("step_start_s", STEP_START_S))
+    started = started_marker(attempt_dir, restart)
+    started.unlink(missing_ok=True)
     nodes = scontrol("show", "hostnames", os.environ["SLURM_JOB_NODELIST"]).split()
     head = node_addr(nodes[0])
     port = free_port()  # this step runs on the first node, where torchrun's rendezvous store will listen
@@ -60,6 +79,7 @@ def batch(attempt_dir: Path) -> int:
     print(f"treino: Slurm job {os.environ.get('SLURM_JOB_ID')} on {', '.join(nodes)} (restart {restart})", flush=True)
     argv = [
         "srun",
+        f"--immediate={step_start_s}",  # a step Slurm will not start is an attempt lost, not a job that hangs
         "--label",  # each line of output starts with its node's task number
         f"--nodes={len(nodes)}",
         f"--ntasks={len(nodes)}",
@@ -74,9 +94,10 @@ def batch(attempt_dir: Path) -> int:
         str(port),
     ]
     returncode = subprocess.run(argv, stdin=subprocess.DEVNULL).returncode
-    write_json_atomic(
-        attempt_dir / "exit.json", {"returncode": returncode, "ended_at": time.time(), "restart": restart}
-    )
+    record: dict[str, object] = {"returncode": returncode, "ended_at": time.time(), "restart": restart}
+    if returncode != 0 and not started.exists():
+        record.update(step_started=False, step_start_s=step_start_s)
+    write_json_atomic(attempt_dir / "exit.json", record)
     return returncode
 
 
@@ -90,6 +111,8 @@ def free_port() -> int:
 def node(attempt_dir: Path, head_addr: str, port: int) -> None:
     """Exec the job's command on this node (never returns)."""
     launch = json.loads((attempt_dir / "launch.json").read_text())
+    with contextlib.suppress(OSError):  # a marker that cannot be written must not keep the job from running
+        started_marker(attempt_dir, os.environ.get("SLURM_RESTART_COUNT", "0")).touch()
     nnodes = int(os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or 1)
     gpus = int(launch["gpus_per_node"])
     # Slurm's own variables (CUDA_VISIBLE_DEVICES from the GRES, SLURM_*) over the job's environment.
