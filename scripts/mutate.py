@@ -241,9 +241,9 @@ def survivors(folder: Path, *, timeouts: bool = False) -> list[str]:
     return [line.split(":")[0].strip() for line in out.splitlines() if line.rstrip().endswith(ends)]
 
 
-def settings(target: Target) -> str:
-    """The [tool.mutmut] table of `target`'s folder."""
-    selection = [*target.tests, "-p", "no:xdist", "-p", "no:randomly"]
+def settings(target: Target, tests: list[str] | None = None) -> str:
+    """The [tool.mutmut] table of `target`'s folder (its tests, or `tests` for one run)."""
+    selection = [*(tests or target.tests), "-p", "no:xdist", "-p", "no:randomly"]
     return (
         "\n[tool.mutmut]\n"
         'source_paths = ["src"]\n'
@@ -254,7 +254,7 @@ def settings(target: Target) -> str:
     )
 
 
-def prepare(name: str, target: Target) -> Path:
+def prepare(name: str, target: Target, tests: list[str] | None = None) -> Path:
     """`target`'s folder, its copies of the sources and tests refreshed (mutmut's own records kept)."""
     folder = WORK / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -265,7 +265,7 @@ def prepare(name: str, target: Target) -> Path:
     head, _, tail = pyproject.partition("\n[tool.mutmut]\n")
     rest = tail.split("\n[", 1)  # the tables after [tool.mutmut], if any
     kept = head + ("\n[" + rest[1] if len(rest) == 2 else "")
-    (folder / "pyproject.toml").write_text(kept + settings(target))
+    (folder / "pyproject.toml").write_text(kept + settings(target, tests))
     # Which tests reach which function is collected afresh (one run of the tests): mutmut adds only new tests' to
     # what it recorded, so the mutants of a function added since would not be run against the tests that reach it.
     (folder / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
@@ -343,6 +343,12 @@ def main() -> int:
         "--mutants", default=None, help="mutmut's mutant names (globs, space-separated), e.g. 'treino.govern.cpf.x__*'"
     )
     parser.add_argument("--max-children", type=int, default=None, help="mutants tested at once (default: one per core)")
+    parser.add_argument(
+        "--tests",
+        default=None,
+        help="pytest's arguments for this run instead of the target's (space-separated): a fast first pass over "
+        "many mutants; what survives it is run again with the target's own tests before it counts as a survivor",
+    )
     parser.add_argument("--table-only", action="store_true", help="print the scores of earlier runs, run nothing")
     args = parser.parse_args()
     names = [n.strip() for n in args.targets.split(",") if n.strip()]
@@ -353,7 +359,13 @@ def main() -> int:
     if not args.table_only:
         for name in names:
             print(f"== {name}: mutants of {TARGETS[name].module}", flush=True)
-            run(prepare(name, TARGETS[name]), args.mutants, args.max_children)
+            tests = args.tests.split() if args.tests else None
+            run(prepare(name, TARGETS[name], tests), args.mutants, args.max_children)
+            if tests:  # the first pass's survivors against all of the target's tests
+                left = [m for m in survivors(WORK / name, timeouts=True) if m not in EQUIVALENT.get(name, {})]
+                if left:
+                    print(f"== {name}: {len(left)} survivor(s) of the first pass, with the target's tests", flush=True)
+                    run(prepare(name, TARGETS[name]), " ".join(left), args.max_children)
     return table(names)
 
 
