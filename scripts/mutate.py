@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -346,7 +347,7 @@ def main() -> int:
     parser.add_argument(
         "--tests",
         default=None,
-        help="pytest's arguments for this run instead of the target's (space-separated): a fast first pass over "
+        help="pytest's arguments for this run instead of the target's (as a shell splits them): a fast first pass over "
         "many mutants; what survives it is run again with the target's own tests before it counts as a survivor",
     )
     parser.add_argument("--table-only", action="store_true", help="print the scores of earlier runs, run nothing")
@@ -359,7 +360,7 @@ def main() -> int:
     if not args.table_only:
         for name in names:
             print(f"== {name}: mutants of {TARGETS[name].module}", flush=True)
-            tests = args.tests.split() if args.tests else None
+            tests = shlex.split(args.tests) if args.tests else None
             run(prepare(name, TARGETS[name], tests), args.mutants, args.max_children)
             if tests:  # the first pass's survivors against all of the target's tests
                 left = [m for m in survivors(WORK / name, timeouts=True) if m not in EQUIVALENT.get(name, {})]

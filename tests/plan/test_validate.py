@@ -121,6 +121,12 @@ REFUSED_FOR_THE_MODEL: list[tuple[dict[str, Any], dict[str, Any], str]] = [
         "LoRA target(s) c_attn are not modules of a llama model. Valid: down_proj, gate_proj, k_proj, lm_head, "
         "o_proj, q_proj, up_proj, v_proj.",
     ),
+    (
+        {},
+        {"lora_rank": 8, "lora_targets": ("c_attn", "q_proj", "c_fc")},
+        "LoRA target(s) c_attn, c_fc are not modules of a llama model. Valid: down_proj, gate_proj, k_proj, "
+        "lm_head, o_proj, q_proj, up_proj, v_proj.",
+    ),
 ]
 
 
@@ -142,4 +148,15 @@ def test_learned_positions_bound_the_sequence_but_rotary_ones_do_not() -> None:
     with pytest.raises(PlanError) as refused:
         estimate_training_memory(gpt2, replace(BASE, seq_len=1025))
     assert str(refused.value) == "--seq-len 1025 exceeds the model's 1024 learned positions."
+    bert = model_from_config(SMALL["bert"])  # 512 learned positions
+    estimate_training_memory(bert, replace(BASE, seq_len=512))
+    with pytest.raises(PlanError) as refused:
+        estimate_training_memory(bert, replace(BASE, seq_len=513))
+    assert str(refused.value) == "--seq-len 513 exceeds the model's 512 learned positions."
     estimate_training_memory(LLAMA, replace(BASE, seq_len=4096))  # rotary: a longer plan is the user's choice
+
+
+def test_lora_with_the_default_targets_checks_them_against_the_model() -> None:
+    """No --lora-target: the family's defaults (its attention projections) are what is checked, and they exist."""
+    estimate_training_memory(LLAMA, replace(BASE, lora_rank=8))
+    estimate_training_memory(model_from_config(SMALL["gpt2"]), replace(BASE, lora_rank=8, seq_len=1024))
