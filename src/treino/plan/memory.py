@@ -648,19 +648,28 @@ def _selective_recompute_phase(
     # 1 x 1,024 tokens, 2, 4 and 8 heads; tests/plan/test_selective.py's LONG): with 10 % dropout 4 B per head and
     # key in the math kernel; in eager attention 4.0, 6.0 and 4.0 (fp32, bf16-mixed, bf16-true) plus 4.6, 5.0 and
     # 2.2 B per key; without dropout, eager 8, 6 and 6 (and the math kernel's 8: tests/plan/test_deepseek.py).
+    rebuilt = core + _core_backward_bytes(model, setup, tokens, kernel)
+    grads, activations, logits = live
+    top_grads = 0 if setup.lora or setup.grad_accum > 1 else grad_elem * _post_core_params(model) / setup.tp
+    at_core = (grads + top_grads, activations - (1 - PRE_CORE_SHARE) * block, logits)
+    return {"backward, recompute": (*at_core, rebuilt)}
+
+
+def _core_backward_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, kernel: str) -> float:
+    """What the backward of an attention core that kept its s x s tensors (math, eager) adds while it runs, beside
+    them; 0 for fused kernels and Megatron's (their s x s never exists)."""
+    if setup.kernels != "hf" or kernel not in ("math", "eager"):
+        return 0.0
     compute = _compute(setup)
     act = 4 if kernel == "math" or compute == "fp32" else 2
     grad_bytes = 4 + act
     if model.attention_dropout > 0 and not (kernel == "eager" and compute == "mixed"):
         grad_bytes -= act
     mask_bytes = (2 if compute == "16bit" else 4) if kernel == "eager" else 0
-    rebuilt = core + (grad_bytes * model.num_heads / setup.tp + mask_bytes) * setup.seq_len * tokens
+    added = (grad_bytes * model.num_heads / setup.tp + mask_bytes) * setup.seq_len * tokens
     if kernel == "math":  # its backward forms the gradients of q, k and v in fp32, as it upcast them
-        rebuilt += 4 * (model.q_size + 2 * model.kv_size) / setup.tp * tokens
-    grads, activations, logits = live
-    top_grads = 0 if setup.lora or setup.grad_accum > 1 else grad_elem * _post_core_params(model) / setup.tp
-    at_core = (grads + top_grads, activations - (1 - PRE_CORE_SHARE) * block, logits)
-    return {"backward, recompute": (*at_core, rebuilt)}
+        added += 4 * (model.q_size + 2 * model.kv_size) / setup.tp * tokens
+    return added
 
 
 def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
@@ -817,7 +826,11 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         "optimizer step": (grads + ddp_buckets, 0.0, 0.0, opt_temp / t),
     }
     if setup.checkpointing == "full":  # the last block recomputed, with nearly all gradients present
-        phases["backward, recompute"] = (grads + ddp_buckets, activations, held_logits, live_block)
+        # Its backward then reaches the attention core: a kernel that kept s x s tensors adds their gradients (as
+        # under selective checkpointing), while the block's later tensors (MLP, o_proj's input) are freed by then.
+        core_backward = _core_backward_bytes(model, setup, tokens, kernel)
+        at_core = live_block - (1 - PRE_CORE_SHARE) * block + core_backward if core_backward else 0.0
+        phases["backward, recompute"] = (grads + ddp_buckets, activations, held_logits, max(live_block, at_core))
     live = (accum_grads + head_grad + ddp_buckets, activations, held_logits)  # at the top block's backward
     phases |= _selective_recompute_phase(model, setup, tokens, kernel, block, live, grad_elem)
     totals = {k: weights + gathered.get(k, 0.0) + optimizer + sum(v) for k, v in phases.items()}
