@@ -76,7 +76,7 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "in BERT's logit terms): 1 B more in the recompute phase, below MemTracker's 512-B granularity; the decoders' "
         "head moment it turns on equals the second moment BERT's terms already take, or is smaller (not strictly "
         "equivalent)",
-        "treino.plan.memory.x__post_core_params__mutmut_10": "max(..., 1): 1 parameter where a block has none after "
+        "treino.plan.memory.x__post_core_params__mutmut_14": "max(..., 1): 1 parameter where a block has none after "
         "its core, which no block has",
         "treino.plan.memory.x__selective_recompute_phase__mutmut_19": "kernel=None: block_activation_bytes then "
         "plans the same kernel the caller passed (planned_attention_kernel)",

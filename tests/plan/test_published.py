@@ -215,3 +215,23 @@ def test_korthikanti_table_2_per_layer(sequence_parallel: bool, checkpointing: s
     lse = 4 * 96 * 2048 / 8 if checkpointing == "none" else 0
     eager_core = 5 * 96 * 2048 * 2048 / 8 if checkpointing == "none" else 0
     assert flash == pytest.approx(scale * (TABLE_2[sequence_parallel, checkpointing] - eager_core) + lse, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("pp", "grad_accum", "interleave", "factor"),
+    [
+        (1, 1, 1, 1.0),  # no pipeline: every layer's activations on the one stage
+        (4, 8, 1, 1.0),  # 1F1B: the first stage holds p micro-batches of its L/p layers, L layers' worth
+        (4, 2, 1, 0.5),  # fewer micro-batches than stages: only m are ever in flight
+        (2, 1, 1, 0.5),
+        (2, 8, 2, 1.25),  # interleaved: L(1 + (p - 1)/(p m)) layers (Korthikanti et al. 2022, §4.2.3), m = 2
+        (4, 8, 4, 1 + 3 / 16),
+    ],
+)
+def test_pipeline_activation_factor_per_schedule(pp: int, grad_accum: int, interleave: int, factor: float) -> None:
+    """Narayanan et al. 2021 (arXiv 2104.04473) §2.2 and Korthikanti et al. 2022 (arXiv 2205.05198) §4.2.3: what
+    the first pipeline stage holds, as a multiple of one micro-batch's activations of all L layers."""
+    from treino.plan.memory import pipeline_activation_factor
+
+    setup = TrainSetup(gpus=pp, pp=pp, grad_accum=grad_accum, pp_interleave=interleave)
+    assert pipeline_activation_factor(setup) == pytest.approx(factor)
