@@ -633,21 +633,13 @@ def _selective_recompute_phase(
     activations, logits at the top of backward) around it, less what backward has freed by then: the head's and the
     final norm's activations (not in `live`) and the block's own after its attention (MLP, o_proj's input, norms),
     whose weights' gradients it has formed instead. A kernel that keeps s x s tensors (math, eager) rebuilds them,
-    and its backward adds the gradients below. No phase without selective checkpointing, for fused kernels (their
-    s x s never exists; rebuilding their log-sum-exp costs next to nothing) and for Megatron's."""
+    and its backward adds their gradients (_core_backward_bytes). No phase without selective checkpointing, for
+    fused kernels (their s x s never exists; rebuilding their log-sum-exp costs next to nothing) and for Megatron's."""
     if setup.checkpointing != "selective" or setup.kernels != "hf" or kernel not in ("math", "eager"):
         return {}
     core = block_activation_bytes(model, setup, tokens, kernel=kernel) - block
     if core <= 0:
         return {}
-    # Per head, query and key, backward of the rebuilt core adds the probabilities' gradient (in the kernel's dtype)
-    # and the scores' (fp32, softmax's backward), live together. With dropout on the probabilities, the dropout's
-    # output is freed before them (once the product with V is differentiated), but not under autocast with eager
-    # attention. Eager attention's additive causal mask, one per sequence in the parameters' dtype, is there too.
-    # Fitted on the window's s x s share (benchmarks/recompute_window.py, Llama's small config at 4 x 128 to
-    # 1 x 1,024 tokens, 2, 4 and 8 heads; tests/plan/test_selective.py's LONG): with 10 % dropout 4 B per head and
-    # key in the math kernel; in eager attention 4.0, 6.0 and 4.0 (fp32, bf16-mixed, bf16-true) plus 4.6, 5.0 and
-    # 2.2 B per key; without dropout, eager 8, 6 and 6 (and the math kernel's 8: tests/plan/test_deepseek.py).
     rebuilt = core + _core_backward_bytes(model, setup, tokens, kernel)
     grads, activations, logits = live
     top_grads = 0 if setup.lora or setup.grad_accum > 1 else grad_elem * _post_core_params(model) / setup.tp
@@ -660,6 +652,14 @@ def _core_backward_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, kerne
     them; 0 for fused kernels and Megatron's (their s x s never exists)."""
     if setup.kernels != "hf" or kernel not in ("math", "eager"):
         return 0.0
+    # Per head, query and key, backward of the core adds the probabilities' gradient (in the kernel's dtype)
+    # and the scores' (fp32, softmax's backward), live together. With dropout on the probabilities, the dropout's
+    # output is freed before them (once the product with V is differentiated), but not under autocast with eager
+    # attention. Eager attention's additive causal mask, one per sequence in the parameters' dtype, is there too.
+    # Fitted on the window's s x s share (benchmarks/recompute_window.py, Llama's small config at 4 x 128 to
+    # 1 x 1,024 tokens, 2, 4 and 8 heads; tests/plan/test_selective.py's LONG): with 10 % dropout 4 B per head and
+    # key in the math kernel; in eager attention 4.0, 6.0 and 4.0 (fp32, bf16-mixed, bf16-true) plus 4.6, 5.0 and
+    # 2.2 B per key; without dropout, eager 8, 6 and 6 (and the math kernel's 8: tests/plan/test_deepseek.py).
     compute = _compute(setup)
     act = 4 if kernel == "math" or compute == "fp32" else 2
     grad_bytes = 4 + act
