@@ -87,6 +87,8 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "bytes at least",
         "treino.plan.memory.x__selective_recompute_phase__mutmut_93": "1 B of gradients where there are none: below "
         "MemTracker's 512-B granularity (not strictly equivalent)",
+        "treino.plan.memory.x__core_backward_bytes__mutmut_10": "1 B of a fused kernel's core backward where there "
+        "is none: below MemTracker's 512-B granularity (not strictly equivalent)",
     },
     "performance": {
         "treino.plan.performance.x_scale__mutmut_43": "max(gpus_per_server, 1): a server holds at least one GPU",
