@@ -1,7 +1,8 @@
 """Full checkpointing at 1 x 1,024 tokens, where a recomputed block's s x s tensors are most of the peak: its
 backward through the attention core adds their gradients (and eager attention's causal mask) while the block's later
-tensors are already freed. Until 2026-12-07 the plan counted the recomputed block alone and was 28 to 33 % under
-MemTracker for eager attention and the math kernel; fused kernels (flash on CPU) have no s x s tensors and were right.
+tensors are already freed. Until 2026-12-07 the plan counted the recomputed block alone: 28 to 33 % under MemTracker
+for Llama with eager attention (the only rows measured against the old plan); fused kernels (flash on CPU) have no
+s x s tensors and were right.
 """
 
 from __future__ import annotations

@@ -520,7 +520,7 @@ class SlurmBackend:
                 f"{record.get('step_start_s', STEP_START_S)} s (srun: see the log's end): submitted again as a "
                 "new Slurm job",
             )
-        written = _exit_file(attempt_dir)
+        written = _returncode(record)
         returncode = written if written is not None else exit_code
         if state == "COMPLETED" or (state == "FAILED" and returncode):
             return ExitInfo(returncode if returncode is not None else 1, tail)
@@ -531,7 +531,7 @@ class SlurmBackend:
 
     @staticmethod
     def _from_exit_file(attempt_dir: Path, why: str) -> ExitInfo:
-        written = _exit_file(attempt_dir)
+        written = _returncode(_exit_record(attempt_dir))
         tail = read_tail(attempt_dir / "output.log")
         if written is not None:
             return ExitInfo(written, tail)
@@ -663,9 +663,10 @@ def _exit_record(attempt_dir: Path) -> dict[str, Any]:
     return {}
 
 
-def _exit_file(attempt_dir: Path) -> int | None:
+def _returncode(record: dict[str, Any]) -> int | None:
+    """The exit record's return code, if it has a usable one."""
     with contextlib.suppress(ValueError, TypeError):
-        value = _exit_record(attempt_dir).get("returncode")
+        value = record.get("returncode")
         return int(value) if value is not None else None
     return None
 
