@@ -221,16 +221,11 @@ def test_a_lora_recompute_holds_no_gradients_of_the_frozen_weights(case: tuple[s
     assert abs(estimate.peak_tensor_bytes / MIB / peak - 1) <= BOUND, f"{case}: peak {estimate.peak_tensor_bytes}"
 
 
-@pytest.mark.parametrize("family", ["llama", "phi3", "gpt_neox", "mixtral", "qwen2_moe"])
-def test_the_gradients_formed_before_the_top_blocks_core_are_the_planned_weights(family: str) -> None:
-    """When backward reaches the top block's attention core (the gradient of o_proj's input), the head's and that
-    block's later weights have their gradients: what `_post_core_params` counts, plus the head. Measured as the
-    `.grad` tensors that exist then (fp32, untied heads: a tied head's gradient waits in autograd's buffer until the
-    embeddings' part is added). Beyond the planned bytes only norms and biases, 1 to 5 KiB; MoE blocks' routed
-    experts are among these weights (left out until 2026-12-07: 1 MiB of Mixtral's small config)."""
+def grads_at_top_core(cfg: dict[str, Any], micro_batches: int = 1) -> int:
+    """The bytes of `.grad` tensors that exist when backward reaches the top block's attention core (the gradient of
+    o_proj's input), in the last of `micro_batches` forward/backward passes accumulated without zeroing (fp32)."""
     torch = pytest.importorskip("torch")
     engine = pytest.importorskip("treino.trace.engine")
-    cfg = SMALL[family]
     torch.manual_seed(0)
     model = engine.build_hf_model(cfg, precision="fp32", attention="sdpa")
     top = cfg["num_hidden_layers"] - 1
@@ -246,7 +241,59 @@ def test_the_gradients_formed_before_the_top_blocks_core_are_the_planned_weights
 
     o_proj.register_forward_pre_hook(at_the_core)
     model.train()
-    model(**engine.lm_batch(cfg, 1, 16)).loss.backward()
+    for _ in range(micro_batches):
+        model(**engine.lm_batch(cfg, 1, 16)).loss.backward()
+    return formed[-1]
+
+
+@pytest.mark.parametrize("family", ["llama", "phi3", "gpt_neox", "mixtral", "qwen2_moe"])
+def test_the_gradients_formed_before_the_top_blocks_core_are_the_planned_weights(family: str) -> None:
+    """When backward reaches the top block's attention core (the gradient of o_proj's input), the head's and that
+    block's later weights have their gradients: what `_post_core_params` counts, plus the head. Measured as the
+    `.grad` tensors that exist then (fp32, untied heads: a tied head's gradient waits in autograd's buffer until the
+    embeddings' part is added). Beyond the planned bytes only norms and biases, 1 to 5 KiB; MoE blocks' routed
+    experts are among these weights (left out until 2026-12-07: 1 MiB of Mixtral's small config)."""
+    cfg = SMALL[family]
+    formed = grads_at_top_core(cfg)
     spec = model_from_config(cfg)
     planned = 4 * (_post_core_params(spec) + spec.vocab_size * spec.hidden_size)
-    assert 0 <= formed[0] - planned <= 8 * 1024, f"{formed[0]:,} B formed, {planned:,} planned"
+    assert 0 <= formed - planned <= 8 * 1024, f"{formed:,} B formed, {planned:,} planned"
+
+
+def recompute_phase(cfg: dict[str, Any], grad_accum: int, tp: int = 1) -> float:
+    """The plan's live bytes while backward rebuilds the top block's core (fp32, the math kernel at 1 x 16)."""
+    setup = replace(cpu_setup("fp32", "sdpa", "selective", 1, 16), grad_accum=grad_accum, tp=tp, gpus=tp)
+    return dict(estimate_training_memory(model_from_config(cfg), setup).phase_peaks_bytes)["backward, recompute"]
+
+
+@pytest.mark.parametrize("family", ["llama", "phi3", "mixtral"])
+def test_accumulated_gradients_are_counted_once_at_the_core(family: str) -> None:
+    """From the second accumulated micro-batch on, every weight has its `.grad` when backward reaches the top
+    block's core: the head's and the block's later gradients are added into theirs, not formed beside them. So the
+    plan's phase grows from one micro-batch to two by every gradient less those two; the activations and logits
+    are the same. Measured as the `.grad` bytes that exist at the core (until 2026-12-07 the plan counted the head's
+    gradient twice there: 1 MiB of these configs, a gigabyte or more of an 8B model's)."""
+    cfg = dropout_on(family)
+    planned = recompute_phase(cfg, 2) - recompute_phase(cfg, 1)
+    measured = grads_at_top_core(cfg, 2) - grads_at_top_core(cfg, 1)
+    assert abs(planned - measured) <= 8 * 1024, f"planned {planned:,.0f} B more, measured {measured:,} B"
+
+
+def test_a_tensor_parallel_rank_forms_its_share_of_the_gradients() -> None:
+    """Megatron's tensor parallelism splits each block's q, k, v, o_proj and MLP weights and the vocabulary over
+    the ranks (Shoeybi et al. 2019, §3): a rank of Llama's small config at tp = 2 holds the weights of the same
+    model with half the heads (of the same size), half the MLP and half the vocabulary. Measured on that model, as
+    above: its gradients at the core, one micro-batch against two, are the plan's for one rank of tp = 2 (norms,
+    which every rank keeps whole, aside)."""
+    cfg = dropout_on("llama")
+    rank = {
+        **cfg,
+        "num_attention_heads": cfg["num_attention_heads"] // 2,
+        "num_key_value_heads": cfg["num_key_value_heads"] // 2,
+        "head_dim": cfg["hidden_size"] // cfg["num_attention_heads"],
+        "intermediate_size": cfg["intermediate_size"] // 2,
+        "vocab_size": cfg["vocab_size"] // 2,
+    }
+    planned = recompute_phase(cfg, 2, tp=2) - recompute_phase(cfg, 1, tp=2)
+    measured = grads_at_top_core(rank, 2) - grads_at_top_core(rank, 1)
+    assert abs(planned - measured) <= 8 * 1024, f"planned {planned:,.0f} B more, measured {measured:,} B"

@@ -665,11 +665,20 @@ def _core_backward_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, kerne
     grad_bytes = 4 + act
     if model.attention_dropout > 0 and not (kernel == "eager" and compute == "mixed"):
         grad_bytes -= act
-    mask_bytes = (2 if compute == "16bit" else 4) if kernel == "eager" else 0
-    added = (grad_bytes * model.num_heads / setup.tp + mask_bytes) * setup.seq_len * tokens
+    mask = eager_mask_bytes(model, setup, tokens, kernel)
+    added = grad_bytes * model.num_heads / setup.tp * setup.seq_len * tokens + mask
     if kernel == "math":  # its backward forms the gradients of q, k and v in fp32, as it upcast them
         added += 4 * (model.q_size + 2 * model.kv_size) / setup.tp * tokens
     return added
+
+
+def eager_mask_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, kernel: str) -> float:
+    """Eager attention's additive causal mask: s x s per sequence, in the parameters' dtype (fp32 under autocast).
+    transformers builds it for every decoder in eager attention and passes SDPA none (is_causal); BERT without
+    padding gets none in either (measured: the mask each attention receives, tests/plan/test_masks.py)."""
+    if kernel != "eager" or model.family == "bert":
+        return 0.0
+    return (2 if _compute(setup) == "16bit" else 4) * setup.seq_len * tokens
 
 
 def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
@@ -831,7 +840,11 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         core_backward = _core_backward_bytes(model, setup, tokens, kernel)
         at_core = live_block - (1 - PRE_CORE_SHARE) * block + core_backward if core_backward else 0.0
         phases["backward, recompute"] = (grads + ddp_buckets, activations, held_logits, max(live_block, at_core))
-    live = (accum_grads + head_grad + ddp_buckets, activations, held_logits)  # at the top block's backward
+    # By the top block's backward the head's gradient is formed. With accumulation, autograd has added it into the
+    # `.grad` that accum_grads counts already and freed it (measured: tests/plan/test_selective.py, one micro-batch
+    # against two). FSDP's unsharded gradient is kept as counted, until its reduce-scatter (not measured apart).
+    fresh_head = head_grad if setup.grad_accum == 1 or setup.zero >= 2 else 0.0
+    live = (accum_grads + fresh_head + ddp_buckets, activations, held_logits)  # at the top block's backward
     phases |= _selective_recompute_phase(model, setup, tokens, kernel, block, live, grad_elem)
     totals = {k: weights + gathered.get(k, 0.0) + optimizer + sum(v) for k, v in phases.items()}
     phase = max(totals, key=lambda k: totals[k])
