@@ -487,12 +487,18 @@ _SOFTMAX_IN_INPUT_DTYPE = frozenset({"gpt2", "bert"})  # their eager attention's
 
 def _score_bytes(model: ModelSpec, setup: TrainSetup, kernel: str, compute: str) -> float:
     """Bytes per head, query token and key beyond the family's row, for s x s tensors the kernel keeps
-    (kernels.py docstring): the math kernel's fp32 softmax output, and with dropout on the attention
-    probabilities its mask and output (fp32 in the math kernel, the activations' dtype in eager attention)."""
-    p = model.attention_dropout
+    (kernels.py docstring): the math kernel's fp32 softmax output, and what dropout adds (_dropout_score_bytes)."""
+    return (MATH_SOFTMAX_BYTES if kernel == "math" else 0.0) + _dropout_score_bytes(model, setup, kernel, compute)
+
+
+def _dropout_score_bytes(model: ModelSpec, setup: TrainSetup, kernel: str, compute: str) -> float:
+    """Bytes per head, query token and key that dropout on the attention probabilities adds to what the kernel
+    keeps: its mask and output (fp32 in the math kernel, the activations' dtype in eager attention)."""
+    if model.attention_dropout <= 0:
+        return 0.0
     if kernel == "math":
-        return MATH_SOFTMAX_BYTES + ((dropout_mask_bytes(setup.target, 4) + 4) if p > 0 else 0)
-    if kernel == "eager" and p > 0:
+        return dropout_mask_bytes(setup.target, 4) + 4
+    if kernel == "eager":
         # Saved for backward (saved-tensor hooks: tests/plan/test_kernels.py): the dropout's noise, and its output,
         # which the product with V saves in place of the probabilities. Where the softmax runs in fp32 and is cast
         # back (transformers' `softmax(..., dtype=torch.float32).to(query.dtype)`, all but GPT-2 and BERT), in 16
@@ -537,7 +543,11 @@ def block_activation_bytes(
     if model.kv_lora_rank:  # DeepSeek-V3: MLA and its MoE, tensor by tensor (deepseek.py)
         linear = model.blocks_linear_params / model.num_layers  # autocast's copies, averaged over the blocks
         weights = c.c_w * (0 if setup.lora or setup.precision == "fp8" else linear) / t
-        return tokens * mla_block_bytes_per_token(model, compute, kernel, setup.seq_len, core) / t + weights
+        # Dropout on the probabilities keeps its mask and output, as in the other families (measured under full
+        # checkpointing at 1 x 1,024 tokens: tests/plan/test_full_recompute.py; without them -11 to -37 %).
+        dropout = _dropout_score_bytes(model, setup, mla_kernel(kernel, model), compute) if core else 0.0
+        per_token = mla_block_bytes_per_token(model, compute, kernel, setup.seq_len, core)
+        return tokens * (per_token + dropout * model.num_heads * setup.seq_len) / t + weights
     h_bytes = c.c_h * model.hidden_size
     if model.hidden_dropout > 0:  # each hidden-size dropout keeps its mask (kernels.dropout_mask_bytes)
         h_bytes += (
