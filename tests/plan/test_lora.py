@@ -88,3 +88,16 @@ def test_default_targets_are_peft_defaults(family: str) -> None:
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     setup = TrainSetup(lora_rank=8, seq_len=16)
     assert estimate_training_memory(model_from_config(cfg), setup).trainable_params == trainable
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16-mixed", "bf16-true"])
+def test_the_base_and_adapters_weigh_what_peft_holds(precision: str) -> None:
+    """The frozen base in the parameters' dtype (fp32 in fp32 training, bf16 otherwise) and PEFT's adapters in fp32
+    (`autocast_adapter_dtype`), byte for byte against the PEFT model's parameters."""
+    cfg = without_dropout(SMALL["llama"])
+    torch.manual_seed(0)
+    base = engine.build_hf_model(cfg, precision="fp32" if precision == "fp32" else "bf16-true", attention="sdpa")
+    model = peft.get_peft_model(base, peft.LoraConfig(r=8, target_modules=list(TARGETS["llama"])))
+    setup = TrainSetup(precision=precision, lora_rank=8, lora_targets=TARGETS["llama"], seq_len=16)
+    planned = estimate_training_memory(model_from_config(cfg), setup).weights_bytes
+    assert planned == sum(p.numel() * p.element_size() for p in model.parameters())

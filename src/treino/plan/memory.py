@@ -691,6 +691,18 @@ def eager_mask_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, kernel: s
     return (2 if _compute(setup) == "16bit" else 4) * setup.seq_len * tokens
 
 
+def nf4_params(model: ModelSpec) -> int:
+    """The parameters bitsandbytes quantizes to NF4 under transformers' `load_in_4bit`: the weights of nn.Linear
+    modules (and GPT-2's Conv1D), but the output embeddings (transformers 5.24 `replace_with_bnb_linear`,
+    `get_keys_to_not_convert`). MoE experts, 3-D parameters since transformers 5, and routers, which are no Linear
+    modules, stay 16-bit (measured with bitsandbytes 0.50 on CPU: tests/plan/test_qlora.py)."""
+    return sum(
+        t.numel * c
+        for t, c in model.all_tensors()
+        if len(t.shape) == 2 and not t.name.endswith("embed") and t.name not in ("lm_head", "router")
+    )
+
+
 def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstimate:
     """Per-GPU training memory for `model` under `setup`."""
     validate(model, setup)
@@ -705,11 +717,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
     if setup.lora:
         base_bytes = 4 if setup.precision == "fp32" else 2
         if setup.quant == "nf4":
-            linear = sum(
-                t_.numel * c
-                for t_, c in model.all_tensors()
-                if len(t_.shape) >= 2 and not t_.name.endswith("embed") and t_.name != "lm_head"
-            )
+            linear = nf4_params(model)
             base = NF4_BYTES_PER_PARAM * linear + base_bytes * (model.params - linear)
         else:
             base = base_bytes * model.params
