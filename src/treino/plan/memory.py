@@ -652,9 +652,16 @@ def _selective_recompute_phase(
         return {}
     rebuilt = core + _core_backward_bytes(model, setup, tokens, kernel)
     grads, activations, logits = live
-    top_grads = 0 if setup.lora or setup.grad_accum > 1 else grad_elem * _post_core_params(model) / setup.tp
+    top_grads = 0 if setup.lora or _accumulated(setup) else grad_elem * _post_core_params(model) / setup.tp
     at_core = (grads + top_grads, activations - (1 - PRE_CORE_SHARE) * block, logits)
     return {"backward, recompute": (*at_core, rebuilt)}
+
+
+def _accumulated(setup: TrainSetup) -> bool:
+    """Whether backward adds the weights' new gradients into the `.grad` of earlier micro-batches, as autograd does
+    under accumulation, instead of forming them apart: not under ZeRO-2/3, which reduce-scatter each micro-batch's
+    unsharded gradients into their shards (not measured apart)."""
+    return setup.grad_accum > 1 and setup.zero < 2
 
 
 def _core_backward_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, kernel: str) -> float:
@@ -683,12 +690,13 @@ def _core_backward_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, kerne
 
 
 def eager_mask_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, kernel: str) -> float:
-    """Eager attention's additive causal mask: s x s per sequence, in the parameters' dtype (fp32 under autocast).
-    transformers builds it for every decoder in eager attention and passes SDPA none (is_causal); BERT without
-    padding gets none in either (measured: the mask each attention receives, tests/plan/test_masks.py)."""
+    """Eager attention's additive causal masks: s x s per sequence, in the parameters' dtype (fp32 under autocast),
+    one per kind of attention layer (full, sliding-window). transformers builds them for every decoder in eager
+    attention and passes SDPA none (is_causal); BERT without padding gets none in either (measured: the masks the
+    attention modules receive, tests/plan/test_masks.py)."""
     if kernel != "eager" or model.family == "bert":
         return 0.0
-    return (2 if _compute(setup) == "16bit" else 4) * setup.seq_len * tokens
+    return (2 if _compute(setup) == "16bit" else 4) * setup.seq_len * tokens * model.mask_kinds
 
 
 def nf4_params(model: ModelSpec) -> int:
@@ -858,10 +866,10 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         core_backward = _core_backward_bytes(model, setup, tokens, kernel)
         at_core = live_block - (1 - PRE_CORE_SHARE) * block + core_backward if core_backward else 0.0
         phases["backward, recompute"] = (grads + ddp_buckets, activations, held_logits, max(live_block, at_core))
-    # By the top block's backward the head's gradient is formed. With accumulation, autograd has added it into the
-    # `.grad` that accum_grads counts already and freed it (measured: tests/plan/test_selective.py, one micro-batch
-    # against two). FSDP's unsharded gradient is kept as counted, until its reduce-scatter (not measured apart).
-    fresh_head = head_grad if setup.grad_accum == 1 or setup.zero >= 2 else 0.0
+    # By the top block's backward the head's gradient is formed. With accumulation, autograd has added an untied
+    # head's into the `.grad` that accum_grads counts already and freed it (measured: tests/plan/test_selective.py,
+    # one micro-batch against two); a tied head's waits in autograd's buffer for the embeddings' part.
+    fresh_head = head_grad if model.tied_embeddings or not _accumulated(setup) else 0.0
     live = (accum_grads + fresh_head + ddp_buckets, activations, held_logits)  # at the top block's backward
     phases |= _selective_recompute_phase(model, setup, tokens, kernel, block, live, grad_elem)
     totals = {k: weights + gathered.get(k, 0.0) + optimizer + sum(v) for k, v in phases.items()}

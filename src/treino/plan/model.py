@@ -80,6 +80,9 @@ class ModelSpec:
     dense_layers: int = 0
     dense_layer_tensors: tuple[Tensor, ...] = ()
     dense_intermediate_size: int = 0
+    # Attention masks one forward builds in eager attention: 2 where full and sliding-window layers mix (gemma2,
+    # Qwen2 with `use_sliding_window`), each s x s per sequence (transformers 5.24 `causal_mask_mapping`).
+    mask_kinds: int = 1
     router_groups: int = 1  # DeepSeek-V3's grouped top-k: `n_group` groups of experts, `topk_group` chosen
     router_topk_groups: int = 1
 
@@ -222,6 +225,19 @@ def _check_heads(h: int, a: int, kv: int, head_dim_given: bool) -> None:
         raise PlanError(Msg("num_key_value_heads ({kv}) does not divide num_attention_heads ({a}).", kv=kv, a=a))
 
 
+def _mask_kinds(cfg: Mapping[str, Any], family: str, layers: int) -> int:
+    """The kinds of attention layers, full and sliding-window, as transformers 5.24 sets `layer_types`: given in
+    the config, alternating in gemma2, and in Qwen2 sliding from `max_window_layers` on with `use_sliding_window`."""
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and types:
+        return len(set(map(str, types)))
+    if family == "gemma2":
+        return 2
+    if family in ("qwen2", "qwen2_moe") and cfg.get("use_sliding_window"):
+        return 2 if 0 < _int(cfg, "max_window_layers", default=28) < layers else 1
+    return 1
+
+
 def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
     # transformers models/{llama,mistral,mixtral,qwen2,gemma,gemma2,phi3,qwen2_moe}/modeling_*.py
     h = _int(cfg, "hidden_size")
@@ -295,6 +311,7 @@ def _llama_like(cfg: Mapping[str, Any], family: str, name: str) -> ModelSpec:
         hidden_dropout=_float(cfg, "resid_pdrop") if family == "phi3" else 0.0,
         hidden_dropout_sites=2 if family == "phi3" else 0,
         logit_softcap=family == "gemma2" and cfg.get("final_logit_softcapping", 30.0) is not None,
+        mask_kinds=_mask_kinds(cfg, family, L),
         shared_expert_size=shared,
         shared_expert_gated=shared_gated,
         router_renormalizes=renormalizes,
