@@ -317,6 +317,13 @@ PT: dict[str, str] = {
         "guarda `outputs`; o Trainer do Hugging Face as libera antes do backward, com um pico até essa quantia menor "
         "(--loop trainer)."
     ),
+    "NF4 applies to Linear layers only: this model's {gib:,.1f} GiB of MoE experts stay 16-bit, as transformers 5 "
+    "holds them as 3-D parameters that bitsandbytes does not quantize (with transformers 4, whose experts were "
+    "Linear layers, they were NF4).": (
+        "O NF4 vale só para camadas Linear: os {gib:,.1f} GiB de experts MoE deste modelo ficam em 16 bits, porque o "
+        "transformers 5 os guarda como parâmetros 3-D, que o bitsandbytes não quantiza (no transformers 4, cujos "
+        "experts eram camadas Linear, eram NF4)."
+    ),
     "Counted: the {gib:,.2f} GiB of logits a training loop's `outputs` holds through backward. Hugging Face's "
     "Trainer frees them before backward (its compute_loss returns the loss only): plan it with --loop trainer.": (
         "Contados: os {gib:,.2f} GiB de logits que o `outputs` de um laço de treino guarda durante o backward. O "

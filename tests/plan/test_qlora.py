@@ -92,3 +92,16 @@ def quantized_base(cfg: dict[str, Any]) -> tuple[int, int]:
 @pytest.mark.parametrize("family", sorted(MEASURED))
 def test_the_recorded_bases_are_measured_again(family: str) -> None:
     assert quantized_base(CONFIGS[family]) == MEASURED[family]
+
+
+def test_a_moe_plan_says_its_experts_stay_16_bit() -> None:
+    """Mixtral-8x7B's experts (mistralai/Mixtral-8x7B-v0.1 config.json: 32 layers of 8 experts, each three
+    4,096 x 14,336 matrices) are 84.0 GiB in bf16, which QLoRA under transformers 5 leaves unquantized; a dense
+    model's plan has no such note."""
+    from treino import catalog
+
+    setup = TrainSetup(lora_rank=16, quant="nf4", seq_len=2048)
+    experts = 32 * 8 * 3 * 4096 * 14336 * 2 / 2**30
+    notes = estimate_training_memory(catalog.model("mixtral-8x7b"), setup).notes
+    assert [n for n in notes if n.startswith("NF4 applies") and f"{experts:,.1f} GiB" in n], notes
+    assert not [n for n in estimate_training_memory(catalog.model("llama-3-8b"), setup).notes if "NF4" in n]

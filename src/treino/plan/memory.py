@@ -615,6 +615,20 @@ def _embedding_output_bytes(model: ModelSpec, setup: TrainSetup, tokens: int) ->
 
 
 @functools.lru_cache(maxsize=1024)  # built once per size: a sweep plans thousands of setups
+def _unquantized_experts_notes(model: ModelSpec, base_bytes: int) -> list[str]:
+    """QLoRA of a MoE model: the experts bitsandbytes leaves unquantized (nf4_params), said with their size."""
+    experts = sum(t.numel * c for t, c in model.all_tensors() if len(t.shape) == 3)
+    if not experts:
+        return []
+    note = Msg(
+        "NF4 applies to Linear layers only: this model's {gib:,.1f} GiB of MoE experts stay 16-bit, as transformers 5 "
+        "holds them as 3-D parameters that bitsandbytes does not quantize (with transformers 4, whose experts were "
+        "Linear layers, they were NF4).",
+        gib=base_bytes * experts / 2**30,
+    )
+    return [note]
+
+
 def _held_logits_note(gib: float) -> str:
     return Msg(
         "Counted: the {gib:,.2f} GiB of logits a training loop's `outputs` holds through backward. Hugging Face's "
@@ -727,6 +741,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         if setup.quant == "nf4":
             linear = nf4_params(model)
             base = NF4_BYTES_PER_PARAM * linear + base_bytes * (model.params - linear)
+            notes.extend(_unquantized_experts_notes(model, base_bytes))
         else:
             base = base_bytes * model.params
         weights_total = base + 4 * adapters
