@@ -89,6 +89,10 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "MemTracker's 512-B granularity (not strictly equivalent)",
         "treino.plan.memory.x__core_backward_bytes__mutmut_10": "1 B of a fused kernel's core backward where there "
         "is none: below MemTracker's 512-B granularity (not strictly equivalent)",
+        "treino.plan.memory.x_estimate_training_memory__mutmut_12": "adapters counted without LoRA too: they are read "
+        "only under LoRA (trainable, weights)",
+        "treino.plan.memory.x_estimate_training_memory__mutmut_17": "1 adapter parameter without LoRA: read only under "
+        "LoRA",
     },
     "performance": {
         "treino.plan.performance.x_scale__mutmut_43": "max(gpus_per_server, 1): a server holds at least one GPU",
