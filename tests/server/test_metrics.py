@@ -205,3 +205,16 @@ def test_hostile_keys_are_text_to_the_cli(shared: ServerProcess, database: Datab
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == f"Job {job_id}: [/], 3 point(s), steps 0..2"
     assert out.stdout.splitlines()[-5].split() == ["step", "┃", "[/]"]  # the table's header
+
+
+def test_a_point_repeated_within_one_post_is_stored_once(shared: ServerProcess) -> None:
+    """A point is its (step, time): a body that repeats one, as a hostile or buggy client may (10,000 times, the
+    most one post takes), stores it once, the first copy; a replay of the same body stores nothing more."""
+    same = [{"step": 0, "time": 0.0, "values": {"loss": float(i)}} for i in range(10_000)]
+    job_id = posted_job(shared, [], "repeats")
+    with shared.client() as http:
+        for _ in range(2):
+            r = http.post(f"/api/v1/jobs/{job_id}/metrics", json={"points": same})
+            assert r.status_code == 204, r.text
+        stored = http.get(f"/api/v1/jobs/{job_id}/metrics").json()["points"]
+    assert stored == [{"step": 0, "time": 0.0, "values": {"loss": 0.0}}]
