@@ -62,3 +62,15 @@ def test_plan_train_loop_option() -> None:
     assert plain["memory"]["peak_tensor_bytes"] - trainer["memory"]["peak_tensor_bytes"] == 32768 * 128256 * 2
     assert any("the 7.83 GiB of logits" in n for n in plain["notes"])
     assert not any("--loop trainer" in n for n in trainer["notes"])
+
+
+def test_the_plain_loops_note_says_what_it_counted_and_what_to_do() -> None:
+    """The note, whole: the logits' size (2 x 128 tokens x 8,192 values x 4 B in fp32) and the flag that drops them."""
+    setup = TrainSetup(micro_batch=MICRO_BATCH, seq_len=SEQ_LEN, precision="fp32", device="cpu", sm=0, loop="plain")
+    notes = estimate_training_memory(model_from_config(CFG), setup).notes
+    gib = MICRO_BATCH * SEQ_LEN * CFG["vocab_size"] * 4 / 2**30
+    expected = (
+        f"Counted: the {gib:,.2f} GiB of logits a training loop's `outputs` holds through backward. Hugging Face's "
+        "Trainer frees them before backward (its compute_loss returns the loss only): plan it with --loop trainer."
+    )
+    assert expected in notes, notes
