@@ -614,7 +614,6 @@ def _embedding_output_bytes(model: ModelSpec, setup: TrainSetup, tokens: int) ->
     return tokens * model.hidden_size * (embed_bytes + mask)
 
 
-@functools.lru_cache(maxsize=1024)  # built once per size: a sweep plans thousands of setups
 def _unquantized_experts_notes(model: ModelSpec, base_bytes: int) -> list[str]:
     """QLoRA of a MoE model: the experts bitsandbytes leaves unquantized (nf4_params), said with their size."""
     experts = sum(t.numel * c for t, c in model.all_tensors() if len(t.shape) == 3)
@@ -629,6 +628,7 @@ def _unquantized_experts_notes(model: ModelSpec, base_bytes: int) -> list[str]:
     return [note]
 
 
+@functools.lru_cache(maxsize=1024)  # built once per size: a sweep plans thousands of setups
 def _held_logits_note(gib: float) -> str:
     return Msg(
         "Counted: the {gib:,.2f} GiB of logits a training loop's `outputs` holds through backward. Hugging Face's "
