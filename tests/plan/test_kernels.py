@@ -198,3 +198,46 @@ def test_no_score_sized_tensors_without_dropout_or_with_a_fused_kernel() -> None
     for kernel in ("flash", "efficient"):
         assert _score_bytes(dropped, setup, kernel, "mixed") == 0
     assert _score_bytes(dropped, setup, "eager", "mixed") > 0
+
+
+@pytest.mark.parametrize("family", ["gpt2", "bert"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16-mixed", "bf16-true"])
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_a_gpt2_or_bert_block_saves_what_the_plan_counts(family: str, precision: str, dropout: float) -> None:
+    """One eager block's saved tensors, by saved-tensor hooks on whole models of 1 and 2 blocks (their difference),
+    without the parameters they save by reference: the s x s ones (GPT-2's softmax in fp32 under autocast, as the
+    fp32 causal mask promotes its scores; BERT's in bf16 on CPU) and all of them, against the plan's block."""
+    import contextlib
+
+    from treino.plan.memory import block_activation_bytes
+
+    seq = 256
+    cfg = with_dropout(SMALL[family], dropout) if dropout else without_dropout(SMALL[family])
+
+    def saved(layers: int) -> tuple[int, int]:
+        torch.manual_seed(0)
+        blocks = {"n_layer" if family == "gpt2" else "num_hidden_layers": layers}
+        model = engine.build_hf_model(cfg | blocks, precision=precision, attention="eager")
+        params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        storages: dict[int, tuple[int, bool]] = {}
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            storage = t.untyped_storage()
+            if storage.data_ptr() not in params:
+                storages[storage.data_ptr()] = (storage.nbytes(), tuple(t.shape[-2:]) == (seq, seq))
+            return t
+
+        cast = engine.autocast_dtype(precision)
+        autocast = torch.autocast("cpu", dtype=cast) if cast else contextlib.nullcontext()
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast:
+            model(**engine.lm_batch(cfg, 1, seq))
+        return sum(n for n, _ in storages.values()), sum(n for n, s_x_s in storages.values() if s_x_s)
+
+    (one, one_ss), (two, two_ss) = saved(1), saved(2)
+    model = model_from_config(cfg)
+    setup = TrainSetup(micro_batch=1, seq_len=seq, precision=precision, attention="eager", device="cpu", sm=0)
+    planned = block_activation_bytes(model, setup, seq)
+    without_scores = block_activation_bytes(model, setup, seq, core=False)
+    heads_keys = model.num_heads * seq * seq
+    assert (planned - without_scores) / heads_keys == pytest.approx((two_ss - one_ss) / heads_keys, abs=0.01)
+    assert planned == pytest.approx(two - one, rel=0.02)

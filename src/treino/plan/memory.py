@@ -85,6 +85,13 @@ MATH_QKV_BYTES = 3 * 4
 # checkpointing: the input norm's tensors and q, k, v (RoPE in fp32 under autocast). Measured on CPU with MemTracker
 # (Llama, eager, the recompute's window): 20 % in bf16-true, 39 % in bf16-mixed; the larger one is taken.
 PRE_CORE_SHARE = 0.4
+# GPT-2 keeps less before its core: no RoPE, no fp32 norm copies (c_attn's input and the q, k, v copies the products
+# save: 16 of its 120 h-bytes per token in fp32). BERT too under full checkpointing; under selective checkpointing its
+# top block's activations are all still live there (a smaller share is 7.6 % under the window at 2 x 256 tokens).
+# Fitted on MemTracker's peaks of their eager attention at 1 x 1,024 tokens (BERT 1 x 512), full and selective
+# checkpointing, 3 precisions, dropout 0 and 10 % (tests/plan/test_full_recompute.py GPT2_BERT), and BERT's windows
+# at 2 x 256 (tests/plan/test_selective.py): with these every one is within -2.2 to +3.9 %.
+PRE_CORE_SHARES: dict[str | tuple[str, str], float] = {"gpt2": 0.12, "bert": 0.25, ("bert", "selective"): 1.0}
 
 
 @dataclass(frozen=True)
@@ -505,10 +512,18 @@ def _dropout_score_bytes(model: ModelSpec, setup: TrainSetup, kernel: str, compu
         # bits those probabilities are the cast's copy, which the output replaces; elsewhere they are the softmax's
         # own output, kept anyway, so the output is new. Under autocast the step's peak also holds one more s x s
         # tensor with dropout than without (MemTracker on whole models: Llama -4.7 % without it, +0.8 % with it).
+        # GPT-2's scores are fp32 under autocast too (_dropout_replaces_cast).
         act = 4 if compute == "fp32" else 2
-        replaced = compute == "16bit" and FAMILY_GROUP[model.family] not in _SOFTMAX_IN_INPUT_DTYPE
-        return dropout_mask_bytes(setup.target, act) + (0 if replaced else act)
+        return dropout_mask_bytes(setup.target, act) + (0 if _dropout_replaces_cast(model, compute) else act)
     return 0.0
+
+
+def _dropout_replaces_cast(model: ModelSpec, compute: str) -> bool:
+    """Whether eager attention's dropout output takes the place of a 16-bit copy of fp32 probabilities at the step's
+    peak: in 16 bits where the softmax runs in fp32 and is cast back; under autocast in GPT-2, whose scores the fp32
+    causal mask promotes (MemTracker, 1 x 1,024 tokens: tests/plan/test_full_recompute.py GPT2_BERT)."""
+    group = FAMILY_GROUP[model.family]
+    return (compute == "16bit" and group not in _SOFTMAX_IN_INPUT_DTYPE) or (compute, group) == ("mixed", "gpt2")
 
 
 def megatron_block_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, checkpointing: str) -> float:
@@ -667,8 +682,15 @@ def _selective_recompute_phase(
     rebuilt = core + _core_backward_bytes(model, setup, tokens, kernel)
     grads, activations, logits = live
     top_grads = 0 if setup.lora or _accumulated(setup) else grad_elem * _post_core_params(model) / setup.tp
-    at_core = (grads + top_grads, activations - (1 - PRE_CORE_SHARE) * block, logits)
+    at_core = (grads + top_grads, activations - (1 - _pre_core_share(model, setup)) * block, logits)
     return {"backward, recompute": (*at_core, rebuilt)}
+
+
+def _pre_core_share(model: ModelSpec, setup: TrainSetup) -> float:
+    """The share of a block's saved activations live when backward reaches its attention core under the setup's
+    checkpointing (PRE_CORE_SHARES)."""
+    group = FAMILY_GROUP[model.family]
+    return PRE_CORE_SHARES.get((group, setup.checkpointing), PRE_CORE_SHARES.get(group, PRE_CORE_SHARE))
 
 
 def _accumulated(setup: TrainSetup) -> bool:
@@ -693,14 +715,26 @@ def _core_backward_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, kerne
     # 2.2 B per key; without dropout, eager 8, 6 and 6 (and the math kernel's 8: tests/plan/test_deepseek.py).
     compute = _compute(setup)
     act = 4 if kernel == "math" or compute == "fp32" else 2
-    grad_bytes = 4 + act
-    if model.attention_dropout > 0 and not (kernel == "eager" and compute == "mixed"):
+    grad_bytes = _softmax_bytes(model, compute, kernel) + act
+    if model.attention_dropout > 0 and not (
+        kernel == "eager" and compute == "mixed" and not _dropout_replaces_cast(model, compute)
+    ):
         grad_bytes -= act
     mask = eager_mask_bytes(model, setup, tokens, kernel)
     added = grad_bytes * model.num_heads / setup.tp * setup.seq_len * tokens + mask
     if kernel == "math":  # its backward forms the gradients of q, k and v in fp32, as it upcast them
         added += 4 * (model.q_size + 2 * model.kv_size) / setup.tp * tokens
     return added
+
+
+def _softmax_bytes(model: ModelSpec, compute: str, kernel: str) -> int:
+    """Bytes per element of the attention core's softmax, and so of its gradient, the scores' (measured on CPU: a
+    recomputed block's backward, tests/plan/test_full_recompute.py). fp32 in the math kernel and in the families
+    whose eager attention upcasts; in GPT-2's and BERT's eager attention the scores' dtype: fp32 for GPT-2 under
+    autocast, whose fp32 causal mask promotes them, 16-bit otherwise (CPU's autocast leaves softmax in bf16)."""
+    if kernel == "math" or compute == "fp32" or FAMILY_GROUP[model.family] not in _SOFTMAX_IN_INPUT_DTYPE:
+        return 4
+    return 4 if (compute, FAMILY_GROUP[model.family]) == ("mixed", "gpt2") else 2
 
 
 def eager_mask_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, kernel: str) -> float:
@@ -879,7 +913,7 @@ def estimate_training_memory(model: ModelSpec, setup: TrainSetup) -> MemoryEstim
         # Its backward then reaches the attention core: a kernel that kept s x s tensors adds their gradients (as
         # under selective checkpointing), while the block's later tensors (MLP, o_proj's input) are freed by then.
         core_backward = _core_backward_bytes(model, setup, tokens, kernel)
-        at_core = live_block - (1 - PRE_CORE_SHARE) * block + core_backward if core_backward else 0.0
+        at_core = live_block - (1 - _pre_core_share(model, setup)) * block + core_backward if core_backward else 0.0
         phases["backward, recompute"] = (grads + ddp_buckets, activations, held_logits, max(live_block, at_core))
     # By the top block's backward the head's gradient is formed. With accumulation, autograd has added an untied
     # head's into the `.grad` that accum_grads counts already and freed it (measured: tests/plan/test_selective.py,
