@@ -65,10 +65,10 @@ BLOCK_COEFFICIENTS: dict[tuple[str, str, str], BlockCoefficients] = {
     ("gpt2", "mixed", "sdpa"): _C(24, 0, 0, 10, 4.9, 0, 2),
     ("gpt2", "fp32", "sdpa"): _C(40, 0, 0, 20, 4.9, 0, 0),
     # GPT-2's eager rows are its SDPA rows with the s x s probabilities in place of the log-sum-exp, as a block's
-    # saved tensors measure at 256 and 1,024 tokens (saved-tensor hooks: tests/plan/test_kernels.py): fp32 4 B per
-    # head and key; under autocast 6, as adding the fp32 causal mask promotes the scores to fp32, so the softmax
-    # keeps fp32 and the product with V its 16-bit copy; bf16-true 2. (Fitted on peaks at 256 tokens, these rows
-    # had held 5.5, 4.8 and 2.8 with a smaller c_h: right at 256 tokens, +5 to +35 % at 1,024.)
+    # saved tensors measure (saved-tensor hooks at 256 tokens: tests/plan/test_kernels.py; the same at 1,024): fp32
+    # 4 B per head and key; under autocast 6, as adding the fp32 causal mask promotes the scores to fp32, so the
+    # softmax keeps fp32 and the product with V its 16-bit copy; bf16-true 2. Fitted on peaks at 256 tokens, these
+    # rows had held 5.5, 4.8 and 2.8 with a smaller c_h: right at 256 tokens, -11.5 to +34.6 % at 1,024.
     ("gpt2", "16bit", "eager"): _C(20, 0, 0, 10, 0, 2, 0),
     ("gpt2", "mixed", "eager"): _C(24, 0, 0, 10, 0, 6, 2),
     ("gpt2", "fp32", "eager"): _C(40, 0, 0, 20, 0, 4, 0),
