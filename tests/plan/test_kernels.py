@@ -7,6 +7,8 @@ benchmarks/attention_kernels.py on a GPU.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.plan.families import SMALL, with_dropout, without_dropout
@@ -241,3 +243,43 @@ def test_a_gpt2_or_bert_block_saves_what_the_plan_counts(family: str, precision:
     heads_keys = model.num_heads * seq * seq
     assert (planned - without_scores) / heads_keys == pytest.approx((two_ss - one_ss) / heads_keys, abs=0.01)
     assert planned == pytest.approx(two - one, rel=0.02)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("kv_heads,head_dim,tp", [(1, 32, 1), (2, 32, 1), (2, 64, 1), (4, 32, 1), (2, 32, 2)])
+def test_the_math_kernels_backward_adds_what_the_plan_counts(dtype: str, kv_heads: int, head_dim: int, tp: int) -> None:
+    """SDPA's math kernel with dropout (CPU's choice then) alone under MemTracker: its backward's peak over what
+    the forward left live is the scores' gradient and fp32 gradients of the query heads (`_core_backward_bytes`).
+    At tp = 2 one rank holds half the heads, and the plan divides the whole model's by 2."""
+    from torch.distributed._tools.mem_tracker import MemTracker
+    from torch.nn.attention import SDPBackend
+    from torch.nn.attention import sdpa_kernel as force
+
+    from treino.plan.memory import _core_backward_bytes
+
+    heads, seq = 4, 256
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    torch.manual_seed(0)
+    q = torch.randn(1, heads // tp, seq, head_dim, dtype=torch_dtype, requires_grad=True)
+    k, v = (torch.randn(1, kv_heads // tp, seq, head_dim, dtype=torch_dtype, requires_grad=True) for _ in range(2))
+    totals: list[int] = []
+
+    class Logged(MemTracker):  # type: ignore[misc]
+        def _update_peak_stats(self, peak_state: Any) -> None:
+            totals.extend(snap["Total"] for snap in self._curr_mem_snap.values())
+            super()._update_peak_stats(peak_state)
+
+    with Logged():
+        with force(SDPBackend.MATH):
+            out = torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, dropout_p=DROPOUT, is_causal=True, enable_gqa=True
+            )
+        grad = torch.ones_like(out)
+        forward_left = len(totals), totals[-1]
+        out.backward(grad)
+    measured = max(totals[forward_left[0] :]) - forward_left[1]
+
+    cfg = SMALL["llama"] | {"num_key_value_heads": kv_heads, "head_dim": head_dim, "attention_dropout": DROPOUT}
+    precision = "fp32" if dtype == "fp32" else "bf16-true"
+    setup = TrainSetup(seq_len=seq, precision=precision, attention="sdpa", tp=tp, device="cpu", sm=0)
+    assert _core_backward_bytes(model_from_config(cfg), setup, seq, "math") == measured

@@ -736,8 +736,11 @@ def _core_backward_bytes(model: ModelSpec, setup: TrainSetup, tokens: int, kerne
         grad_bytes -= act
     mask = eager_mask_bytes(model, setup, tokens, kernel)
     added = grad_bytes * model.num_heads / setup.tp * setup.seq_len * tokens + mask
-    if kernel == "math":  # its backward forms the gradients of q, k and v in fp32, as it upcast them
-        added += 4 * (model.q_size + 2 * model.kv_size) / setup.tp * tokens
+    if kernel == "math":
+        # Beside the scores' gradient its backward holds q's gradient in fp32, and in 16 bits, where it upcast q, k
+        # and v, an fp32 one per query head more (k's and v's expanded to q's heads): 4 and 8 B per q element, k's
+        # and v's heads aside (MemTracker on the kernel alone: tests/plan/test_kernels.py).
+        added += (4 if compute == "fp32" else 8) * model.q_size / setup.tp * tokens
     return added
 
 
