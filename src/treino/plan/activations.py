@@ -1,11 +1,11 @@
 """Saved-activation bytes per transformer block, per family, as Hugging Face's implementations save them.
 
-Megatron's formulas (Korthikanti et al. 2022, Table 2: `sbh(34 + 5as/h)`) describe Megatron's fused kernels;
-HF models save more (fp32 RMSNorm inputs, eager softmax in fp32, the contiguous copy before o_proj):
-an HF GPT-2 eager block measures 1.37x the formula (planner-formulas-and-data.md §B3). So, as that file's
-§2.1 recommends, each family carries coefficients measured once with PyTorch's MemTracker, by differencing
-3-block and 1-block models at 11 shapes (torch 2.13.0, transformers 5.24.0). The tests hold them to measurements: tests/plan/test_accuracy.py, test_kernels.py (a block's saved
-tensors) and benchmarks/kernel_accuracy.py. Per block and per token:
+Megatron's formulas (Korthikanti et al. 2022, Table 2: `sbh(34 + 5as/h)`) describe Megatron's fused kernels; HF
+models save more (fp32 RMSNorm inputs, eager softmax in fp32, the contiguous copy before o_proj): an HF GPT-2 eager
+block measures 1.37x the formula (planner-formulas-and-data.md §B3). So, as that file's §2.1 recommends, each family
+carries coefficients measured once with PyTorch's MemTracker, by differencing 3-block and 1-block models at 11
+shapes (torch 2.13.0, transformers 5.24.0). The tests hold them to measurements: tests/plan/test_accuracy.py,
+test_kernels.py (a block's saved tensors) and benchmarks/kernel_accuracy.py. Per block and per token:
 
     bytes = c_h*h + c_q*(heads*head_dim) + c_kv*(kv_heads*head_dim) + c_f*ffn + c_lse*heads + c_s*heads*seq
             + c_w * (block matmul weights) / tokens          # autocast's 16-bit weight copies
