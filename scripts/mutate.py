@@ -93,6 +93,8 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "only under LoRA (trainable, weights)",
         "treino.plan.memory.x_estimate_training_memory__mutmut_17": "1 adapter parameter without LoRA: read only under "
         "LoRA",
+        "treino.plan.memory.x_estimate_training_memory__mutmut_167": "cpu = optimizer: cpu is still 0.0 there, so it "
+        "is the same as cpu += optimizer",
     },
     "performance": {
         "treino.plan.performance.x_scale__mutmut_43": "max(gpus_per_server, 1): a server holds at least one GPU",
