@@ -95,6 +95,9 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "LoRA",
         "treino.plan.memory.x_estimate_training_memory__mutmut_167": "cpu = optimizer: cpu is still 0.0 there, so it "
         "is the same as cpu += optimizer",
+        "treino.plan.memory.x_estimate_training_memory__mutmut_207": "kernel=None: as _selective_recompute_phase's "
+        "mutmut_19",
+        "treino.plan.memory.x_estimate_training_memory__mutmut_212": "kernel left out: as mutmut_207",
     },
     "performance": {
         "treino.plan.performance.x_scale__mutmut_43": "max(gpus_per_server, 1): a server holds at least one GPU",
