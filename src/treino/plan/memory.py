@@ -518,7 +518,8 @@ def _dropout_score_bytes(model: ModelSpec, setup: TrainSetup, kernel: str, compu
         # back (transformers' `softmax(..., dtype=torch.float32).to(query.dtype)`, all but GPT-2 and BERT), in 16
         # bits those probabilities are the cast's copy, which the output replaces; elsewhere they are the softmax's
         # own output, kept anyway, so the output is new. Under autocast the step's peak also holds one more s x s
-        # tensor with dropout than without (MemTracker on whole models: Llama -4.7 % without it, +0.8 % with it).
+        # tensor with dropout than without (MemTracker on whole models: Llama -4.7 % without it, +0.8 % with it),
+        # but in GPT-2, whose fp32 scores come from its mask, not an upcast (_dropout_replaces_cast).
         act = 4 if compute == "fp32" else 2
         return dropout_mask_bytes(setup.target, act) + (0 if _dropout_replaces_cast(model, compute) else act)
     return 0.0
